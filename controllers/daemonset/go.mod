@@ -1,0 +1,3 @@
+module github.com/flotilla-dev/flotilla/controllers/daemonset
+
+go 1.26.0

@@ -1,0 +1,3 @@
+module github.com/flotilla-dev/flotilla/controllers/probe
+
+go 1.26.0
