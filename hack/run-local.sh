@@ -61,7 +61,7 @@ KC
   chmod 600 "$kc"
   setsid "$ROOT/bin/$name" --kubeconfig="$kc" \
     --metrics-bind-address=127.0.0.1:$((18080 + i)) --health-probe-bind-address=127.0.0.1:$((18090 + i)) \
-    --leader-elect=true --leader-election-namespace=$NS \
+    --leader-elect=true --leader-elect-resource-namespace=$NS \
     > "$LOGS/$name.log" 2>&1 < /dev/null &
   echo $! > "$RUN/$name.pid"
   i=$((i + 1))

@@ -1,0 +1,194 @@
+package v1alpha1
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	appspub "github.com/flotilla-dev/flotilla/apis/apps/pub"
+)
+
+// DaemonSetUpdateStrategyType is the DaemonSet update type.
+// +kubebuilder:validation:Enum=RollingUpdate;OnDelete
+type DaemonSetUpdateStrategyType string
+
+const (
+	// RollingUpdateDaemonSetStrategyType replaces pods node by node.
+	RollingUpdateDaemonSetStrategyType DaemonSetUpdateStrategyType = "RollingUpdate"
+	// OnDeleteDaemonSetStrategyType replaces pods only when they are deleted.
+	OnDeleteDaemonSetStrategyType DaemonSetUpdateStrategyType = "OnDelete"
+)
+
+// RollingUpdateType is the flavour of a DaemonSet rolling update.
+// +kubebuilder:validation:Enum=Standard;Surging;InPlaceIfPossible
+type RollingUpdateType string
+
+const (
+	// StandardRollingUpdateType deletes old pods and creates new ones (or
+	// surges when maxSurge > 0).
+	StandardRollingUpdateType RollingUpdateType = "Standard"
+	// SurgingRollingUpdateType is deprecated and treated as Standard (with
+	// maxSurge 1 / maxUnavailable 0 when neither is set).
+	SurgingRollingUpdateType RollingUpdateType = "Surging"
+	// InplaceRollingUpdateType updates pods in place when possible.
+	InplaceRollingUpdateType RollingUpdateType = "InPlaceIfPossible"
+)
+
+// DaemonSetUpdateStrategy controls DaemonSet updates.
+type DaemonSetUpdateStrategy struct {
+	// Type of update.
+	// +kubebuilder:default=RollingUpdate
+	// +optional
+	Type DaemonSetUpdateStrategyType `json:"type,omitempty"`
+	// RollingUpdate parameters.
+	// +optional
+	RollingUpdate *RollingUpdateDaemonSet `json:"rollingUpdate,omitempty"`
+}
+
+// RollingUpdateDaemonSet tunes DaemonSet rolling updates.
+//
+// maxUnavailable defaults to 1 only when neither maxUnavailable nor maxSurge
+// is set (a schema default cannot express that): the CRD defaults it when it
+// creates the whole rollingUpdate block, otherwise the controller resolves
+// a missing value (1 if maxSurge is also unset, else 0).
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || !has(self.maxSurge) || !((type(self.maxUnavailable) == int ? self.maxUnavailable == 0 : self.maxUnavailable == '0%') && (type(self.maxSurge) == int ? self.maxSurge == 0 : self.maxSurge == '0%'))",message="spec.updateStrategy.rollingUpdate.maxUnavailable and spec.updateStrategy.rollingUpdate.maxSurge must not both be 0"
+// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdateType) || self.rollingUpdateType != 'InPlaceIfPossible' || !has(self.maxSurge) || (type(self.maxSurge) == int ? self.maxSurge == 0 : self.maxSurge == '0%')",message="spec.updateStrategy.rollingUpdate.maxSurge must be 0 when rollingUpdateType is InPlaceIfPossible"
+type RollingUpdateDaemonSet struct {
+	// Type is the rolling update flavour.
+	// +kubebuilder:default=Standard
+	// +optional
+	Type RollingUpdateType `json:"rollingUpdateType,omitempty"`
+
+	// MaxUnavailable pods during the update (round up).
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:Pattern=`^(100|[1-9]?[0-9])%$`
+	// +kubebuilder:validation:XValidation:rule="type(self) == string || self >= 0",message="spec.updateStrategy.rollingUpdate.maxUnavailable must be >= 0"
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// MaxSurge is the number of nodes that may run an old and a new pod at
+	// the same time (round up).
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:Pattern=`^(100|[1-9]?[0-9])%$`
+	// +kubebuilder:validation:XValidation:rule="type(self) == string || self >= 0",message="spec.updateStrategy.rollingUpdate.maxSurge must be >= 0"
+	// +optional
+	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
+
+	// Selector limits the update to nodes with matching labels.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// Partition is the number (or percentage of desiredNumberScheduled,
+	// rounded down) of pods that stay at the old revision.
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:Pattern=`^(100|[1-9]?[0-9])%$`
+	// +kubebuilder:validation:XValidation:rule="type(self) == string || self >= 0",message="spec.updateStrategy.rollingUpdate.partition must be >= 0"
+	// +optional
+	Partition *intstr.IntOrString `json:"partition,omitempty"`
+
+	// Paused stops the rolling update.
+	// +optional
+	Paused *bool `json:"paused,omitempty"`
+}
+
+// DaemonSetSpec is the desired state of an Advanced DaemonSet.
+//
+// A RollingUpdate strategy without a rollingUpdate block is valid; the
+// controller then uses Standard / maxUnavailable 1 / maxSurge 0 / partition 0.
+// +kubebuilder:validation:XValidation:rule="!has(self.lifecycle) || !has(self.lifecycle.inPlaceUpdate)",message="spec.lifecycle.inPlaceUpdate is not supported for DaemonSet"
+type DaemonSetSpec struct {
+	// Selector selects the pods of this DaemonSet.
+	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="spec.selector must set matchLabels or matchExpressions"
+	Selector *metav1.LabelSelector `json:"selector"`
+
+	// Template describes the pods to create.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Template corev1.PodTemplateSpec `json:"template"`
+
+	// UpdateStrategy controls updates.
+	// +kubebuilder:default={type: RollingUpdate, rollingUpdate: {rollingUpdateType: Standard, maxUnavailable: 1}}
+	// +optional
+	UpdateStrategy DaemonSetUpdateStrategy `json:"updateStrategy,omitempty"`
+
+	// MinReadySeconds a pod must be ready before it counts as available.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+
+	// BurstReplicas caps pod creations/deletions/in-place updates per sync
+	// (percentages of desiredNumberScheduled round down).
+	// +kubebuilder:default=250
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:Pattern=`^(100|[1-9]?[0-9])%$`
+	// +kubebuilder:validation:XValidation:rule="type(self) == string || self >= 0",message="spec.burstReplicas must be >= 0"
+	// +optional
+	BurstReplicas *intstr.IntOrString `json:"burstReplicas,omitempty"`
+
+	// RevisionHistoryLimit is the number of old ControllerRevisions to keep.
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+
+	// Lifecycle hooks; only preDelete is supported.
+	// +optional
+	Lifecycle *appspub.Lifecycle `json:"lifecycle,omitempty"`
+}
+
+// DaemonSetStatus is the observed state of an Advanced DaemonSet.
+type DaemonSetStatus struct {
+	CurrentNumberScheduled int32 `json:"currentNumberScheduled"`
+	NumberMisscheduled     int32 `json:"numberMisscheduled"`
+	DesiredNumberScheduled int32 `json:"desiredNumberScheduled"`
+	NumberReady            int32 `json:"numberReady"`
+	ObservedGeneration     int64 `json:"observedGeneration"`
+	UpdatedNumberScheduled int32 `json:"updatedNumberScheduled"`
+	NumberAvailable        int32 `json:"numberAvailable"`
+	// +optional
+	NumberUnavailable int32 `json:"numberUnavailable,omitempty"`
+	// +optional
+	CollisionCount *int32 `json:"collisionCount,omitempty"`
+	// DaemonSetHash is the hash of the current (update) revision.
+	DaemonSetHash string `json:"daemonSetHash"`
+	// +optional
+	Conditions []appsv1.DaemonSetCondition `json:"conditions,omitempty"`
+}
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=daemon;ads
+// +kubebuilder:printcolumn:name="DESIRED",type="integer",JSONPath=".status.desiredNumberScheduled",description="The desired number of pods."
+// +kubebuilder:printcolumn:name="CURRENT",type="integer",JSONPath=".status.currentNumberScheduled",description="The current number of pods."
+// +kubebuilder:printcolumn:name="READY",type="integer",JSONPath=".status.numberReady",description="The ready number of pods."
+// +kubebuilder:printcolumn:name="UP-TO-DATE",type="integer",JSONPath=".status.updatedNumberScheduled",description="The updated number of pods."
+// +kubebuilder:printcolumn:name="AVAILABLE",type="integer",JSONPath=".status.numberAvailable",description="The available number of pods."
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="CONTAINERS",type="string",priority=1,JSONPath=".spec.template.spec.containers[*].name",description="The containers of the pod template."
+// +kubebuilder:printcolumn:name="IMAGES",type="string",priority=1,JSONPath=".spec.template.spec.containers[*].image",description="The images of the pod template."
+
+// DaemonSet (Advanced DaemonSet) runs a pod on every eligible node, with
+// partitioned, selective, surging and in-place rolling updates.
+type DaemonSet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   DaemonSetSpec   `json:"spec,omitempty"`
+	Status DaemonSetStatus `json:"status,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// DaemonSetList is a list of DaemonSets.
+type DaemonSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []DaemonSet `json:"items"`
+}

@@ -1,0 +1,218 @@
+package apis_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	crdvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-dev/flotilla/apis/testing/fixtures"
+)
+
+// These tests run the generated CRDs through the API server's own CRD
+// validation (structural schema, defaults, CEL compilation and estimated
+// cost) and then admit objects offline with the same defaulting, pruning,
+// OpenAPI and CEL validation code, so schema problems show up without a
+// cluster. test/e2e/apis repeats the object checks against a real server.
+
+const crdDir = "../deploy/base/crds"
+
+type version struct {
+	crd        *apiextensions.CustomResourceDefinition
+	structural *structuralschema.Structural
+	validator  apiservervalidation.SchemaValidator
+	cel        *cel.Validator
+}
+
+func loadCRDs(t *testing.T) map[string]*apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(crdDir, "*.yaml"))
+	require.NoError(t, err)
+	out := map[string]*apiextensionsv1.CustomResourceDefinition{}
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		require.NoError(t, yaml.UnmarshalStrict(b, crd), f)
+		require.Equal(t, crd.Spec.Group+"_"+crd.Spec.Names.Plural+".yaml", filepath.Base(f), "file naming")
+		apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
+		out[crd.Name] = crd
+	}
+	require.Len(t, out, 10, "one CRD per kind")
+	return out
+}
+
+func toInternal(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) *apiextensions.CustomResourceDefinition {
+	in := &apiextensions.CustomResourceDefinition{}
+	require.NoError(t, apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(crd, in, nil))
+	return in
+}
+
+func TestCRDsPassAPIServerValidation(t *testing.T) {
+	for name, crd := range loadCRDs(t) {
+		t.Run(name, func(t *testing.T) {
+			errs := crdvalidation.ValidateCustomResourceDefinition(context.Background(), toInternal(t, crd))
+			assert.Empty(t, errs.ToAggregate(), "the API server would reject this CRD")
+		})
+	}
+}
+
+func TestKustomizationListsEveryCRD(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(crdDir, "kustomization.yaml"))
+	require.NoError(t, err)
+	var k struct {
+		Resources []string `json:"resources"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &k))
+	files, _ := filepath.Glob(filepath.Join(crdDir, "*_*.yaml"))
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
+	}
+	assert.ElementsMatch(t, names, k.Resources)
+}
+
+// With conversion strategy None the API server only rewrites apiVersion, so
+// both StatefulSet versions must have the same schema, subresources and
+// columns; otherwise reading through one version would prune or mis-validate
+// fields of the other.
+func TestStatefulSetVersionsAreSchemaIdentical(t *testing.T) {
+	crd := loadCRDs(t)["statefulsets.apps.kruise.io"]
+	require.NotNil(t, crd)
+	require.Len(t, crd.Spec.Versions, 2)
+	assert.Equal(t, apiextensionsv1.NoneConverter, crd.Spec.Conversion.Strategy)
+	var a, b apiextensionsv1.CustomResourceDefinitionVersion
+	for _, v := range crd.Spec.Versions {
+		switch v.Name {
+		case "v1alpha1":
+			a = v
+			assert.False(t, v.Storage)
+			assert.True(t, v.Served)
+		case "v1beta1":
+			b = v
+			assert.True(t, v.Storage)
+			assert.True(t, v.Served)
+		}
+	}
+	assert.True(t, reflect.DeepEqual(a.Schema, b.Schema), "v1alpha1 and v1beta1 schemas differ")
+	assert.Equal(t, a.Subresources, b.Subresources)
+	assert.Equal(t, a.AdditionalPrinterColumns, b.AdditionalPrinterColumns)
+}
+
+func versionFor(t *testing.T, crds map[string]*apiextensionsv1.CustomResourceDefinition, k fixtures.Kind) *version {
+	crd := crds[k.Resource+"."+k.Group]
+	require.NotNil(t, crd, "no CRD for %s", k.Resource)
+	in := toInternal(t, crd)
+	for _, v := range in.Spec.Versions {
+		if v.Name != k.Version {
+			continue
+		}
+		var s *apiextensions.JSONSchemaProps
+		if v.Schema != nil {
+			s = v.Schema.OpenAPIV3Schema
+		} else if in.Spec.Validation != nil { // shared by all versions
+			s = in.Spec.Validation.OpenAPIV3Schema
+		}
+		require.NotNil(t, s, "no schema")
+		st, err := structuralschema.NewStructural(s)
+		require.NoError(t, err)
+		val, _, err := apiservervalidation.NewSchemaValidator(s)
+		require.NoError(t, err)
+		return &version{crd: in, structural: st, validator: val, cel: cel.NewValidator(st, true, celconfig.PerCallLimit)}
+	}
+	t.Fatalf("version %s not served by %s", k.Version, crd.Name)
+	return nil
+}
+
+// admit mimics the API server's create/update path for a custom resource:
+// default, prune, then OpenAPI, list-type and CEL validation.
+func (v *version) admit(obj, old map[string]interface{}) field.ErrorList {
+	structuraldefaulting.Default(obj, v.structural)
+	pruning.Prune(obj, v.structural, true)
+	errs := apiservervalidation.ValidateCustomResource(nil, obj, v.validator)
+	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, v.structural, obj)...)
+	var oldObj interface{}
+	if old != nil {
+		oldObj = old
+	}
+	celErrs, _ := v.cel.Validate(context.Background(), nil, v.structural, obj, oldObj, celconfig.RuntimeCELCostBudget)
+	return append(errs, celErrs...)
+}
+
+func jsonCopy(o map[string]interface{}) map[string]interface{} {
+	// the API server decodes JSON numbers that are integral as int64
+	b, _ := json.Marshal(o)
+	var out map[string]interface{}
+	_ = utiljson.Unmarshal(b, &out)
+	return out
+}
+
+func TestMinimalObjectsAreValidAndDefaulted(t *testing.T) {
+	crds := loadCRDs(t)
+	for _, k := range fixtures.Kinds {
+		t.Run(k.APIVersion()+"/"+k.Kind, func(t *testing.T) {
+			v := versionFor(t, crds, k)
+			obj := jsonCopy(fixtures.Minimal(k, "demo", "default"))
+			require.Empty(t, v.admit(obj, nil).ToAggregate())
+			for _, d := range fixtures.Defaults[k.Kind] {
+				got, ok := fixtures.Get(obj, d.Path)
+				if assert.True(t, ok, "default %s missing", d.Path) {
+					assert.Equal(t, fmt.Sprint(d.Value), fmt.Sprint(got), d.Path)
+				}
+			}
+			// an update to an identical object passes transition rules too
+			require.Empty(t, v.admit(jsonCopy(obj), obj).ToAggregate())
+		})
+	}
+}
+
+func TestInvalidSpecsAreRejected(t *testing.T) {
+	crds := loadCRDs(t)
+	require.GreaterOrEqual(t, len(fixtures.InvalidSpecs), 15)
+	for _, c := range fixtures.InvalidSpecs {
+		t.Run(c.Name, func(t *testing.T) {
+			k := c.KindFor()
+			v := versionFor(t, crds, k)
+			obj := jsonCopy(fixtures.Minimal(k, "demo", "default"))
+			if c.Mutate != nil {
+				c.Mutate(obj)
+			}
+			obj = jsonCopy(obj)
+			var errs field.ErrorList
+			if c.Update != nil {
+				require.Empty(t, v.admit(obj, nil).ToAggregate(), "the object before the update must be valid")
+				upd := jsonCopy(obj)
+				c.Update(upd)
+				errs = v.admit(jsonCopy(upd), obj)
+			} else {
+				errs = v.admit(obj, nil)
+			}
+			require.NotEmpty(t, errs, "expected the spec to be rejected")
+			msg := errs.ToAggregate().Error()
+			assert.True(t, strings.Contains(msg, c.WantField), "error %q does not name %s", msg, c.WantField)
+		})
+	}
+}

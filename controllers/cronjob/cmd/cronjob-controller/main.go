@@ -1,0 +1,11 @@
+// Command cronjob-controller runs Flotilla's AdvancedCronJob controller.
+package main
+
+import (
+	"os"
+
+	binary "github.com/flotilla-dev/flotilla/controllers/cronjob/internal/app"
+	"github.com/flotilla-dev/flotilla/kit/app"
+)
+
+func main() { os.Exit(app.Main(binary.Binary())) }

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# down.sh — stop the local control plane in $CLUSTER_DIR (default <repo>/.cluster).
+# Only processes this project started are signalled: each pid comes from run/<name>.pid and is
+# checked to still be $CLUSTER_BIN/<name> (a recycled pid is left alone). SIGTERM first, SIGKILL
+# after 10 s. Logs and PKI stay; etcd data is discarded at the next up.sh anyway.
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# running PID: alive and not a zombie. Our processes are re-parented to PID 1 once up.sh exits,
+# and PID 1 of this VM reaps children only every ~2 s; `kill -0` alone would count zombies.
+running() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1; [[ $s != Z* ]]; }
+
+stopped=0
+for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
+  c=${COMPONENTS[$i]}
+  [ -f "$RUN/$c.pid" ] || continue
+  if pid=$(pid_of "$c"); then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 200); do running "$pid" || break; sleep 0.05; done
+    if running "$pid"; then
+      log "$c (pid $pid) ignored SIGTERM for 10 s: SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      for _ in $(seq 100); do running "$pid" || break; sleep 0.05; done
+    fi
+    stopped=$((stopped + 1))
+  else
+    log "$c: stale pid file (process gone or not ours), removing it"
+  fi
+  rm -f "$RUN/$c.pid"
+done
+log "stopped $stopped processes in $CLUSTER_DIR (logs kept in $LOGS)"

@@ -1,0 +1,497 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/url"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/features"
+)
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestDefaultOptions(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "")
+	o := DefaultOptions("x-controller")
+	assert.Equal(t, "x-controller", o.LeaseName)
+	assert.Equal(t, "flotilla-system", o.LeaseNamespace)
+	assert.Equal(t, ":8080", o.MetricsAddr)
+	assert.Equal(t, ":8081", o.HealthAddr)
+	assert.True(t, o.LeaderElect)
+	assert.Equal(t, 3, o.Workers)
+	assert.Equal(t, float32(30), o.QPS)
+	assert.Equal(t, 50, o.Burst)
+	assert.Equal(t, 15*time.Second, o.LeaseDuration)
+	assert.Equal(t, 10*time.Second, o.RenewDeadline)
+	assert.Equal(t, 2*time.Second, o.RetryPeriod)
+	assert.Equal(t, 2*time.Minute, o.CacheSyncTimeout)
+	assert.Equal(t, controller.DefaultQueueOptions(), o.Queue)
+	require.NoError(t, o.Validate())
+
+	t.Setenv("POD_NAMESPACE", "mine")
+	assert.Equal(t, "mine", DefaultOptions("x").LeaseNamespace)
+}
+
+func testBinary(setup SetupFunc) Binary {
+	return Binary{
+		Name:  "test-controller",
+		Gates: []featuregate.Feature{features.CloneSetShortHash, features.PodWebhook, features.PodUnavailableBudgetDeleteGate},
+		Setup: setup,
+	}
+}
+
+func TestParse(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "")
+	var extra string
+	b := testBinary(nil)
+	b.AddFlags = func(fs *pflag.FlagSet) { fs.StringVar(&extra, "extra", "d", "") }
+	p, err := Parse(b, []string{
+		"--kubeconfig=/k", "--rest-config-qps=5", "--rest-config-burst=6", "--workers=7", "--namespace=n",
+		"--leader-elect=false", "--leader-elect-resource-name=l", "--leader-elect-resource-namespace=ln",
+		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=0", "--pprof", "-v=4", "--log-format=console",
+		"--rate-limiter-qps=3", "--disable-initial-list-delay",
+		"--feature-gates=CloneSetShortHash=true,PodWebhook=false", "--extra=e",
+	}, io.Discard)
+	require.NoError(t, err)
+	o := p.Options
+	assert.Equal(t, "/k", o.Kubeconfig)
+	assert.Equal(t, float32(5), o.QPS)
+	assert.Equal(t, 6, o.Burst)
+	assert.Equal(t, 7, o.Workers)
+	assert.Equal(t, "n", o.Namespace)
+	assert.False(t, o.LeaderElect)
+	assert.Equal(t, "l", o.LeaseName)
+	assert.Equal(t, "ln", o.LeaseNamespace)
+	assert.Equal(t, "127.0.0.1:0", o.MetricsAddr)
+	assert.Equal(t, "0", o.HealthAddr)
+	assert.True(t, o.PProf)
+	assert.Equal(t, 4, o.Verbosity)
+	assert.Equal(t, "console", o.LogFormat)
+	assert.Equal(t, 3.0, o.Queue.QPS)
+	assert.True(t, o.Queue.DisableInitialDelay)
+	assert.Equal(t, "e", extra)
+	assert.True(t, p.Gates.Enabled(features.CloneSetShortHash))
+	assert.False(t, p.Gates.Enabled(features.PodUnavailableBudgetDeleteGate), "forced off by PodWebhook=false")
+	assert.Equal(t, []featuregate.Feature{features.PodUnavailableBudgetDeleteGate}, p.Forced)
+
+	_, err = Parse(b, []string{"--feature-gates=StatefulSetStartOrdinal=true"}, io.Discard)
+	assert.Error(t, err, "gate not registered by this binary")
+	_, err = Parse(b, []string{"--log-format=xml"}, io.Discard)
+	assert.Error(t, err)
+	_, err = Parse(b, []string{"--leader-elect-lease-duration=1s", "--leader-elect-renew-deadline=2s"}, io.Discard)
+	assert.Error(t, err)
+	_, err = Parse(b, []string{"stray"}, io.Discard)
+	assert.Error(t, err)
+	_, err = Parse(b, []string{"--help"}, io.Discard)
+	assert.ErrorIs(t, err, pflag.ErrHelp)
+}
+
+func TestLoggerLevels(t *testing.T) {
+	for _, format := range []string{LogFormatJSON, LogFormatConsole} {
+		var buf bytes.Buffer
+		logger, z, err := NewLogger(&buf, format, 2)
+		require.NoError(t, err)
+		logger.V(2).Info("visible", "k", "v")
+		logger.V(3).Info("hidden")
+		logger.Error(errors.New("bad"), "an error")
+		require.NoError(t, z.Sync())
+		out := buf.String()
+		assert.Contains(t, out, "visible", format)
+		assert.NotContains(t, out, "hidden", format)
+		assert.Contains(t, out, "an error", format)
+		if format == LogFormatJSON {
+			assert.Contains(t, out, `"k":"v"`)
+			assert.Contains(t, out, `"v":2`)
+		}
+	}
+	_, _, err := NewLogger(io.Discard, "xml", 0)
+	assert.Error(t, err)
+	_, _, err = NewLogger(io.Discard, LogFormatJSON, -1)
+	assert.Error(t, err)
+}
+
+func TestRouteKlog(t *testing.T) {
+	var buf syncBuffer
+	logger, _, err := NewLogger(&buf, LogFormatJSON, 3)
+	require.NoError(t, err)
+	require.NoError(t, RouteKlog(logger, 3))
+	defer klog.ClearLogger()
+	klog.V(3).InfoS("from klog", "x", 1)
+	klog.V(4).InfoS("too verbose")
+	klog.FromContext(context.Background()).Info("contextual fallback")
+	klog.Flush()
+	out := buf.String()
+	assert.Contains(t, out, "from klog")
+	assert.Contains(t, out, "contextual fallback")
+	assert.NotContains(t, out, "too verbose")
+	assert.True(t, klog.V(3).Enabled())
+	assert.False(t, klog.V(4).Enabled())
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(body)
+}
+
+func TestHealthHandler(t *testing.T) {
+	h := NewHealth()
+	failing := atomic.Bool{}
+	h.AddHealthz(Check{Name: "custom", Check: func(*http.Request) error {
+		if failing.Load() {
+			return errors.New("down")
+		}
+		return nil
+	}})
+	srv, err := startServer(klog.Background(), "health", "127.0.0.1:0", h.Handler())
+	require.NoError(t, err)
+	defer func() { require.NoError(t, srv.shutdown(time.Second)) }()
+	base := "http://" + srv.Addr()
+
+	code, body := get(t, base+"/readyz")
+	assert.Equal(t, http.StatusInternalServerError, code)
+	assert.Contains(t, body, "[-]informer-sync failed")
+	h.SetSynced(true)
+	assert.True(t, h.Synced())
+	code, body = get(t, base+"/readyz")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "ok", body)
+	code, body = get(t, base+"/readyz?verbose")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "[+]informer-sync ok")
+
+	code, _ = get(t, base+"/healthz")
+	assert.Equal(t, http.StatusOK, code)
+	failing.Store(true)
+	code, body = get(t, base+"/healthz")
+	assert.Equal(t, http.StatusInternalServerError, code)
+	assert.Contains(t, body, "[-]custom failed: down")
+	code, _ = get(t, base+"/livez")
+	assert.Equal(t, http.StatusInternalServerError, code)
+}
+
+func TestMetricsExposeWorkqueueAndRESTClient(t *testing.T) {
+	m := NewMetrics()
+	q := controller.NewQueue[string]("metrics-test", controller.DefaultQueueOptions(), controller.QueueConfig{MetricsProvider: m.QueueMetricsProvider()})
+	loop := controller.NewLoop("metrics-test", q, func(context.Context, string) error { return nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = loop.Run(ctx, 1) }()
+	q.Enqueue("a")
+	q.Enqueue("b")
+	require.Eventually(t, func() bool { return q.Len() == 0 }, 5*time.Second, time.Millisecond)
+	cancel()
+	<-done
+
+	latencyAdapter{m.restLatency}.Observe(context.Background(), "GET", mustURL("https://api:6443/api"), 20*time.Millisecond)
+	resultAdapter{m.restResult}.Increment(context.Background(), "200", "GET", "api:6443")
+	leaderProvider{m.leader}.NewLeaderMetric().On("lease")
+
+	srv, err := startServer(klog.Background(), "metrics", "127.0.0.1:0", metricsMux(m, true))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, srv.shutdown(time.Second)) }()
+	code, body := get(t, "http://"+srv.Addr()+"/metrics")
+	require.Equal(t, http.StatusOK, code)
+	for _, want := range []string{
+		`workqueue_adds_total{name="metrics-test"} 2`,
+		`workqueue_depth{name="metrics-test"} 0`,
+		`workqueue_work_duration_seconds_count{name="metrics-test"} 2`,
+		`workqueue_queue_duration_seconds_count{name="metrics-test"} 2`,
+		`workqueue_retries_total`,
+		`workqueue_longest_running_processor_seconds{name="metrics-test"}`,
+		`workqueue_unfinished_work_seconds{name="metrics-test"}`,
+		`rest_client_request_duration_seconds_count{host="api:6443",verb="GET"} 1`,
+		`rest_client_requests_total{code="200",host="api:6443",method="GET"} 1`,
+		`leader_election_master_status{name="lease"} 1`,
+		`go_goroutines`,
+	} {
+		assert.Contains(t, body, want)
+	}
+	code, _ = get(t, "http://"+srv.Addr()+"/debug/pprof/")
+	assert.Equal(t, http.StatusOK, code)
+}
+
+// harness runs `run` with a fake clientset and captures addresses and logs.
+type harness struct {
+	t       *testing.T
+	client  *fake.Clientset
+	logs    *syncBuffer
+	health  *Health
+	addrs   chan [2]string
+	done    chan error
+	cancel  context.CancelFunc
+	healthz string
+	metrics string
+}
+
+func startHarness(t *testing.T, b Binary, args ...string) *harness {
+	t.Helper()
+	return startHarnessWithObjects(t, b, args)
+}
+
+func startHarnessWithObjects(t *testing.T, b Binary, args []string, objs ...runtime.Object) *harness {
+	t.Helper()
+	h := &harness{t: t, client: fake.NewClientset(objs...), logs: &syncBuffer{}, addrs: make(chan [2]string, 1), done: make(chan error, 1)}
+	args = append([]string{"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0"}, args...)
+	p, err := Parse(b, args, io.Discard)
+	require.NoError(t, err)
+	logger, _, err := NewLogger(h.logs, LogFormatJSON, 4)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	h.cancel = cancel
+	var healthCh = make(chan *Health, 1)
+	go func() {
+		h.done <- run(ctx, b, p, deps{
+			kube: h.client, metrics: NewMetrics(), logger: logger, clock: clock.RealClock{}, identity: "me",
+			serving: func(m, hz string, hh *Health) { h.addrs <- [2]string{m, hz}; healthCh <- hh },
+		})
+	}()
+	select {
+	case a := <-h.addrs:
+		h.metrics, h.healthz = "http://"+a[0], "http://"+a[1]
+		h.health = <-healthCh
+	case err := <-h.done:
+		t.Fatalf("run returned early: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("servers did not start")
+	}
+	return h
+}
+
+func (h *harness) stop() error {
+	h.cancel()
+	select {
+	case err := <-h.done:
+		return err
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("run did not return after cancel")
+		return nil
+	}
+}
+
+func (h *harness) wait(timeout time.Duration) error {
+	select {
+	case err := <-h.done:
+		return err
+	case <-time.After(timeout):
+		h.t.Fatal("run did not return")
+		return nil
+	}
+}
+
+func (h *harness) status(path string) int {
+	resp, err := http.Get(h.healthz + path)
+	if err != nil {
+		return 0
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+type fakeController struct {
+	name    string
+	started atomic.Bool
+	stopped atomic.Bool
+	workers atomic.Int32
+	err     error
+}
+
+func (f *fakeController) Name() string { return f.name }
+func (f *fakeController) Run(ctx context.Context, workers int) error {
+	f.workers.Store(int32(workers))
+	f.started.Store(true)
+	if f.err != nil {
+		return f.err
+	}
+	<-ctx.Done()
+	f.stopped.Store(true)
+	return nil
+}
+
+func TestRunWithoutLeaderElection(t *testing.T) {
+	var synced atomic.Bool
+	fc := &fakeController{name: "fake"}
+	var gotEnv *Env
+	h := startHarness(t, testBinary(func(ctx context.Context, env *Env) error {
+		gotEnv = env
+		f := env.NewKubeInformerFactory()
+		f.Core().V1().Pods().Informer()
+		env.AddSource(Source{Name: "gate", Start: func(context.Context) {}, HasSynced: synced.Load})
+		env.AddController(fc)
+		return nil
+	}), "--leader-elect=false", "--workers=5", "--feature-gates=CloneSetShortHash=true")
+
+	assert.True(t, gotEnv.Gates.Enabled(features.CloneSetShortHash))
+	assert.Equal(t, "test-controller", gotEnv.Name)
+	assert.NotNil(t, gotEnv.QueueConfig().MetricsProvider)
+	assert.Equal(t, http.StatusOK, h.status("/healthz"))
+	assert.Never(t, func() bool { return fc.started.Load() }, 100*time.Millisecond, 5*time.Millisecond, "controllers wait for sync")
+	assert.Equal(t, http.StatusInternalServerError, h.status("/readyz"), "not ready before sync")
+
+	synced.Store(true)
+	require.Eventually(t, func() bool { return h.status("/readyz") == http.StatusOK }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, fc.started.Load, 5*time.Second, time.Millisecond)
+	assert.Equal(t, int32(5), fc.workers.Load())
+
+	code, body := get(t, h.metrics+"/metrics")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "go_goroutines")
+	code, _ = get(t, h.metrics+"/debug/pprof/")
+	assert.Equal(t, http.StatusNotFound, code, "pprof off by default")
+
+	require.NoError(t, h.stop())
+	assert.True(t, fc.stopped.Load())
+}
+
+func TestRunWithNoReconcilerIdles(t *testing.T) {
+	h := startHarness(t, testBinary(nil), "--leader-elect=false")
+	require.Eventually(t, func() bool { return h.status("/readyz") == http.StatusOK }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(h.logs.String(), "No reconciler is enabled") }, 5*time.Second, time.Millisecond)
+	assert.Contains(t, h.logs.String(), `"level":"info"`)
+	require.NoError(t, h.stop())
+}
+
+func TestRunSetupErrorAndControllerError(t *testing.T) {
+	h := startHarness(t, testBinary(func(context.Context, *Env) error { return errors.New("nope") }), "--leader-elect=false")
+	err := h.wait(5 * time.Second)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "setup: nope")
+
+	bad := &fakeController{name: "bad", err: errors.New("crashed")}
+	good := &fakeController{name: "good"}
+	h = startHarness(t, testBinary(func(_ context.Context, env *Env) error {
+		env.AddController(good)
+		env.AddController(bad)
+		return nil
+	}), "--leader-elect=false")
+	err = h.wait(5 * time.Second)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "controller bad: crashed")
+	assert.True(t, good.stopped.Load(), "a failing controller stops the others")
+}
+
+func leaseArgs() []string {
+	return []string{"--leader-elect-lease-duration=1s", "--leader-elect-renew-deadline=500ms",
+		"--leader-elect-retry-period=100ms", "--leader-elect-resource-namespace=flotilla-system"}
+}
+
+func TestLeaderElectionStartsControllersOnlyWhenLeading(t *testing.T) {
+	fc := &fakeController{name: "fake"}
+	h := startHarness(t, testBinary(func(_ context.Context, env *Env) error {
+		env.AddController(fc)
+		return nil
+	}), leaseArgs()...)
+
+	require.Eventually(t, fc.started.Load, 10*time.Second, 5*time.Millisecond)
+	lease, err := h.client.CoordinationV1().Leases("flotilla-system").Get(context.Background(), "test-controller", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "me", *lease.Spec.HolderIdentity)
+	require.Eventually(t, func() bool { return h.status("/readyz") == http.StatusOK }, 5*time.Second, 10*time.Millisecond)
+	code, body := get(t, h.healthz+"/healthz?verbose")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "[+]leaderElection ok")
+
+	// Graceful stop releases the Lease.
+	require.NoError(t, h.stop())
+	assert.True(t, fc.stopped.Load())
+	lease, err = h.client.CoordinationV1().Leases("flotilla-system").Get(context.Background(), "test-controller", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, ptrString(lease.Spec.HolderIdentity), "lease released")
+}
+
+func ptrString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func TestLeaderElectionWaitsForHeldLease(t *testing.T) {
+	fc := &fakeController{name: "fake"}
+	b := testBinary(func(_ context.Context, env *Env) error {
+		env.AddController(fc)
+		return nil
+	})
+	// Someone else holds a fresh, long lease: we must not start.
+	held := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "flotilla-system", Name: "test-controller"},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To("other"),
+			LeaseDurationSeconds: ptr.To(int32(3600)),
+			AcquireTime:          ptr.To(metav1.NewMicroTime(time.Now())),
+			RenewTime:            ptr.To(metav1.NewMicroTime(time.Now())),
+		},
+	}
+	hh := startHarnessWithObjects(t, b, leaseArgs(), held)
+	assert.Never(t, fc.started.Load, 500*time.Millisecond, 10*time.Millisecond)
+	assert.Equal(t, http.StatusInternalServerError, hh.status("/readyz"))
+	assert.Equal(t, http.StatusOK, hh.status("/healthz"), "standby is healthy")
+	require.NoError(t, hh.stop())
+}
+
+func TestLeaderElectionLostExitsWithError(t *testing.T) {
+	fc := &fakeController{name: "fake"}
+	h := startHarness(t, testBinary(func(_ context.Context, env *Env) error {
+		env.AddController(fc)
+		return nil
+	}), leaseArgs()...)
+	require.Eventually(t, fc.started.Load, 10*time.Second, 5*time.Millisecond)
+
+	// Every renewal fails from now on.
+	h.client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("apiserver unreachable")
+	})
+	err := h.wait(10 * time.Second)
+	require.ErrorIs(t, err, ErrLeaderElectionLost)
+	assert.True(t, fc.stopped.Load(), "controllers were cancelled")
+}
+
+func mustURL(s string) url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return *u
+}

@@ -1,0 +1,167 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// Check is one named health or readiness check.
+type Check struct {
+	Name  string
+	Check func(*http.Request) error
+}
+
+// Health serves /healthz and /readyz.
+//
+// /healthz passes while the process is alive and, when leader election is
+// on, while the leader-election watchdog is happy (a leader whose Lease
+// expired without it noticing fails the check, so the kubelet restarts it).
+// /readyz passes once every informer the binary registered has synced.
+// Append ?verbose to see each check.
+type Health struct {
+	healthz []Check
+	readyz  []Check
+	synced  atomic.Bool
+}
+
+// NewHealth returns a Health with the "ping" liveness check and the
+// "informer-sync" readiness check.
+func NewHealth() *Health {
+	h := &Health{}
+	ping := Check{Name: "ping", Check: func(*http.Request) error { return nil }}
+	h.healthz = []Check{ping}
+	h.readyz = []Check{ping, {Name: "informer-sync", Check: func(*http.Request) error {
+		if !h.synced.Load() {
+			return errors.New("informer caches have not synced yet")
+		}
+		return nil
+	}}}
+	return h
+}
+
+// AddHealthz adds a liveness check.
+func (h *Health) AddHealthz(c Check) { h.healthz = append(h.healthz, c) }
+
+// AddReadyz adds a readiness check.
+func (h *Health) AddReadyz(c Check) { h.readyz = append(h.readyz, c) }
+
+// SetSynced flips the informer-sync readiness check.
+func (h *Health) SetSynced(v bool) { h.synced.Store(v) }
+
+// Synced reports the informer-sync state.
+func (h *Health) Synced() bool { return h.synced.Load() }
+
+// Handler returns a mux with /healthz, /livez (alias) and /readyz.
+func (h *Health) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/healthz", checksHandler("healthz", h.healthz))
+	mux.Handle("/livez", checksHandler("livez", h.healthz))
+	mux.Handle("/readyz", checksHandler("readyz", h.readyz))
+	return mux
+}
+
+func checksHandler(name string, checks []Check) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b strings.Builder
+		failed := false
+		for _, c := range checks {
+			if err := c.Check(r); err != nil {
+				failed = true
+				fmt.Fprintf(&b, "[-]%s failed: %v\n", c.Name, err)
+			} else {
+				fmt.Fprintf(&b, "[+]%s ok\n", c.Name)
+			}
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if failed {
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprintf(w, "%s%s check failed\n", b.String(), name)
+			return
+		}
+		if _, verbose := r.URL.Query()["verbose"]; verbose {
+			fmt.Fprintf(w, "%s%s check passed\n", b.String(), name)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	})
+}
+
+// metricsMux serves /metrics and, with pprof, /debug/pprof/.
+func metricsMux(m *Metrics, withPProf bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	if withPProf {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return mux
+}
+
+// server is a started HTTP server.
+type server struct {
+	name string
+	addr net.Addr
+	srv  *http.Server
+	done chan error
+}
+
+// startServer listens on addr and serves h in the background. addr "0" or
+// "" returns nil (disabled).
+func startServer(logger logr.Logger, name, addr string, h http.Handler) (*server, error) {
+	if addr == "" || addr == "0" {
+		logger.Info("Server disabled", "server", name)
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s server: %w", name, err)
+	}
+	s := &server{
+		name: name,
+		addr: ln.Addr(),
+		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
+		done: make(chan error, 1),
+	}
+	go func() {
+		err := s.srv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.done <- err
+	}()
+	logger.Info("Serving", "server", name, "address", s.addr.String())
+	return s, nil
+}
+
+// Addr returns the bound address (useful with port 0).
+func (s *server) Addr() string {
+	if s == nil {
+		return ""
+	}
+	return s.addr.String()
+}
+
+func (s *server) shutdown(timeout time.Duration) error {
+	if s == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := s.srv.Shutdown(ctx); err != nil {
+		return fmt.Errorf("%s server shutdown: %w", s.name, err)
+	}
+	return <-s.done
+}
