@@ -46,7 +46,7 @@ type version struct {
 
 func loadCRDs(t *testing.T) map[string]*apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(crdDir, "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(crdDir, "*", "*.yaml"))
 	require.NoError(t, err)
 	out := map[string]*apiextensionsv1.CustomResourceDefinition{}
 	for _, f := range files {
@@ -57,7 +57,8 @@ func loadCRDs(t *testing.T) map[string]*apiextensionsv1.CustomResourceDefinition
 		require.NoError(t, err)
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		require.NoError(t, yaml.UnmarshalStrict(b, crd), f)
-		require.Equal(t, crd.Spec.Group+"_"+crd.Spec.Names.Plural+".yaml", filepath.Base(f), "file naming")
+		require.Equal(t, filepath.Join(crd.Spec.Names.Plural, crd.Spec.Group+"_"+crd.Spec.Names.Plural+".yaml"),
+			filepath.Join(filepath.Base(filepath.Dir(f)), filepath.Base(f)), "file naming")
 		apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
 		out[crd.Name] = crd
 	}
@@ -80,19 +81,29 @@ func TestCRDsPassAPIServerValidation(t *testing.T) {
 	}
 }
 
+// The top kustomization lists one directory per CRD and each directory's kustomization lists its CRD, so
+// overlays can pick CRDs one by one.
 func TestKustomizationListsEveryCRD(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(crdDir, "kustomization.yaml"))
-	require.NoError(t, err)
-	var k struct {
+	type kustomization struct {
 		Resources []string `json:"resources"`
 	}
-	require.NoError(t, yaml.Unmarshal(b, &k))
-	files, _ := filepath.Glob(filepath.Join(crdDir, "*_*.yaml"))
-	var names []string
-	for _, f := range files {
-		names = append(names, filepath.Base(f))
+	read := func(path string) kustomization {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		var k kustomization
+		require.NoError(t, yaml.Unmarshal(b, &k))
+		return k
 	}
-	assert.ElementsMatch(t, names, k.Resources)
+	files, err := filepath.Glob(filepath.Join(crdDir, "*", "*_*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	var dirs []string
+	for _, f := range files {
+		dir := filepath.Dir(f)
+		dirs = append(dirs, filepath.Base(dir))
+		assert.Equal(t, []string{filepath.Base(f)}, read(filepath.Join(dir, "kustomization.yaml")).Resources, dir)
+	}
+	assert.ElementsMatch(t, dirs, read(filepath.Join(crdDir, "kustomization.yaml")).Resources)
 }
 
 // With conversion strategy None the API server only rewrites apiVersion, so

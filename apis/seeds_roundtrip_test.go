@@ -86,3 +86,10 @@ func TestPlaceholderRemoval(t *testing.T) {
 	assert.True(t, changed)
 	assert.Equal(t, "spec:\n  a: 1\n  b:\n  list:\n  # ...\n", out)
 }
+
+func TestMissingDetectsLostFields(t *testing.T) {
+	want := map[string]interface{}{"spec": map[string]interface{}{"a": "x", "l": []interface{}{map[string]interface{}{"k": 1.0}}, "elided": nil}}
+	assert.Empty(t, seeds.Missing(want, map[string]interface{}{"spec": map[string]interface{}{"a": "x", "b": 2.0, "l": []interface{}{map[string]interface{}{"k": 1.0, "z": true}}}}))
+	assert.NotEmpty(t, seeds.Missing(want, map[string]interface{}{"spec": map[string]interface{}{"a": "y", "l": []interface{}{map[string]interface{}{"k": 1.0}}}}))
+	assert.NotEmpty(t, seeds.Missing(want, map[string]interface{}{"spec": map[string]interface{}{"a": "x", "l": []interface{}{map[string]interface{}{}}}}))
+}

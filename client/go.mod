@@ -4,9 +4,9 @@ go 1.26.0
 
 require (
 	github.com/flotilla-dev/flotilla/apis v0.0.0
-	k8s.io/api v0.37.2
-	k8s.io/apimachinery v0.37.2
-	k8s.io/client-go v0.37.2
+	k8s.io/api v0.37.1
+	k8s.io/apimachinery v0.37.1
+	k8s.io/client-go v0.37.1
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2
 )
 

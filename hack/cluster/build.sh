@@ -33,19 +33,24 @@ modver() { awk -v m="$1" '($1==m && $2 ~ /^v/){print $2; exit}' "$W/go.mod"; }
 K8S_VERSION=$(modver k8s.io/kubernetes)
 ETCD_VERSION=$(modver go.etcd.io/etcd/server/v3)
 KWOK_VERSION=$(modver sigs.k8s.io/kwok)
-[ -n "$K8S_VERSION" ] && [ -n "$ETCD_VERSION" ] && [ -n "$KWOK_VERSION" ] ||
-  { echo "build.sh: cannot read versions from $W/go.mod (run gen-wrapper.sh)" >&2; exit 1; }
+if [ -z "$K8S_VERSION" ] || [ -z "$ETCD_VERSION" ] || [ -z "$KWOK_VERSION" ]; then
+  echo "build.sh: cannot read versions from $W/go.mod (run gen-wrapper.sh)" >&2; exit 1
+fi
 GOVERSION=$(go env GOVERSION)
 
 CP_BINS=(kube-apiserver kube-controller-manager kube-scheduler etcd kwok)
 PROV_DIR=$REPO/test/e2e/cmd/local-provisioner
 
-X=k8s.io/component-base/version
 MINOR=$(echo "${K8S_VERSION#v}" | cut -d. -f2)
 # gitVersion is what `kubectl version` and discovery report; without it the apiserver says
-# v0.0.0-master+$Format:%H$, which confuses version-gated clients. buildDate is fixed so that
-# the output is reproducible. -s -w: no symbol tables (~30% smaller binaries).
-LDF="-s -w -X $X.gitVersion=$K8S_VERSION -X $X.gitMajor=1 -X $X.gitMinor=$MINOR -X $X.gitTreeState=clean -X $X.buildDate=1970-01-01T00:00:00Z"
+# v0.0.0-master+$Format:%H$, which confuses version-gated clients. Like kubernetes'
+# hack/lib/version.sh we stamp both component-base (server version) and client-go (the
+# User-Agent of every in-cluster client, visible in audit logs). buildDate is fixed so that the
+# output is reproducible. -s -w: no symbol tables (~30% smaller binaries).
+LDF="-s -w"
+for X in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  LDF+=" -X $X.gitVersion=$K8S_VERSION -X $X.gitMajor=1 -X $X.gitMinor=$MINOR -X $X.gitTreeState=clean -X $X.buildDate=1970-01-01T00:00:00Z"
+done
 
 cp_key() {
   local h
@@ -61,7 +66,7 @@ prov_key() {
 stamp_has() { [ -f "$STAMP" ] && grep -qxF "$1" "$STAMP"; }
 stamp_set() { # replace the line for part $1 (controlplane|provisioner) with $2
   local tmp; tmp=$(mktemp "$BIN/.stamp.XXXXXX")
-  { [ -f "$STAMP" ] && grep -v "^$1=" "$STAMP" || true; echo "$2"; } > "$tmp"
+  { if [ -f "$STAMP" ]; then grep -v "^$1=" "$STAMP" || true; fi; echo "$2"; } > "$tmp"
   mv -f "$tmp" "$STAMP"
 }
 all_present() { local b; for b in "$@"; do [ -x "$BIN/$b" ] || return 1; done; }

@@ -1,7 +1,7 @@
 # lib.sh — shared settings of the local control plane scripts (sourced, not executed).
 # Every setting is an environment variable with a default, so a test binary can start a
 # private cluster on free ports in a temp dir (kit/testenv does exactly that).
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034  # variables are used by the scripts sourcing this file
 
 CLUSTER_HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$CLUSTER_HACK/../.." && pwd)
@@ -50,12 +50,14 @@ pid_of() {
   echo "$pid"
 }
 
-# wait_for SECONDS DESCRIPTION CMD...: poll CMD every 50 ms until it succeeds.
+# wait_for SECONDS WHAT CMD...: poll CMD every 50 ms until it succeeds. If WHAT is a component
+# with a pid file, give up as soon as that process has exited (no 2-minute wait on a bad flag).
 wait_for() {
   local timeout=$1 what=$2; shift 2
   local deadline=$(( $(date +%s) + timeout ))
   until "$@" >/dev/null 2>&1; do
-    [ "$(date +%s)" -lt "$deadline" ] || return 1
+    if [ -f "$RUN/$what.pid" ] && ! pid_of "$what" >/dev/null; then echo "[cluster] $what exited" >&2; return 1; fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then echo "[cluster] timed out after ${timeout}s waiting for $what" >&2; return 1; fi
     sleep 0.05
   done
 }

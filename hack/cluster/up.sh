@@ -13,6 +13,7 @@
 #   KEEP_ETCD=1      reuse the etcd data dir of the previous run
 #   {ETCD,APISERVER,KCM,SCHEDULER,KWOK}_EXTRA_ARGS   extra flags (word-split)
 #   READY_TIMEOUT    seconds to wait for each step (default 120)
+#   KWOK_STAGES_DIR  directory of kwok Stage YAMLs (default hack/cluster/kwok)
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -64,6 +65,7 @@ for c in "${COMPONENTS[@]}"; do [ -f "$LOGS/$c.log" ] && mv -f "$LOGS/$c.log" "$
 # shell that then execs the binary, so it is exactly the binary's pid.
 start() {
   local name=$1; shift
+  # shellcheck disable=SC2016  # $$ and $@ are expanded by the inner bash
   setsid bash -c 'echo $$ > "$0"; exec "$@"' "$RUN/$name.pid" "$CLUSTER_BIN/$name" "$@" \
     > "$LOGS/$name.log" 2>&1 < /dev/null &
   local i
@@ -161,7 +163,8 @@ kc apply -f "$CLUSTER_HACK/manifests/bootstrap.yaml" > "$LOGS/bootstrap.log" 2>&
 # Config mode: the stages are hack/cluster/kwok/*.yaml (see README). A KwokConfiguration document
 # must NOT be added to this file: defaults are not applied to it and kwok dies with
 # "node leases parallelism must be greater than 0"; flags are used instead.
-for f in "$CLUSTER_HACK"/kwok/*.yaml; do echo "---"; cat "$f"; echo; done > "$CLUSTER_DIR/kwok.yaml"
+KWOK_STAGES_DIR=${KWOK_STAGES_DIR:-$CLUSTER_HACK/kwok}
+for f in "$KWOK_STAGES_DIR"/*.yaml; do echo "---"; cat "$f"; echo; done > "$CLUSTER_DIR/kwok.yaml"
 # A new kwok process has a new lease-holder identity and ignores nodes whose Lease is still held
 # by the previous one (up to --node-lease-duration-seconds). Leases only survive with KEEP_ETCD=1,
 # but delete them unconditionally: it is cheap and makes restarts gap-free.
@@ -208,10 +211,12 @@ fi
 
 # --- wait until usable ------------------------------------------------------------------------
 healthz() { curl -sfk --max-time 2 "https://127.0.0.1:$1/healthz" | grep -qx ok; }
-wait_for "$READY_TIMEOUT" kcm healthz "$KCM_PORT" || fail kube-controller-manager "kube-controller-manager not healthy"
-wait_for "$READY_TIMEOUT" scheduler healthz "$SCHEDULER_PORT" || fail kube-scheduler "kube-scheduler not healthy"
+wait_for "$READY_TIMEOUT" kube-controller-manager healthz "$KCM_PORT" || fail kube-controller-manager "kube-controller-manager not healthy"
+wait_for "$READY_TIMEOUT" kube-scheduler healthz "$SCHEDULER_PORT" || fail kube-scheduler "kube-scheduler not healthy"
+log "kube-controller-manager and kube-scheduler healthy after $(since "$T0") s"
 if [ "$NODES" -gt 0 ]; then
   kc wait --for=condition=Ready node -l type=kwok --timeout="${READY_TIMEOUT}s" > /dev/null || fail kwok "nodes not Ready"
+  log "$NODES nodes Ready after $(since "$T0") s"
 fi
 wait_for "$READY_TIMEOUT" "default ServiceAccount" kc get serviceaccount default -n default ||
   fail kube-controller-manager "ServiceAccount default/default not created"

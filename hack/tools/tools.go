@@ -1,6 +1,6 @@
 //go:build tools
 
-// Package tools pins the code generators used by hack/update-codegen.sh.
+// The blank imports below pin the code generators used by hack/update-codegen.sh.
 // Nothing here is compiled into a binary; the blank imports only keep the
 // versions in go.mod so every engineer builds identical generators.
 package tools

@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/url"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -273,7 +273,16 @@ func startHarness(t *testing.T, b Binary, args ...string) *harness {
 
 func startHarnessWithObjects(t *testing.T, b Binary, args []string, objs ...runtime.Object) *harness {
 	t.Helper()
-	h := &harness{t: t, client: fake.NewClientset(objs...), logs: &syncBuffer{}, addrs: make(chan [2]string, 1), done: make(chan error, 1)}
+	return startHarnessWithClient(t, b, args, nil, objs...)
+}
+
+func startHarnessWithClient(t *testing.T, b Binary, args []string, prepare func(*fake.Clientset), objs ...runtime.Object) *harness {
+	t.Helper()
+	client := fake.NewClientset(objs...)
+	if prepare != nil {
+		prepare(client)
+	}
+	h := &harness{t: t, client: client, logs: &syncBuffer{}, addrs: make(chan [2]string, 1), done: make(chan error, 1)}
 	args = append([]string{"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0"}, args...)
 	p, err := Parse(b, args, io.Discard)
 	require.NoError(t, err)
@@ -353,15 +362,16 @@ func (f *fakeController) Run(ctx context.Context, workers int) error {
 func TestRunWithoutLeaderElection(t *testing.T) {
 	var synced atomic.Bool
 	fc := &fakeController{name: "fake"}
-	var gotEnv *Env
+	envCh := make(chan *Env, 1)
 	h := startHarness(t, testBinary(func(ctx context.Context, env *Env) error {
-		gotEnv = env
+		defer func() { envCh <- env }()
 		f := env.NewKubeInformerFactory()
 		f.Core().V1().Pods().Informer()
 		env.AddSource(Source{Name: "gate", Start: func(context.Context) {}, HasSynced: synced.Load})
 		env.AddController(fc)
 		return nil
 	}), "--leader-elect=false", "--workers=5", "--feature-gates=CloneSetShortHash=true")
+	gotEnv := <-envCh
 
 	assert.True(t, gotEnv.Gates.Enabled(features.CloneSetShortHash))
 	assert.Equal(t, "test-controller", gotEnv.Name)
@@ -473,16 +483,23 @@ func TestLeaderElectionWaitsForHeldLease(t *testing.T) {
 
 func TestLeaderElectionLostExitsWithError(t *testing.T) {
 	fc := &fakeController{name: "fake"}
-	h := startHarness(t, testBinary(func(_ context.Context, env *Env) error {
+	var failRenewals atomic.Bool
+	b := testBinary(func(_ context.Context, env *Env) error {
 		env.AddController(fc)
 		return nil
-	}), leaseArgs()...)
+	})
+	h := startHarnessWithClient(t, b, leaseArgs(), func(c *fake.Clientset) {
+		c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+			if failRenewals.Load() {
+				return true, nil, errors.New("apiserver unreachable")
+			}
+			return false, nil, nil
+		})
+	})
 	require.Eventually(t, fc.started.Load, 10*time.Second, 5*time.Millisecond)
 
 	// Every renewal fails from now on.
-	h.client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, errors.New("apiserver unreachable")
-	})
+	failRenewals.Store(true)
 	err := h.wait(10 * time.Second)
 	require.ErrorIs(t, err, ErrLeaderElectionLost)
 	assert.True(t, fc.stopped.Load(), "controllers were cancelled")

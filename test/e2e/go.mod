@@ -14,6 +14,8 @@ require (
 require (
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
+	github.com/flotilla-dev/flotilla/apis v0.0.0
+	github.com/flotilla-dev/flotilla/client v0.0.0
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-openapi/jsonpointer v1.0.0 // indirect
@@ -59,3 +61,7 @@ require (
 )
 
 replace github.com/flotilla-dev/flotilla/kit => ../../kit
+
+replace github.com/flotilla-dev/flotilla/apis => ../../apis
+
+replace github.com/flotilla-dev/flotilla/client => ../../client

@@ -1,0 +1,4 @@
+// Package tools pins the versions of the code generators used by
+// hack/update-codegen.sh (see tools.go, built only with the "tools" tag).
+// The generators are installed into bin/tools by that script.
+package tools
