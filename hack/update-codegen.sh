@@ -51,7 +51,14 @@ echo ">> clients"
 # configurations. Embedded types (SidecarContainer embeds Container,
 # ContainerProbeSpec embeds Probe) only produce compiling builders when every
 # type reachable from them is mapped too, so map all of client-go's.
+# `go list -m -f {{.Dir}}` prints nothing for a module that is not downloaded yet (a fresh machine), so
+# download it first and fail loudly rather than silently generating different code.
+(cd "${SRC_ROOT}/client" && go mod download k8s.io/client-go)
 CLIENTGO_DIR="$(cd "${SRC_ROOT}/client" && go list -m -f '{{.Dir}}' k8s.io/client-go)"
+if [[ -z "${CLIENTGO_DIR}" || ! -d "${CLIENTGO_DIR}/applyconfigurations" ]]; then
+  echo "update-codegen: cannot find k8s.io/client-go's applyconfigurations" >&2
+  exit 1
+fi
 externals=()
 for gv in core/v1 batch/v1 apps/v1; do
   while read -r t; do
@@ -59,6 +66,10 @@ for gv in core/v1 batch/v1 apps/v1; do
   done < <(grep -ho '^type [A-Za-z0-9]*ApplyConfiguration struct' "${CLIENTGO_DIR}/applyconfigurations/${gv}"/*.go \
              | sed -e 's/^type //' -e 's/ApplyConfiguration struct$//' | LC_ALL=C sort -u)
 done
+if [[ ${#externals[@]} -eq 0 ]]; then
+  echo "update-codegen: no client-go apply configurations found under ${CLIENTGO_DIR}" >&2
+  exit 1
+fi
 (
   cd "${ROOT}/apis"
   kube::codegen::gen_client \
