@@ -78,6 +78,7 @@ func (o *options) setup(ctx context.Context, env *kitapp.Env) error {
 		Client:        client,
 		KubeInformers: env.NewKubeInformerFactory(informers.WithTransform(controller.StripManagedFields)),
 		Informers:     flotillainformers.NewSharedInformerFactoryWithOptions(client, env.Options.SyncPeriod, nsOpts...),
+		Namespace:     env.Options.Namespace,
 		Clock:         offsetClock{WithTicker: env.Clock, offset: o.clockOffset},
 		Recorder:      env.EventRecorder(ctx, scheme),
 		QueueOptions:  env.Options.Queue,

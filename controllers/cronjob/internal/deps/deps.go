@@ -21,8 +21,10 @@ type Deps struct {
 	Client        versioned.Interface
 	KubeInformers informers.SharedInformerFactory
 	Informers     flotillainformers.SharedInformerFactory
-	Clock         clock.WithTicker
-	Recorder      record.EventRecorder
-	QueueOptions  controller.QueueOptions
-	QueueConfig   controller.QueueConfig
+	// Namespace restricts informers a reconciler builds itself (filtered ones); empty means all namespaces.
+	Namespace    string
+	Clock        clock.WithTicker
+	Recorder     record.EventRecorder
+	QueueOptions controller.QueueOptions
+	QueueConfig  controller.QueueConfig
 }

@@ -1,0 +1,133 @@
+package broadcastjob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+)
+
+// Event reasons (besides the condition reasons).
+const (
+	EventSuccessfulCreate = "SuccessfulCreate"
+	EventFailedCreate     = "FailedCreate"
+	EventSuccessfulDelete = "SuccessfulDelete"
+	EventStopped          = "RestartLimitExceeded"
+	EventPaused           = "Paused"
+)
+
+// act carries out the verdict and the plan. It returns the job to write status against: the cached object, or the
+// one our own spec patch (pause) returned. Every step runs even if an earlier one failed; errors are joined.
+func (c *Controller) act(ctx context.Context, key types.NamespacedName, job *appsv1alpha1.BroadcastJob, v verdict, plan podPlan) (*appsv1alpha1.BroadcastJob, error) {
+	logger := klog.FromContext(ctx)
+	var errs []error
+	if f := v.finish; f != nil {
+		eventType := corev1.EventTypeNormal
+		if f.Type == appsv1alpha1.JobFailed {
+			eventType = corev1.EventTypeWarning
+		}
+		c.recorder.Event(job, eventType, f.Reason, f.Message)
+		logger.Info("BroadcastJob finished", "condition", f.Type, "reason", f.Reason, "message", f.Message)
+	}
+	if v.pause {
+		patched, err := c.client.AppsV1alpha1().BroadcastJobs(job.Namespace).Patch(ctx, job.Name, types.MergePatchType,
+			[]byte(`{"spec":{"paused":true}}`), metav1.PatchOptions{})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pause BroadcastJob %s: %w", key, err))
+		} else {
+			job = patched
+			c.recorder.Event(job, corev1.EventTypeWarning, EventPaused, "failurePolicy is Pause and a node failed: set spec.paused")
+		}
+	}
+	for _, pod := range plan.stop {
+		patch := fmt.Sprintf(`{"spec":{"activeDeadlineSeconds":%d}}`, stopDeadlineSeconds)
+		if _, err := c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("stop pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			continue
+		}
+		c.recorder.Eventf(job, corev1.EventTypeWarning, EventStopped, "Stopping pod %s on node %s: restartLimit %d used up", pod.Name, targetNode(pod), job.Spec.FailurePolicy.RestartLimit)
+	}
+	for _, pod := range plan.delete {
+		uid := pod.UID
+		err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			continue
+		}
+		c.recorder.Eventf(job, corev1.EventTypeNormal, EventSuccessfulDelete, "Deleted pod %s (node %s)", pod.Name, targetNode(pod))
+	}
+	if err := c.createPods(ctx, key, job, plan.create); err != nil {
+		errs = append(errs, err)
+	}
+	return job, errors.Join(errs...)
+}
+
+// createPods creates one pod per node in slow-start batches (1, 2, 4, ...), stopping after a batch with a
+// failure, so a job that cannot create pods (quota, admission) costs a few requests per retry, not one per node.
+func (c *Controller) createPods(ctx context.Context, key types.NamespacedName, job *appsv1alpha1.BroadcastJob, nodes []string) error {
+	for batch := 1; len(nodes) > 0; batch *= 2 {
+		n := min(batch, len(nodes))
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i, node := range nodes[:n] {
+			wg.Go(func() { errs[i] = c.createPod(ctx, key, job, node) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		nodes = nodes[n:]
+	}
+	return nil
+}
+
+func (c *Controller) createPod(ctx context.Context, key types.NamespacedName, job *appsv1alpha1.BroadcastJob, node string) error {
+	// Expect before the request: if the outcome is unknown (timeout), the node stays blocked until the
+	// expectation expires rather than getting a second pod.
+	c.creates.expect(key, job.UID, node, "")
+	pod, err := c.kube.CoreV1().Pods(job.Namespace).Create(ctx, newPod(job, node), metav1.CreateOptions{})
+	if err != nil {
+		if rejected(err) {
+			c.creates.observed(key, node, "")
+		}
+		c.recorder.Eventf(job, corev1.EventTypeWarning, EventFailedCreate, "Error creating pod for node %s: %v", node, err)
+		return fmt.Errorf("create pod for node %s: %w", node, err)
+	}
+	c.creates.expect(key, job.UID, node, pod.Name)
+	klog.FromContext(ctx).V(2).Info("Created pod", "pod", klog.KObj(pod), "node", node)
+	c.recorder.Eventf(job, corev1.EventTypeNormal, EventSuccessfulCreate, "Created pod %s for node %s", pod.Name, node)
+	return nil
+}
+
+// rejected reports whether the API server answered a request with a definite refusal (4xx other than timeouts and
+// throttling), i.e. nothing was created.
+func rejected(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	code := int(status.Status().Code)
+	return code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests
+}
+
+// deleteJob deletes a finished job whose TTL has passed; the garbage collector removes its pods.
+func (c *Controller) deleteJob(ctx context.Context, job *appsv1alpha1.BroadcastJob) error {
+	uid := job.UID
+	policy := metav1.DeletePropagationBackground
+	err := c.client.AppsV1alpha1().BroadcastJobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &policy})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete BroadcastJob %s/%s after its TTL: %w", job.Namespace, job.Name, err)
+	}
+	klog.FromContext(ctx).Info("Deleted finished BroadcastJob after ttlSecondsAfterFinished")
+	return nil
+}

@@ -1,0 +1,243 @@
+package broadcastjob
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
+	flotillascheme "github.com/flotilla-dev/flotilla/client/clientset/versioned/scheme"
+	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
+	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/deps"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
+)
+
+// Unit tests run without a control plane under -short (make unit-test); the integration tests skip then.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	testenv.Main(m)
+}
+
+const (
+	// Every node a test creates carries testLabel=<namespace> (job nodeSelectors use it, so desired is
+	// deterministic) and the NoSchedule taint ownerTaint=<namespace> (so workloads of tests running in parallel in
+	// other packages stay off it; our templates tolerate it).
+	testLabel          = "flotilla.dev/test"
+	ownerTaint         = "flotilla.dev/test-owner"
+	completeAnnotation = "sim.kwok.x-k8s.io/complete"
+	waitTimeout        = 60 * time.Second
+)
+
+// itest is one integration test: its namespace, clients and helpers.
+type itest struct {
+	t      *testing.T
+	env    *testenv.Env
+	ns     string
+	client versioned.Interface
+	nodeN  int
+}
+
+func newITest(t *testing.T) *itest {
+	if testing.Short() {
+		t.Skip("integration test: needs the control plane")
+	}
+	t.Parallel()
+	env := testenv.Get(t)
+	client, err := versioned.NewForConfig(env.Config)
+	require.NoError(t, err)
+	return &itest{t: t, env: env, ns: env.Namespace(t), client: client}
+}
+
+// startController runs the real reconciler in-process with informers restricted to the test namespace (nodes are
+// cluster-scoped) and returns a function that stops it and waits (also called in Cleanup).
+func (it *itest) startController() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	kubeInf := informers.NewSharedInformerFactoryWithOptions(it.env.Kube, 0, informers.WithNamespace(it.ns),
+		informers.WithTransform(controller.StripManagedFields))
+	flotInf := flotillainformers.NewSharedInformerFactoryWithOptions(it.client, 0, flotillainformers.WithNamespace(it.ns))
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: it.env.Kube.CoreV1().Events(it.ns)})
+	c, err := New(deps.Deps{
+		Kube: it.env.Kube, Client: it.client, KubeInformers: kubeInf, Informers: flotInf,
+		Clock:        clock.RealClock{},
+		Recorder:     broadcaster.NewRecorder(flotillascheme.Scheme, corev1.EventSource{Component: "broadcastjob-test"}),
+		QueueOptions: controller.DefaultQueueOptions(),
+	})
+	require.NoError(it.t, err)
+	kubeInf.Start(ctx.Done())
+	flotInf.Start(ctx.Done())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, 2) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				it.t.Errorf("controller Run: %v", err)
+			}
+			kubeInf.Shutdown()
+			flotInf.Shutdown()
+			broadcaster.Shutdown()
+		})
+	}
+	it.t.Cleanup(stop)
+	return stop
+}
+
+// addNodes creates n kwok nodes labelled for this test (plus labels), tainted with the owner taint (plus taints),
+// waits until they are Ready and untainted by the node lifecycle controller, and deletes them in Cleanup.
+func (it *itest) addNodes(n int, labels map[string]string, taints ...corev1.Taint) []string {
+	ctx := context.Background()
+	var names []string
+	for i := 0; i < n; i++ {
+		it.nodeN++
+		name := fmt.Sprintf("%s-n%d", it.ns, it.nodeN)
+		l := map[string]string{testLabel: it.ns, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok-test"}
+		for k, v := range labels {
+			l[k] = v
+		}
+		res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110")}
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}},
+			Spec:       corev1.NodeSpec{Taints: append([]corev1.Taint{{Key: ownerTaint, Value: it.ns, Effect: corev1.TaintEffectNoSchedule}}, taints...)},
+			Status:     corev1.NodeStatus{Allocatable: res, Capacity: res},
+		}
+		_, err := it.env.Kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		require.NoError(it.t, err)
+		it.t.Cleanup(func() {
+			if err := it.env.Kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				it.t.Errorf("delete node %s: %v", name, err)
+			}
+		})
+		names = append(names, name)
+	}
+	for _, name := range names {
+		testenv.Eventually(it.t, waitTimeout, func() (bool, error) {
+			node, err := it.env.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, t := range node.Spec.Taints {
+				if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+					return false, nil
+				}
+			}
+			for _, c := range node.Status.Conditions {
+				if c.Type == corev1.NodeReady {
+					return c.Status == corev1.ConditionTrue, nil
+				}
+			}
+			return false, nil
+		})
+	}
+	return names
+}
+
+// newJob is a BroadcastJob selecting this test's nodes and tolerating the owner taint; mods adjust it.
+func (it *itest) newJob(name string, mods ...func(*appsv1alpha1.BroadcastJob)) *appsv1alpha1.BroadcastJob {
+	j := &appsv1alpha1.BroadcastJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: it.ns}}
+	j.Spec.Template.Labels = map[string]string{"app": name}
+	j.Spec.Template.Spec = corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		NodeSelector:  map[string]string{testLabel: it.ns},
+		Tolerations:   []corev1.Toleration{{Key: ownerTaint, Operator: corev1.TolerationOpExists}},
+		Containers:    []corev1.Container{{Name: "main", Image: "busybox:1.36"}},
+	}
+	for _, m := range mods {
+		m(j)
+	}
+	return j
+}
+
+func (it *itest) create(j *appsv1alpha1.BroadcastJob) *appsv1alpha1.BroadcastJob {
+	out, err := it.client.AppsV1alpha1().BroadcastJobs(it.ns).Create(context.Background(), j, metav1.CreateOptions{})
+	require.NoError(it.t, err)
+	return out
+}
+
+func (it *itest) job(name string) (*appsv1alpha1.BroadcastJob, error) {
+	return it.client.AppsV1alpha1().BroadcastJobs(it.ns).Get(context.Background(), name, metav1.GetOptions{})
+}
+
+// pods returns the job's pods sorted by name.
+func (it *itest) pods(job string) []corev1.Pod {
+	list, err := it.env.Kube.CoreV1().Pods(it.ns).List(context.Background(), metav1.ListOptions{LabelSelector: LabelJobName + "=" + job})
+	require.NoError(it.t, err)
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	return list.Items
+}
+
+// podsByNode groups pods by the node they target.
+func podsByNode(pods []corev1.Pod) map[string][]corev1.Pod {
+	out := map[string][]corev1.Pod{}
+	for _, p := range pods {
+		out[targetNode(&p)] = append(out[targetNode(&p)], p)
+	}
+	return out
+}
+
+// complete drives a running pod to phase (Succeeded or Failed) through the kwok annotation.
+func (it *itest) complete(pod string, phase corev1.PodPhase) {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, completeAnnotation, phase)
+	_, err := it.env.Kube.CoreV1().Pods(it.ns).Patch(context.Background(), pod, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	require.NoError(it.t, err)
+}
+
+// waitRunning waits until the job has want pods in phase Running (bound by the scheduler) and returns them.
+func (it *itest) waitRunning(job string, want int) []corev1.Pod {
+	var running []corev1.Pod
+	testenv.Eventually(it.t, waitTimeout, func() (bool, error) {
+		running = running[:0]
+		for _, p := range it.pods(job) {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				running = append(running, p)
+			}
+		}
+		return len(running) == want, nil
+	})
+	return running
+}
+
+// waitStatus waits until cond holds for the job's status and returns the job.
+func (it *itest) waitStatus(name string, cond func(s appsv1alpha1.BroadcastJobStatus) bool) *appsv1alpha1.BroadcastJob {
+	var job *appsv1alpha1.BroadcastJob
+	testenv.Eventually(it.t, waitTimeout, func() (bool, error) {
+		var err error
+		job, err = it.job(name)
+		return err == nil && cond(job.Status), err
+	})
+	return job
+}
+
+// counters is a status predicate on the four counters.
+func counters(desired, active, succeeded, failed int32) func(appsv1alpha1.BroadcastJobStatus) bool {
+	return func(s appsv1alpha1.BroadcastJobStatus) bool {
+		return s.Desired == desired && s.Active == active && s.Succeeded == succeeded && s.Failed == failed
+	}
+}
+
+func hasCondition(s appsv1alpha1.BroadcastJobStatus, t appsv1alpha1.JobConditionType, reason string) bool {
+	c := finishedCondition(s)
+	return c != nil && c.Type == t && c.Reason == reason
+}

@@ -1,0 +1,294 @@
+package broadcastjob
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
+	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
+	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/deps"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+)
+
+// fixture is a Controller over fake clientsets whose caches the test seeds directly (informers never start), with
+// a fake clock driving time and the queue's delays.
+type fixture struct {
+	t        *testing.T
+	kube     *kubefake.Clientset
+	client   *fake.Clientset
+	clock    *clocktesting.FakeClock
+	recorder *record.FakeRecorder
+	c        *Controller
+	kubeInf  informers.SharedInformerFactory
+	flotInf  flotillainformers.SharedInformerFactory
+	job      *appsv1alpha1.BroadcastJob
+}
+
+var start = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+
+func newFixture(t *testing.T, job *appsv1alpha1.BroadcastJob, nodes ...*corev1.Node) *fixture {
+	f := &fixture{t: t, kube: kubefake.NewClientset(), client: fake.NewClientset(job), clock: clocktesting.NewFakeClock(start),
+		recorder: record.NewFakeRecorder(100), job: job}
+	var n atomic.Int32
+	f.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		pod := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		if pod.Name == "" {
+			pod.Name = fmt.Sprintf("%s%d", pod.GenerateName, n.Add(1))
+		}
+		return false, nil, nil
+	})
+	f.kubeInf = informers.NewSharedInformerFactory(f.kube, 0)
+	f.flotInf = flotillainformers.NewSharedInformerFactory(f.client, 0)
+	c, err := New(deps.Deps{Kube: f.kube, Client: f.client, KubeInformers: f.kubeInf, Informers: f.flotInf, Clock: f.clock,
+		Recorder: f.recorder, QueueOptions: controller.DefaultQueueOptions(), QueueConfig: controller.QueueConfig{Clock: f.clock}})
+	require.NoError(t, err)
+	f.c = c
+	t.Cleanup(c.queue.ShutDown)
+	f.setJob(job)
+	for _, nd := range nodes {
+		require.NoError(t, f.kubeInf.Core().V1().Nodes().Informer().GetIndexer().Add(nd))
+	}
+	return f
+}
+
+func (f *fixture) key() types.NamespacedName {
+	return types.NamespacedName{Namespace: f.job.Namespace, Name: f.job.Name}
+}
+
+// setJob puts job into the cache (as the informer would after a write).
+func (f *fixture) setJob(job *appsv1alpha1.BroadcastJob) {
+	f.job = job
+	require.NoError(f.t, f.flotInf.Apps().V1alpha1().BroadcastJobs().Informer().GetIndexer().Update(job))
+}
+
+func (f *fixture) addPod(p *corev1.Pod) {
+	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(f.job, controllerKind)}
+	require.NoError(f.t, f.kubeInf.InformerFor(&corev1.Pod{}, newJobPodInformer("")).GetIndexer().Update(p))
+}
+
+// sync runs one sync and returns the write actions it made (reads are not interesting), then forgets them.
+func (f *fixture) sync() ([]k8stesting.Action, error) {
+	err := f.c.sync(context.Background(), f.key())
+	var out []k8stesting.Action
+	for _, a := range append(f.kube.Actions(), f.client.Actions()...) {
+		if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			out = append(out, a)
+		}
+	}
+	f.kube.ClearActions()
+	f.client.ClearActions()
+	return out, err
+}
+
+func verbs(actions []k8stesting.Action) []string {
+	var out []string
+	for _, a := range actions {
+		s := a.GetVerb() + " " + a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			s += "/" + a.GetSubresource()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// lastStatus is the status of the last status update among actions.
+func lastStatus(t *testing.T, actions []k8stesting.Action) appsv1alpha1.BroadcastJobStatus {
+	t.Helper()
+	for i := len(actions) - 1; i >= 0; i-- {
+		if u, ok := actions[i].(k8stesting.UpdateAction); ok && u.GetSubresource() == "status" {
+			return u.GetObject().(*appsv1alpha1.BroadcastJob).Status
+		}
+	}
+	t.Fatal("no status update")
+	return appsv1alpha1.BroadcastJobStatus{}
+}
+
+func testJob(mods ...func(*appsv1alpha1.BroadcastJob)) *appsv1alpha1.BroadcastJob {
+	j := &appsv1alpha1.BroadcastJob{ObjectMeta: metav1.ObjectMeta{Name: "bcj", Namespace: "ns", UID: "uid-1", ResourceVersion: "1"}}
+	j.Spec.Template.Spec.Containers = []corev1.Container{{Name: "main", Image: "busybox"}}
+	j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	j.Spec.Parallelism = ptr.To(intstrMax)
+	j.Spec.CompletionPolicy.Type = appsv1alpha1.Always
+	j.Spec.FailurePolicy.Type = appsv1alpha1.FailurePolicyTypeFailFast
+	for _, m := range mods {
+		m(j)
+	}
+	return j
+}
+
+func TestSyncOnePodPerEligibleNodeAndNoDuplicateOnStaleCache(t *testing.T) {
+	tainted := node("n3", nil, corev1.Taint{Key: "k", Effect: corev1.TaintEffectNoSchedule})
+	f := newFixture(t, testJob(), node("n1", nil), node("n2", nil), tainted)
+
+	actions, err := f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"create pods", "create pods", "update broadcastjobs/status"}, verbs(actions))
+	var targets []string
+	for _, a := range actions[:2] {
+		pod := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		targets = append(targets, targetNode(pod))
+		assert.Empty(t, pod.Spec.NodeName)
+	}
+	assert.ElementsMatch(t, []string{"n1", "n2"}, targets)
+	st := lastStatus(t, actions)
+	assert.Equal(t, int32(2), st.Desired)
+	assert.Equal(t, appsv1alpha1.PhaseRunning, st.Phase)
+	assert.Equal(t, start, st.StartTime.Time.UTC())
+	f.setJob(actions[2].(k8stesting.UpdateAction).GetObject().(*appsv1alpha1.BroadcastJob))
+
+	// The cache has not caught up: no second pod on either node, and no status write (nothing changed).
+	actions, err = f.sync()
+	require.NoError(t, err)
+	assert.Empty(t, verbs(actions))
+
+	// An expectation whose pod never shows up expires, and the node gets a pod again.
+	f.clock.Step(ExpectationTTL)
+	actions, err = f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"create pods", "create pods"}, verbs(actions))
+}
+
+func TestSyncParallelismAndCompletion(t *testing.T) {
+	f := newFixture(t, testJob(func(j *appsv1alpha1.BroadcastJob) { j.Spec.Parallelism = ptr.To(intstrOf("50%")) }),
+		node("n1", nil), node("n2", nil), node("n3", nil))
+	actions, err := f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"create pods", "create pods", "update broadcastjobs/status"}, verbs(actions), "50%% of 3 rounds up to 2")
+	f.setJob(actions[2].(k8stesting.UpdateAction).GetObject().(*appsv1alpha1.BroadcastJob))
+	f.addPod(jobPod("bcj-1", "n1", corev1.PodSucceeded, true))
+	f.addPod(jobPod("bcj-2", "n2", corev1.PodRunning, true))
+
+	actions, err = f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"create pods", "update broadcastjobs/status"}, verbs(actions))
+	assert.Equal(t, "n3", targetNode(actions[0].(k8stesting.CreateAction).GetObject().(*corev1.Pod)))
+	f.setJob(actions[1].(k8stesting.UpdateAction).GetObject().(*appsv1alpha1.BroadcastJob))
+
+	f.addPod(jobPod("bcj-2", "n2", corev1.PodSucceeded, true))
+	f.addPod(jobPod("bcj-3", "n3", corev1.PodSucceeded, true))
+	f.clock.Step(time.Minute)
+	actions, err = f.sync()
+	require.NoError(t, err)
+	st := lastStatus(t, actions)
+	assert.Equal(t, appsv1alpha1.PhaseCompleted, st.Phase)
+	assert.Equal(t, int32(3), st.Succeeded)
+	assert.Equal(t, int32(0), st.Active)
+	assert.Equal(t, start.Add(time.Minute), st.CompletionTime.Time.UTC())
+	require.Len(t, st.Conditions, 1)
+	assert.Equal(t, appsv1alpha1.JobComplete, st.Conditions[0].Type)
+	assert.Contains(t, <-f.recorder.Events, "Normal SuccessfulCreate")
+}
+
+func TestSyncDeadlineRequeuesOnTheClockAndFails(t *testing.T) {
+	f := newFixture(t, testJob(func(j *appsv1alpha1.BroadcastJob) {
+		j.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](60)
+	}), node("n1", nil), node("n2", nil))
+	actions, err := f.sync()
+	require.NoError(t, err)
+	f.setJob(lastJob(actions))
+	f.addPod(jobPod("bcj-1", "n1", corev1.PodRunning, true))
+	f.addPod(jobPod("bcj-2", "n2", corev1.PodSucceeded, true))
+	assert.Zero(t, f.c.queue.Len())
+
+	f.clock.Step(60 * time.Second)
+	require.Eventually(t, func() bool { return f.c.queue.Len() == 1 }, 5*time.Second, 10*time.Millisecond, "requeued at the deadline")
+	actions, err = f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"delete pods", "update broadcastjobs/status"}, verbs(actions))
+	assert.Equal(t, "bcj-1", actions[0].(k8stesting.DeleteAction).GetName())
+	st := lastStatus(t, actions)
+	assert.Equal(t, appsv1alpha1.PhaseFailed, st.Phase)
+	assert.Equal(t, ReasonDeadlineExceeded, st.Conditions[0].Reason)
+}
+
+func TestSyncPauseOnFailureSetsSpecPaused(t *testing.T) {
+	f := newFixture(t, testJob(func(j *appsv1alpha1.BroadcastJob) {
+		j.Spec.FailurePolicy.Type = appsv1alpha1.FailurePolicyTypePause
+		j.Status.StartTime = ptr.To(metav1.NewTime(start))
+	}), node("n1", nil), node("n2", nil), node("n3", nil))
+	f.addPod(jobPod("bcj-1", "n1", corev1.PodFailed, true))
+	f.addPod(jobPod("bcj-2", "n2", corev1.PodRunning, true))
+
+	actions, err := f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"patch broadcastjobs", "update broadcastjobs/status"}, verbs(actions), "no pod for n3")
+	assert.JSONEq(t, `{"spec":{"paused":true}}`, string(actions[0].(k8stesting.PatchAction).GetPatch()))
+	st := lastStatus(t, actions)
+	assert.Equal(t, appsv1alpha1.PhasePaused, st.Phase)
+	assert.Equal(t, int32(1), st.Failed)
+	f.setJob(lastJob(actions))
+
+	// The user unpauses: the old failure does not pause again, and n3 gets its pod.
+	unpaused := f.job.DeepCopy()
+	unpaused.Spec.Paused = false
+	f.setJob(unpaused)
+	actions, err = f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"create pods", "update broadcastjobs/status"}, verbs(actions))
+}
+
+func TestSyncInvalidSpecFailsOnceWithoutPods(t *testing.T) {
+	f := newFixture(t, testJob(func(j *appsv1alpha1.BroadcastJob) { j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways }), node("n1", nil))
+	actions, err := f.sync()
+	require.NoError(t, err, "a permanently invalid spec is not retried")
+	assert.Equal(t, []string{"update broadcastjobs/status"}, verbs(actions))
+	st := lastStatus(t, actions)
+	assert.Equal(t, ReasonInvalidSpec, st.Conditions[0].Reason)
+	assert.Contains(t, st.Conditions[0].Message, "restartPolicy")
+	assert.True(t, strings.HasPrefix(<-f.recorder.Events, "Warning InvalidSpec"))
+	f.setJob(lastJob(actions))
+
+	actions, err = f.sync()
+	require.NoError(t, err)
+	assert.Empty(t, actions, "nothing more to do, nothing written")
+	assert.Empty(t, f.recorder.Events, "no repeated event")
+}
+
+func TestSyncTTLDeletesTheJob(t *testing.T) {
+	f := newFixture(t, testJob(func(j *appsv1alpha1.BroadcastJob) {
+		j.Spec.CompletionPolicy.TTLSecondsAfterFinished = ptr.To[int32](30)
+	}))
+	actions, err := f.sync()
+	require.NoError(t, err)
+	st := lastStatus(t, actions)
+	assert.Equal(t, appsv1alpha1.PhaseCompleted, st.Phase, "no eligible node: nothing to do")
+	f.setJob(lastJob(actions))
+
+	actions, err = f.sync()
+	require.NoError(t, err)
+	assert.Empty(t, actions)
+	f.clock.Step(30 * time.Second)
+	actions, err = f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"delete broadcastjobs"}, verbs(actions))
+}
+
+func lastJob(actions []k8stesting.Action) *appsv1alpha1.BroadcastJob {
+	for i := len(actions) - 1; i >= 0; i-- {
+		if u, ok := actions[i].(k8stesting.UpdateAction); ok {
+			if j, ok := u.GetObject().(*appsv1alpha1.BroadcastJob); ok {
+				return j
+			}
+		}
+	}
+	return nil
+}
