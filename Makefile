@@ -24,6 +24,8 @@ build: ## all controller binaries and the client example into bin/
 	  $(PREFIX)/client/examples/list-clonesets
 
 test: cluster-up ## every test of every module, against the local control plane (started if needed)
+	@# Controllers left running by `make run` watch every namespace and would act on the tests' objects.
+	hack/run-local.sh --stop
 	FLOTILLA_KUBECONFIG=$(CLUSTER_DIR)/kubeconfig hack/test.sh $(GOTESTFLAGS)
 
 unit-test: ## tests that need no control plane (integration tests skip without one)

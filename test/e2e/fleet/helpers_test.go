@@ -228,6 +228,9 @@ func (f *fleet) start(t *testing.T, controller string, extraArgs ...string) *pro
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
 		"--leader-elect=true",
 		"--leader-elect-resource-namespace=" + f.ns,
+		// Only the test's namespace: a binary watching the whole cluster would reconcile objects of tests
+		// running in parallel (cronjob-controller already has reconcilers).
+		"--namespace=" + f.ns,
 	}, extraArgs...)
 	logFile, err := os.Create(p.logPath)
 	require.NoError(t, err)

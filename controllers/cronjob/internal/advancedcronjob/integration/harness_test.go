@@ -1,0 +1,310 @@
+// Package integration runs the real AdvancedCronJob reconciler in-process against the local control plane
+// (kit/testenv), one namespace per test, with a fake clock stepped across schedule boundaries so no test waits
+// for a wall-clock minute.
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
+	flotillascheme "github.com/flotilla-dev/flotilla/client/clientset/versioned/scheme"
+	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
+	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/advancedcronjob"
+	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/deps"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// waitTimeout bounds every poll: a Job needs the scheduler, kwok and kube-controller-manager to finish.
+const waitTimeout = 60 * time.Second
+
+// completeAnnotation drives kwok's simulated kubelet: "Never" keeps a Job's pods Running, "Succeeded"/"Failed"
+// finishes them (hack/cluster/README.md).
+const completeAnnotation = "sim.kwok.x-k8s.io/complete"
+
+type harness struct {
+	t      *testing.T
+	env    *testenv.Env
+	ns     string
+	client versioned.Interface
+	// clock is the reconciler's "now" and drives its queue's delays. It starts an hour in the past, before any
+	// object of the test exists, so nothing is due until the test moves it to a start time.
+	clock *clocktesting.FakeClock
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	t.Parallel()
+	env := testenv.Get(t)
+	h := &harness{t: t, env: env, ns: env.Namespace(t), clock: clocktesting.NewFakeClock(time.Now().Add(-time.Hour))}
+	h.client = versioned.NewForConfigOrDie(env.Config)
+	return h
+}
+
+// startController runs a reconciler over informers limited to the test's namespace; the returned function
+// stops it and waits until it has (also done at cleanup).
+func (h *harness) startController() (stop func()) {
+	t := h.t
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, flotillascheme.AddToScheme(scheme))
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: h.env.Kube.CoreV1().Events(h.ns)})
+	d := deps.Deps{
+		Kube:          h.env.Kube,
+		Client:        h.client,
+		KubeInformers: informers.NewSharedInformerFactoryWithOptions(h.env.Kube, 0, informers.WithNamespace(h.ns)),
+		Informers:     flotillainformers.NewSharedInformerFactoryWithOptions(h.client, 0, flotillainformers.WithNamespace(h.ns)),
+		Clock:         h.clock,
+		Recorder:      broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "advancedcronjob-test"}),
+		QueueOptions:  controller.DefaultQueueOptions(),
+		QueueConfig:   controller.QueueConfig{Clock: h.clock},
+	}
+	c, err := advancedcronjob.New(d)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background().WithValues("test", t.Name())))
+	d.KubeInformers.Start(ctx.Done())
+	d.Informers.Start(ctx.Done())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := c.Run(ctx, 2); err != nil {
+			t.Errorf("controller returned: %v", err)
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			d.KubeInformers.Shutdown()
+			d.Informers.Shutdown()
+			broadcaster.Shutdown()
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// stepTo moves the reconciler's clock; the queue's timers due by then fire.
+func (h *harness) stepTo(ts time.Time) { h.clock.SetTime(ts) }
+
+// newACJ builds an every-minute AdvancedCronJob whose Jobs run one pod of busybox; mutate adjusts it.
+func newACJ(name string, mutate ...func(*appsv1alpha1.AdvancedCronJob)) *appsv1alpha1.AdvancedCronJob {
+	acj := &appsv1alpha1.AdvancedCronJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1alpha1.AdvancedCronJobSpec{
+			Schedule: "* * * * *",
+			Template: appsv1alpha1.CronJobTemplate{JobTemplate: &batchv1.JobTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}, Annotations: map[string]string{"team": "batch"}},
+				Spec: batchv1.JobSpec{
+					BackoffLimit: ptr.To[int32](0),
+					Template: corev1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+						Spec: corev1.PodSpec{
+							RestartPolicy: corev1.RestartPolicyNever,
+							Containers:    []corev1.Container{{Name: "main", Image: "busybox"}},
+						},
+					},
+				},
+			}},
+		},
+	}
+	for _, m := range mutate {
+		m(acj)
+	}
+	return acj
+}
+
+// longRunning keeps the Jobs' pods Running until the test finishes them.
+func longRunning(acj *appsv1alpha1.AdvancedCronJob) {
+	acj.Spec.Template.JobTemplate.Spec.Template.Annotations = map[string]string{completeAnnotation: "Never"}
+}
+
+func (h *harness) create(acj *appsv1alpha1.AdvancedCronJob) *appsv1alpha1.AdvancedCronJob {
+	h.t.Helper()
+	got, err := h.client.AppsV1alpha1().AdvancedCronJobs(h.ns).Create(context.Background(), acj, metav1.CreateOptions{})
+	require.NoError(h.t, err)
+	return got
+}
+
+func (h *harness) get(name string) *appsv1alpha1.AdvancedCronJob {
+	h.t.Helper()
+	got, err := h.client.AppsV1alpha1().AdvancedCronJobs(h.ns).Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(h.t, err)
+	return got
+}
+
+// nextMinute is the first every-minute start time after the object's creation.
+func nextMinute(acj *appsv1alpha1.AdvancedCronJob) time.Time {
+	return acj.CreationTimestamp.Truncate(time.Minute).Add(time.Minute)
+}
+
+func childName(acj *appsv1alpha1.AdvancedCronJob, scheduled time.Time) string {
+	return fmt.Sprintf("%s-%d", acj.Name, scheduled.Unix())
+}
+
+// jobs returns the Jobs controlled by acj, by name, straight from the API server.
+func (h *harness) jobs(acj *appsv1alpha1.AdvancedCronJob) map[string]batchv1.Job {
+	h.t.Helper()
+	list, err := h.env.Kube.BatchV1().Jobs(h.ns).List(context.Background(), metav1.ListOptions{})
+	require.NoError(h.t, err)
+	out := map[string]batchv1.Job{}
+	for _, j := range list.Items {
+		if ref := metav1.GetControllerOf(&j); ref != nil && ref.UID == acj.UID {
+			out[j.Name] = j
+		}
+	}
+	return out
+}
+
+// liveJobNames is jobs() without the ones being deleted, sorted into a set of names.
+func (h *harness) liveJobNames(acj *appsv1alpha1.AdvancedCronJob) map[string]bool {
+	out := map[string]bool{}
+	for n, j := range h.jobs(acj) {
+		if j.DeletionTimestamp == nil {
+			out[n] = true
+		}
+	}
+	return out
+}
+
+func (h *harness) waitJob(name string) batchv1.Job {
+	h.t.Helper()
+	var j *batchv1.Job
+	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+		var err error
+		j, err = h.env.Kube.BatchV1().Jobs(h.ns).Get(context.Background(), name, metav1.GetOptions{})
+		return err == nil, nil
+	})
+	return *j
+}
+
+// waitStatus polls the AdvancedCronJob until cond holds for its status.
+func (h *harness) waitStatus(name string, what string, cond func(appsv1alpha1.AdvancedCronJobStatus) bool) appsv1alpha1.AdvancedCronJobStatus {
+	h.t.Helper()
+	var st appsv1alpha1.AdvancedCronJobStatus
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		st = h.get(name).Status
+		if cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			b, _ := json.Marshal(st)
+			h.t.Fatalf("timed out waiting for status of %s: %s; last status %s", name, what, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// scheduledAt says the status records ts as the last scheduled time. Waiting for it before the next step of
+// the clock also guarantees that the sync which started that run has queued the key for the next start time.
+func scheduledAt(ts time.Time) func(appsv1alpha1.AdvancedCronJobStatus) bool {
+	return func(st appsv1alpha1.AdvancedCronJobStatus) bool {
+		return st.LastScheduleTime != nil && st.LastScheduleTime.Equal(&metav1.Time{Time: ts})
+	}
+}
+
+func activeNames(st appsv1alpha1.AdvancedCronJobStatus) []string {
+	var out []string
+	for _, a := range st.Active {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+// finishJob sets the completion annotation on the Job's pods (waiting for them to exist).
+func (h *harness) finishJob(jobName, phase string) {
+	h.t.Helper()
+	ctx := context.Background()
+	var pods []corev1.Pod
+	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+		list, err := h.env.Kube.CoreV1().Pods(h.ns).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + jobName})
+		if err != nil {
+			return false, err
+		}
+		pods = list.Items
+		return len(pods) > 0, nil
+	})
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, completeAnnotation, phase)
+	for _, p := range pods {
+		_, err := h.env.Kube.CoreV1().Pods(h.ns).Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		require.NoError(h.t, err)
+	}
+}
+
+// waitJobFinished waits for the Job's Complete or Failed condition.
+func (h *harness) waitJobFinished(name string) {
+	h.t.Helper()
+	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+		j, err := h.env.Kube.BatchV1().Jobs(h.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range j.Status.Conditions {
+			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// eventCount is the number of times (aggregated counts included) the reason was recorded for the object.
+func (h *harness) eventCount(name, reason string) (int, []corev1.Event) {
+	h.t.Helper()
+	sel := fields.Set{"involvedObject.name": name, "reason": reason}.AsSelector().String()
+	list, err := h.env.Kube.CoreV1().Events(h.ns).List(context.Background(), metav1.ListOptions{FieldSelector: sel})
+	require.NoError(h.t, err)
+	n := 0
+	for _, e := range list.Items {
+		n += int(max(e.Count, 1))
+	}
+	return n, list.Items
+}
+
+func (h *harness) waitEvent(name, reason string) corev1.Event {
+	h.t.Helper()
+	var evs []corev1.Event
+	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+		_, evs = h.eventCount(name, reason)
+		return len(evs) > 0, nil
+	})
+	return evs[0]
+}
+
+// consistently fails the test if cond stops holding at any check during d. It is for negative assertions only
+// ("nothing else happens"); positive ones poll with deadlines.
+func consistently(t *testing.T, d time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		require.NoError(t, cond())
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,54 @@
+package advancedcronjob
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// sync reconciles one AdvancedCronJob: gather its children, trim the finished ones beyond the history limits,
+// decide whether a run is due, start it, then write the status. It reads only from the informer caches and
+// writes through the clients; the cached objects are never modified.
+func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
+	acj, err := c.acjs.AdvancedCronJobs(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.lastRuns.forget(key) // deleted: the garbage collector removes its children
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get AdvancedCronJob %s: %w", key, err)
+	}
+	if acj.DeletionTimestamp != nil {
+		return nil
+	}
+	ctx = klog.NewContext(ctx, klog.LoggerWithValues(klog.FromContext(ctx), "advancedcronjob", klog.KObj(acj)))
+
+	// Gather: the Jobs or BroadcastJobs this AdvancedCronJob controls, oldest first.
+	children, err := childrenOf(acj, c.jobs, c.bcjs)
+	if err != nil {
+		return err
+	}
+
+	// History: finished children beyond successfulJobsHistoryLimit / failedJobsHistoryLimit go, oldest first.
+	children, err = c.truncateHistory(ctx, acj, children)
+	if err != nil {
+		return err
+	}
+
+	// Decide: the most recent start time not yet run, if any may start now. This also requeues the key for the
+	// next start time, and reports an unusable schedule or too many missed start times.
+	scheduled := c.dueRun(ctx, key, acj, children)
+
+	// Act: start the run (Replace first deletes the active children).
+	if !scheduled.IsZero() {
+		if children, err = c.startRun(ctx, key, acj, children, scheduled); err != nil {
+			return err
+		}
+	}
+
+	// Status: active children, last scheduled time and child kind, written only if it changed.
+	return c.updateStatus(ctx, acj, calculateStatus(acj, children, c.lastRuns.get(key, acj.UID)))
+}
