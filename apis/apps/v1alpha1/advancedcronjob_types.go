@@ -13,8 +13,11 @@ import (
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.timeZone) || !self.schedule.contains('TZ=')",message="spec.schedule must not contain TZ= or CRON_TZ= when spec.timeZone is set"
 type AdvancedCronJobSpec struct {
-	// Schedule in cron format (robfig/cron standard parser).
+	// Schedule in cron format (robfig/cron standard parser). The pattern rejects what can never parse (wrong
+	// field count, unknown descriptor) at admission; value ranges are checked by the controller.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^\s*((CRON_)?TZ=\S+\s+)?(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every\s+\S+|[^@\s]\S*(\s+\S+){4})\s*$`
 	Schedule string `json:"schedule"`
 
 	// TimeZone is an IANA time zone name; "Local" is not allowed.

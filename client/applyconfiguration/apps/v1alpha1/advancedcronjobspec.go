@@ -30,7 +30,8 @@ import (
 // When timeZone is unset the schedule is interpreted in the controller's
 // local time zone (left to the controller).
 type AdvancedCronJobSpecApplyConfiguration struct {
-	// Schedule in cron format (robfig/cron standard parser).
+	// Schedule in cron format (robfig/cron standard parser). The pattern rejects what can never parse (wrong
+	// field count, unknown descriptor) at admission; value ranges are checked by the controller.
 	Schedule *string `json:"schedule,omitempty"`
 	// TimeZone is an IANA time zone name; "Local" is not allowed.
 	TimeZone *string `json:"timeZone,omitempty"`

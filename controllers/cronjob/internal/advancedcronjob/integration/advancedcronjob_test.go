@@ -414,7 +414,7 @@ func TestUnusableScheduleWarnsWithoutHotLoop(t *testing.T) {
 		reason         string
 	}{
 		{"unknown-zone", "* * * * *", ptr.To("Mars/Olympus"), "UnknownTimeZone"},
-		{"garbage", "every minute please", nil, "InvalidSchedule"},
+		{"garbage", "every minute of the day", nil, "InvalidSchedule"}, // five fields: passes admission, not the parser
 		{"out-of-range", "61 * * * *", nil, "InvalidSchedule"},
 	}
 	for _, tc := range cases {
