@@ -19,6 +19,7 @@ import (
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/test/e2e/framework"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -26,8 +27,8 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func TestEveryMinuteAdvancedCronJobRunsAJob(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	bin := buildBinary(t, env.RepoRoot)
-	installIdentity(t, env)
+	bin := framework.Binary(t, env, "cronjob")
+	framework.InstallLocalOverlay(t, env)
 	client := versioned.NewForConfigOrDie(env.Config)
 	ctx := context.Background()
 
@@ -36,16 +37,16 @@ func TestEveryMinuteAdvancedCronJobRunsAJob(t *testing.T) {
 	start := time.Now()
 	boundary := start.Add(70 * time.Second).Truncate(time.Minute).Add(time.Minute)
 	offset := boundary.Add(-5 * time.Second).Sub(start)
-	p := startBinary(t, bin,
-		"--kubeconfig="+kubeconfigForServiceAccount(t, env),
+	p := framework.Start(t, bin,
+		"--kubeconfig="+framework.ServiceAccountKubeconfig(t, env, "cronjob"),
 		"--leader-elect=false",
 		"--namespace="+ns,
 		"--enable-broadcastjob=false",
 		fmt.Sprintf("--clock-offset=%s", offset.Round(time.Millisecond)),
 		"--log-format=console",
 	)
-	testenv.Eventually(t, time.Minute, func() (bool, error) { return p.ready() || p.exited(), nil })
-	require.False(t, p.exited(), "cronjob-controller exited")
+	testenv.Eventually(t, time.Minute, func() (bool, error) { return p.Status("/readyz") == 200 || !p.Running(), nil })
+	require.True(t, p.Running(), "cronjob-controller exited")
 
 	acj, err := client.AppsV1alpha1().AdvancedCronJobs(ns).Create(ctx, &appsv1alpha1.AdvancedCronJob{
 		ObjectMeta: metav1.ObjectMeta{Name: "every-minute"},
@@ -98,5 +99,5 @@ func TestEveryMinuteAdvancedCronJobRunsAJob(t *testing.T) {
 	events, err := env.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + acj.Name + ",reason=SuccessfulCreate"})
 	require.NoError(t, err)
 	assert.NotEmpty(t, events.Items, "a SuccessfulCreate event is recorded under the controller's identity")
-	require.False(t, p.exited(), "cronjob-controller exited")
+	require.True(t, p.Running(), "cronjob-controller exited")
 }

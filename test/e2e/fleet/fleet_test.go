@@ -14,44 +14,45 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/test/e2e/framework"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 var controllers = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob"}
 
-// Every binary, with no reconciler enabled yet, must start, win its Lease, report healthy and ready, serve
-// Prometheus metrics including client-go's, and say in its log that it has nothing to reconcile.
+// Every binary must start, win its Lease, report healthy and ready, serve Prometheus metrics including
+// client-go's, and either start its reconcilers or say in its log that it has none yet.
 func TestEveryControllerStartsLeadsAndServes(t *testing.T) {
 	env := testenv.Get(t)
 	f := newFleet(t, env)
-	procs := map[string]*process{}
+	procs := map[string]*framework.Process{}
 	for _, c := range controllers {
 		procs[c] = f.start(t, c)
 	}
 	for _, c := range controllers {
 		p := procs[c]
 		t.Run(c, func(t *testing.T) {
-			testenv.Eventually(t, time.Minute, func() (bool, error) { return p.get("/healthz") == 200, nil })
-			testenv.Eventually(t, time.Minute, func() (bool, error) { return p.get("/readyz") == 200, nil })
+			testenv.Eventually(t, time.Minute, func() (bool, error) { return p.Status("/healthz") == 200, nil })
+			testenv.Eventually(t, time.Minute, func() (bool, error) { return p.Status("/readyz") == 200, nil })
 			testenv.Eventually(t, time.Minute, func() (bool, error) {
 				holder, err := f.leaseHolder(c)
 				return holder != "", err
 			})
-			metrics := p.body(t, p.metricsURL+"/metrics")
+			metrics := p.Metrics(t)
 			require.Contains(t, metrics, "rest_client_requests_total", "client-go REST metrics are exported")
 			if c == "cronjob" {
 				// cronjob-controller runs its reconcilers: its workers start, and it does not claim to idle.
 				testenv.Eventually(t, 30*time.Second, func() (bool, error) {
-					return strings.Contains(p.log(), "Starting workers"), nil
+					return strings.Contains(p.Log(), "Starting workers"), nil
 				})
-				require.NotContains(t, strings.ToLower(p.log()), "no reconciler is enabled")
+				require.NotContains(t, strings.ToLower(p.Log()), "no reconciler is enabled")
 			} else {
 				testenv.Eventually(t, 30*time.Second, func() (bool, error) {
-					return strings.Contains(strings.ToLower(p.log()), "no reconciler is enabled"), nil
+					return strings.Contains(strings.ToLower(p.Log()), "no reconciler is enabled"), nil
 				})
 			}
-			require.True(t, p.running(), "process exited; log:\n%s", p.log())
+			require.True(t, p.Running(), "process exited; log:\n%s", p.Log())
 		})
 	}
 }
@@ -63,16 +64,16 @@ func TestStandbyTakesOverWhenLeaderStops(t *testing.T) {
 	f := newFleet(t, env)
 	fast := []string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}
 	a := f.start(t, "cloneset", fast...)
-	testenv.Eventually(t, time.Minute, func() (bool, error) { return a.get("/readyz") == 200, nil })
+	testenv.Eventually(t, time.Minute, func() (bool, error) { return a.Status("/readyz") == 200, nil })
 	first, err := f.leaseHolder("cloneset")
 	require.NoError(t, err)
 	require.NotEmpty(t, first)
 
 	b := f.start(t, "cloneset", fast...)
-	testenv.Eventually(t, time.Minute, func() (bool, error) { return b.get("/healthz") == 200, nil })
+	testenv.Eventually(t, time.Minute, func() (bool, error) { return b.Status("/healthz") == 200, nil })
 	// The standby must stay unready while a holds the Lease: watch it over several retry periods.
 	consistently(t, 3*time.Second, func() error {
-		if code := b.get("/readyz"); code == 200 {
+		if code := b.Status("/readyz"); code == 200 {
 			return fmt.Errorf("standby reports ready while another instance leads")
 		}
 		holder, err := f.leaseHolder("cloneset")
@@ -82,8 +83,8 @@ func TestStandbyTakesOverWhenLeaderStops(t *testing.T) {
 		return err
 	})
 
-	a.stop(t)
-	testenv.Eventually(t, 30*time.Second, func() (bool, error) { return b.get("/readyz") == 200, nil })
+	a.Stop(t)
+	testenv.Eventually(t, 30*time.Second, func() (bool, error) { return b.Status("/readyz") == 200, nil })
 	holder, err := f.leaseHolder("cloneset")
 	require.NoError(t, err)
 	require.NotEqual(t, first, holder, "the standby holds the Lease now")
