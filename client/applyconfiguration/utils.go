@@ -128,8 +128,6 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.ResourcesPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RollingUpdateDaemonSet"):
 		return &appsv1alpha1.RollingUpdateDaemonSetApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("RollingUpdateStatefulSetStrategy"):
-		return &appsv1alpha1.RollingUpdateStatefulSetStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxConfig"):
 		return &appsv1alpha1.SandboxConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ShareVolumePolicy"):
@@ -156,26 +154,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.SourceContainerNameSourceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StatefulSet"):
 		return &appsv1alpha1.StatefulSetApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("StatefulSetOrdinals"):
-		return &appsv1alpha1.StatefulSetOrdinalsApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("StatefulSetPersistentVolumeClaimRetentionPolicy"):
-		return &appsv1alpha1.StatefulSetPersistentVolumeClaimRetentionPolicyApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("StatefulSetScaleStrategy"):
-		return &appsv1alpha1.StatefulSetScaleStrategyApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("StatefulSetSpec"):
-		return &appsv1alpha1.StatefulSetSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("StatefulSetStatus"):
-		return &appsv1alpha1.StatefulSetStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("StatefulSetUpdateStrategy"):
-		return &appsv1alpha1.StatefulSetUpdateStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TransferEnvVar"):
 		return &appsv1alpha1.TransferEnvVarApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("UnorderedUpdateStrategy"):
-		return &appsv1alpha1.UnorderedUpdateStrategyApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("VolumeClaimStatus"):
-		return &appsv1alpha1.VolumeClaimStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("VolumeClaimUpdateStrategy"):
-		return &appsv1alpha1.VolumeClaimUpdateStrategyApplyConfiguration{}
 
 		// Group=apps.kruise.io, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithKind("RollingUpdateStatefulSetStrategy"):

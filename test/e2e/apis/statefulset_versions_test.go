@@ -46,18 +46,18 @@ func TestStatefulSetVersionsAreInterchangeable(t *testing.T) {
 	t.Run("v1alpha1 written, v1beta1 read", func(t *testing.T) {
 		in := &appsv1alpha1.StatefulSet{
 			ObjectMeta: metav1.ObjectMeta{Name: "written-as-alpha", Namespace: h.ns},
-			Spec: appsv1alpha1.StatefulSetSpec{
+			Spec: appsv1beta1.StatefulSetSpec{
 				Replicas:            ptr.To[int32](3),
 				Selector:            &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sts"}},
 				Template:            stsTemplate(),
 				ServiceName:         "sts",
 				PodManagementPolicy: "Parallel",
-				UpdateStrategy: appsv1alpha1.StatefulSetUpdateStrategy{
+				UpdateStrategy: appsv1beta1.StatefulSetUpdateStrategy{
 					Type: "RollingUpdate",
-					RollingUpdate: &appsv1alpha1.RollingUpdateStatefulSetStrategy{
+					RollingUpdate: &appsv1beta1.RollingUpdateStatefulSetStrategy{
 						Partition:       ptr.To[int32](1),
 						MaxUnavailable:  ptr.To(intstr.FromString("50%")),
-						PodUpdatePolicy: appsv1alpha1.InPlaceIfPossiblePodUpdateStrategyType,
+						PodUpdatePolicy: appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType,
 						MinReadySeconds: ptr.To[int32](10),
 					},
 				},

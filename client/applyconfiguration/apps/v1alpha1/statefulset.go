@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	v1beta1 "github.com/flotilla-dev/flotilla/client/applyconfiguration/apps/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -32,8 +33,8 @@ import (
 type StatefulSetApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
-	Spec                             *StatefulSetSpecApplyConfiguration   `json:"spec,omitempty"`
-	Status                           *StatefulSetStatusApplyConfiguration `json:"status,omitempty"`
+	Spec                             *v1beta1.StatefulSetSpecApplyConfiguration   `json:"spec,omitempty"`
+	Status                           *v1beta1.StatefulSetStatusApplyConfiguration `json:"status,omitempty"`
 }
 
 // StatefulSet constructs a declarative configuration of the StatefulSet type for use with
@@ -210,7 +211,7 @@ func (b *StatefulSetApplyConfiguration) ensureObjectMetaApplyConfigurationExists
 // WithSpec sets the Spec field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Spec field is set to the value of the last call.
-func (b *StatefulSetApplyConfiguration) WithSpec(value *StatefulSetSpecApplyConfiguration) *StatefulSetApplyConfiguration {
+func (b *StatefulSetApplyConfiguration) WithSpec(value *v1beta1.StatefulSetSpecApplyConfiguration) *StatefulSetApplyConfiguration {
 	b.Spec = value
 	return b
 }
@@ -218,7 +219,7 @@ func (b *StatefulSetApplyConfiguration) WithSpec(value *StatefulSetSpecApplyConf
 // WithStatus sets the Status field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Status field is set to the value of the last call.
-func (b *StatefulSetApplyConfiguration) WithStatus(value *StatefulSetStatusApplyConfiguration) *StatefulSetApplyConfiguration {
+func (b *StatefulSetApplyConfiguration) WithStatus(value *v1beta1.StatefulSetStatusApplyConfiguration) *StatefulSetApplyConfiguration {
 	b.Status = value
 	return b
 }

@@ -30,9 +30,9 @@ import (
 // with apply.
 //
 // NOTE: apps.kruise.io/v1alpha1 StatefulSet (../v1alpha1/statefulset_types.go)
-// is a field-for-field copy of this file. Both versions are served with CRD
-// conversion strategy None, so their schemas must stay identical; a test in
-// this module fails when they drift.
+// uses the spec and status types of this file. Both versions are served with
+// CRD conversion strategy None, so their schemas must stay identical; a test in
+// this module checks the generated CRD.
 // StatefulSetSpec is the desired state of an Advanced StatefulSet.
 //
 // Defaults that depend on other fields or on feature gates are left to the
