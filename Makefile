@@ -47,5 +47,6 @@ run: cluster-up build ## local control plane + all seven controllers + a sample
 stop: ## stop the controllers started by `make run` (the control plane keeps running)
 	hack/run-local.sh --stop
 
-clean: cluster-down ## stop everything and remove build outputs and cluster state
-	rm -rf $(BIN) $(CLUSTER_DIR)
+clean: stop cluster-down ## stop everything; remove build outputs and cluster state (keeps bin/cluster: slow to rebuild)
+	find $(BIN) -mindepth 1 -maxdepth 1 ! -name cluster -exec rm -rf {} +
+	rm -rf $(CLUSTER_DIR)
