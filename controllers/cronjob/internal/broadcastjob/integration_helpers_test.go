@@ -12,8 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -43,8 +41,8 @@ const (
 	// Every node a test creates carries testLabel=<namespace> (job nodeSelectors use it, so desired is
 	// deterministic) and the NoSchedule taint ownerTaint=<namespace> (so workloads of tests running in parallel in
 	// other packages stay off it; our templates tolerate it).
-	testLabel          = "flotilla.dev/test"
-	ownerTaint         = "flotilla.dev/test-owner"
+	testLabel          = testenv.TestNodeLabel
+	ownerTaint         = testenv.TestNodeTaint
 	completeAnnotation = "sim.kwok.x-k8s.io/complete"
 	waitTimeout        = 60 * time.Second
 )
@@ -55,7 +53,6 @@ type itest struct {
 	env    *testenv.Env
 	ns     string
 	client versioned.Interface
-	nodeN  int
 }
 
 func newITest(t *testing.T) *itest {
@@ -108,50 +105,7 @@ func (it *itest) startController() (stop func()) {
 // addNodes creates n kwok nodes labelled for this test (plus labels), tainted with the owner taint (plus taints),
 // waits until they are Ready and untainted by the node lifecycle controller, and deletes them in Cleanup.
 func (it *itest) addNodes(n int, labels map[string]string, taints ...corev1.Taint) []string {
-	ctx := context.Background()
-	var names []string
-	for i := 0; i < n; i++ {
-		it.nodeN++
-		name := fmt.Sprintf("%s-n%d", it.ns, it.nodeN)
-		l := map[string]string{testLabel: it.ns, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok-test"}
-		for k, v := range labels {
-			l[k] = v
-		}
-		res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110")}
-		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}},
-			Spec:       corev1.NodeSpec{Taints: append([]corev1.Taint{{Key: ownerTaint, Value: it.ns, Effect: corev1.TaintEffectNoSchedule}}, taints...)},
-			Status:     corev1.NodeStatus{Allocatable: res, Capacity: res},
-		}
-		_, err := it.env.Kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-		require.NoError(it.t, err)
-		it.t.Cleanup(func() {
-			if err := it.env.Kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				it.t.Errorf("delete node %s: %v", name, err)
-			}
-		})
-		names = append(names, name)
-	}
-	for _, name := range names {
-		testenv.Eventually(it.t, waitTimeout, func() (bool, error) {
-			node, err := it.env.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			for _, t := range node.Spec.Taints {
-				if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
-					return false, nil
-				}
-			}
-			for _, c := range node.Status.Conditions {
-				if c.Type == corev1.NodeReady {
-					return c.Status == corev1.ConditionTrue, nil
-				}
-			}
-			return false, nil
-		})
-	}
-	return names
+	return it.env.KwokNodes(it.t, it.ns, n, labels, taints...)
 }
 
 // newJob is a BroadcastJob selecting this test's nodes and tolerating the owner taint; mods adjust it.
