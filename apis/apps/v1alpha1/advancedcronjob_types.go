@@ -20,8 +20,13 @@ type AdvancedCronJobSpec struct {
 	// +kubebuilder:validation:Pattern=`^\s*((CRON_)?TZ=\S+\s+)?(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every\s+\S+|[^@\s]\S*(\s+\S+){4})\s*$`
 	Schedule string `json:"schedule"`
 
-	// TimeZone is an IANA time zone name; "Local" is not allowed.
+	// TimeZone is an IANA time zone name; "Local" is not allowed. Unknown names are rejected at admission: the
+	// last rule asks CEL to read a time in that zone, which fails for a name missing from the API server's time
+	// zone database.
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self != 'Local'",message="spec.timeZone must be an IANA time zone name, not Local"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$')",message="spec.timeZone must be an IANA time zone name such as Etc/UTC or Asia/Shanghai"
+	// +kubebuilder:validation:XValidation:rule="timestamp('2000-01-01T12:00:00Z').getFullYear(self) == 2000",message="spec.timeZone must be a known IANA time zone name"
 	// +optional
 	TimeZone *string `json:"timeZone,omitempty"`
 

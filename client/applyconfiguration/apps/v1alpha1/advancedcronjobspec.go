@@ -33,7 +33,9 @@ type AdvancedCronJobSpecApplyConfiguration struct {
 	// Schedule in cron format (robfig/cron standard parser). The pattern rejects what can never parse (wrong
 	// field count, unknown descriptor) at admission; value ranges are checked by the controller.
 	Schedule *string `json:"schedule,omitempty"`
-	// TimeZone is an IANA time zone name; "Local" is not allowed.
+	// TimeZone is an IANA time zone name; "Local" is not allowed. Unknown names are rejected at admission: the
+	// last rule asks CEL to read a time in that zone, which fails for a name missing from the API server's time
+	// zone database.
 	TimeZone *string `json:"timeZone,omitempty"`
 	// StartingDeadlineSeconds: a run missed by more than this is skipped.
 	StartingDeadlineSeconds *int64 `json:"startingDeadlineSeconds,omitempty"`
