@@ -123,7 +123,17 @@ type AdvancedCronJobStatus struct {
 	// LastScheduleTime is the last time a child was scheduled.
 	// +optional
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+	// Conditions report what the controller cannot schedule, e.g. ScheduleValid=False with reason
+	// InvalidSchedule. A Flotilla addition: OpenKruise's status has no conditions; clients that do not know the
+	// field ignore it.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// AdvancedCronJobScheduleValid is the condition type saying whether schedule and timeZone can be used.
+const AdvancedCronJobScheduleValid = "ScheduleValid"
 
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -22,6 +22,7 @@ import (
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	v1 "k8s.io/client-go/applyconfigurations/core/v1"
+	applyconfigurationsmetav1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
 // AdvancedCronJobStatusApplyConfiguration represents a declarative configuration of the AdvancedCronJobStatus type for use
@@ -35,6 +36,10 @@ type AdvancedCronJobStatusApplyConfiguration struct {
 	Active []v1.ObjectReferenceApplyConfiguration `json:"active,omitempty"`
 	// LastScheduleTime is the last time a child was scheduled.
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+	// Conditions report what the controller cannot schedule, e.g. ScheduleValid=False with reason
+	// InvalidSchedule. A Flotilla addition: OpenKruise's status has no conditions; clients that do not know the
+	// field ignore it.
+	Conditions []applyconfigurationsmetav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
 // AdvancedCronJobStatusApplyConfiguration constructs a declarative configuration of the AdvancedCronJobStatus type for use with
@@ -69,5 +74,18 @@ func (b *AdvancedCronJobStatusApplyConfiguration) WithActive(values ...*v1.Objec
 // If called multiple times, the LastScheduleTime field is set to the value of the last call.
 func (b *AdvancedCronJobStatusApplyConfiguration) WithLastScheduleTime(value metav1.Time) *AdvancedCronJobStatusApplyConfiguration {
 	b.LastScheduleTime = &value
+	return b
+}
+
+// WithConditions adds the given value to the Conditions field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Conditions field.
+func (b *AdvancedCronJobStatusApplyConfiguration) WithConditions(values ...*applyconfigurationsmetav1.ConditionApplyConfiguration) *AdvancedCronJobStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithConditions")
+		}
+		b.Conditions = append(b.Conditions, *values[i])
+	}
 	return b
 }

@@ -75,15 +75,15 @@ func TestCalculateStatus(t *testing.T) {
 		{Kind: appsv1alpha1.JobTemplate, Name: "b", UID: "ub", ScheduledAt: at(2), Outcome: running},
 		{Kind: appsv1alpha1.JobTemplate, Name: "c", UID: "uc", ScheduledAt: at(3), Outcome: running, Deleting: true},
 	}
-	st := calculateStatus(acj, cs, time.Time{})
+	st := calculateStatus(acj, cs, time.Time{}, nil, at(9))
 	assert.Equal(t, appsv1alpha1.JobTemplate, st.Type)
 	assert.Equal(t, []corev1.ObjectReference{{Kind: "Job", APIVersion: "batch/v1", Namespace: testNS, Name: "b", UID: "ub"}}, st.Active)
 	assert.Equal(t, at(3), st.LastScheduleTime.Time, "a child being deleted still ran")
 
 	// The maximum of every source wins: status, children, and what this process remembers creating.
 	acj.Status.LastScheduleTime = ptr.To(metav1.NewTime(at(5)))
-	assert.Equal(t, at(5), calculateStatus(acj, cs, at(4)).LastScheduleTime.Time)
-	assert.Equal(t, at(7), calculateStatus(acj, cs, at(7)).LastScheduleTime.Time)
-	assert.True(t, statusEqual(calculateStatus(acj, cs, at(7)), calculateStatus(acj, cs, at(7))))
-	assert.False(t, statusEqual(calculateStatus(acj, cs, at(7)), calculateStatus(acj, cs[:1], at(7))))
+	assert.Equal(t, at(5), calculateStatus(acj, cs, at(4), nil, at(9)).LastScheduleTime.Time)
+	assert.Equal(t, at(7), calculateStatus(acj, cs, at(7), nil, at(9)).LastScheduleTime.Time)
+	assert.True(t, statusEqual(calculateStatus(acj, cs, at(7), nil, at(9)), calculateStatus(acj, cs, at(7), nil, at(9))))
+	assert.False(t, statusEqual(calculateStatus(acj, cs, at(7), nil, at(9)), calculateStatus(acj, cs[:1], at(7), nil, at(9))))
 }

@@ -37,13 +37,13 @@ func (c *Controller) truncateHistory(ctx context.Context, acj *appsv1alpha1.Adva
 // dueRun returns the start time to run now, or zero. Whatever it returns, it has queued the key again for the
 // next start time, unless the AdvancedCronJob is paused (unpausing is an update, which enqueues it) or its
 // schedule is unusable (only a spec change, again an update, can fix that: no retry, no hot loop).
-func (c *Controller) dueRun(ctx context.Context, key types.NamespacedName, acj *appsv1alpha1.AdvancedCronJob, children []child) time.Time {
+func (c *Controller) dueRun(ctx context.Context, key types.NamespacedName, acj *appsv1alpha1.AdvancedCronJob, children []child,
+	sched schedule, err error) time.Time {
 	logger := klog.FromContext(ctx)
 	if ptr.Deref(acj.Spec.Paused, false) {
 		logger.V(4).Info("Paused")
 		return time.Time{}
 	}
-	sched, err := parseSchedule(acj.Spec.Schedule, acj.Spec.TimeZone, c.defaultLoc)
 	if err != nil {
 		var se *specError
 		reason := reasonInvalidSchedule

@@ -3,11 +3,13 @@ package advancedcronjob
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -31,9 +33,10 @@ func lastScheduled(acj *appsv1alpha1.AdvancedCronJob, cs []child, remembered tim
 	return last
 }
 
-// calculateStatus is the status acj should show given its children; it reads nothing else.
-func calculateStatus(acj *appsv1alpha1.AdvancedCronJob, cs []child, remembered time.Time) appsv1alpha1.AdvancedCronJobStatus {
-	st := appsv1alpha1.AdvancedCronJobStatus{Type: templateKind(acj)}
+// calculateStatus is the status acj should show given its children and whether its schedule parses (schedErr);
+// it reads nothing else. now stamps a condition that changes.
+func calculateStatus(acj *appsv1alpha1.AdvancedCronJob, cs []child, remembered time.Time, schedErr error, now time.Time) appsv1alpha1.AdvancedCronJobStatus {
+	st := appsv1alpha1.AdvancedCronJobStatus{Type: templateKind(acj), Conditions: scheduleCondition(acj, schedErr, now)}
 	for _, c := range active(cs) {
 		st.Active = append(st.Active, c.ref(acj.Namespace))
 	}
@@ -43,9 +46,27 @@ func calculateStatus(acj *appsv1alpha1.AdvancedCronJob, cs []child, remembered t
 	return st
 }
 
+// scheduleCondition returns acj's conditions with ScheduleValid set from schedErr. The existing conditions are
+// copied (never modified in the cache); an unchanged condition keeps its lastTransitionTime.
+func scheduleCondition(acj *appsv1alpha1.AdvancedCronJob, schedErr error, now time.Time) []metav1.Condition {
+	conds := append([]metav1.Condition(nil), acj.Status.Conditions...)
+	c := metav1.Condition{Type: appsv1alpha1.AdvancedCronJobScheduleValid, Status: metav1.ConditionTrue,
+		Reason: "Valid", Message: "schedule and timeZone are usable", ObservedGeneration: acj.Generation,
+		LastTransitionTime: metav1.NewTime(now.Truncate(time.Second))}
+	if schedErr != nil {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, reasonInvalidSchedule, schedErr.Error()
+		var se *specError
+		if errors.As(schedErr, &se) {
+			c.Reason = se.Reason
+		}
+	}
+	meta.SetStatusCondition(&conds, c)
+	return conds
+}
+
 // statusEqual compares at the API's precision: times travel in whole seconds.
 func statusEqual(a, b appsv1alpha1.AdvancedCronJobStatus) bool {
-	if a.Type != b.Type || len(a.Active) != len(b.Active) {
+	if a.Type != b.Type || len(a.Active) != len(b.Active) || !apiequality.Semantic.DeepEqual(a.Conditions, b.Conditions) {
 		return false
 	}
 	if len(a.Active) > 0 && !apiequality.Semantic.DeepEqual(a.Active, b.Active) {
@@ -63,6 +84,7 @@ type statusPatch struct {
 		Type             appsv1alpha1.TemplateKind `json:"type"`
 		Active           []corev1.ObjectReference  `json:"active"`
 		LastScheduleTime *metav1.Time              `json:"lastScheduleTime"`
+		Conditions       []metav1.Condition        `json:"conditions"`
 	} `json:"status"`
 }
 
@@ -74,7 +96,7 @@ func (c *Controller) updateStatus(ctx context.Context, acj *appsv1alpha1.Advance
 		return nil
 	}
 	var p statusPatch
-	p.Status.Type, p.Status.Active, p.Status.LastScheduleTime = st.Type, st.Active, st.LastScheduleTime
+	p.Status.Type, p.Status.Active, p.Status.LastScheduleTime, p.Status.Conditions = st.Type, st.Active, st.LastScheduleTime, st.Conditions
 	data, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("encode status patch: %w", err)

@@ -40,7 +40,8 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 
 	// Decide: the most recent start time not yet run, if any may start now. This also requeues the key for the
 	// next start time, and reports an unusable schedule or too many missed start times.
-	scheduled := c.dueRun(ctx, key, acj, children)
+	sched, schedErr := parseSchedule(acj.Spec.Schedule, acj.Spec.TimeZone, c.defaultLoc)
+	scheduled := c.dueRun(ctx, key, acj, children, sched, schedErr)
 
 	// Act: start the run (Replace first deletes the active children).
 	if !scheduled.IsZero() {
@@ -49,6 +50,8 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		}
 	}
 
-	// Status: active children, last scheduled time and child kind, written only if it changed.
-	return c.updateStatus(ctx, acj, calculateStatus(acj, children, c.lastRuns.get(key, acj.UID)))
+	// Status: active children, last scheduled time, child kind and whether the schedule is usable, written only
+	// if it changed.
+	st := calculateStatus(acj, children, c.lastRuns.get(key, acj.UID), schedErr, c.clock.Now())
+	return c.updateStatus(ctx, acj, st)
 }

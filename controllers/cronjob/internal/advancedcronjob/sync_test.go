@@ -232,6 +232,8 @@ func TestSyncConcurrencyPolicy(t *testing.T) {
 					LastScheduleTime: ptr.To(metav1.NewTime(mustTime(t, "2026-03-01T10:01:00Z"))),
 					Active: []corev1.ObjectReference{{Kind: "Job", APIVersion: "batch/v1", Namespace: testNS, Name: prev,
 						UID: "uid-2026-03-01T10:01:00Z"}}}
+				// Already reported usable, so a sync that changes nothing else writes nothing.
+				a.Status.Conditions = scheduleCondition(a, nil, mustTime(t, "2026-03-01T10:00:10Z"))
 			})
 			f := newFixture(t, "2026-03-01T10:02:01Z", acj, job(acj, "2026-03-01T10:01:00Z", ""))
 			f.sync()
@@ -371,7 +373,7 @@ func TestStatusPatchShape(t *testing.T) {
 	p.Status.Type = appsv1alpha1.JobTemplate
 	b, err := json.Marshal(p)
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"status":{"type":"Job","active":null,"lastScheduleTime":null}}`, string(b))
+	assert.JSONEq(t, `{"status":{"type":"Job","active":null,"lastScheduleTime":null,"conditions":null}}`, string(b))
 }
 
 // A child the API server rejects (e.g. a name too long for a Job) is reported and not retried in a loop; the slot

@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -405,8 +406,8 @@ func TestInvalidSpecsRejectedByTheAPIServer(t *testing.T) {
 	require.NoError(t, err, "schedule, paused, concurrencyPolicy and timeZone stay mutable")
 }
 
-// Item 1: what admission cannot check (IANA names, cron syntax) is reported by the controller: a Warning event,
-// no child, and no retry loop.
+// Item 1: what admission cannot check (cron value ranges, garbage with five fields) is reported by the
+// controller: a Warning event, condition ScheduleValid=False, no child, and no retry loop.
 func TestUnusableScheduleWarnsWithoutHotLoop(t *testing.T) {
 	cases := []struct {
 		name, schedule string
@@ -425,7 +426,10 @@ func TestUnusableScheduleWarnsWithoutHotLoop(t *testing.T) {
 			acj := h.create(newACJ(tc.name, func(a *appsv1alpha1.AdvancedCronJob) { a.Spec.Schedule, a.Spec.TimeZone = tc.schedule, tc.timeZone }))
 			ev := h.waitEvent(acj.Name, tc.reason)
 			assert.Equal(t, corev1.EventTypeWarning, ev.Type)
-			h.waitStatus(acj.Name, "type written", func(st appsv1alpha1.AdvancedCronJobStatus) bool { return st.Type != "" })
+			h.waitStatus(acj.Name, "ScheduleValid=False with the event's reason", func(st appsv1alpha1.AdvancedCronJobStatus) bool {
+				c := meta.FindStatusCondition(st.Conditions, appsv1alpha1.AdvancedCronJobScheduleValid)
+				return st.Type != "" && c != nil && c.Status == metav1.ConditionFalse && c.Reason == tc.reason
+			})
 			// Each sync records the event once: its count is the number of syncs. Moving the clock over many minutes
 			// fires no requeue, and nothing retries.
 			h.stepTo(nextMinute(acj).Add(10 * time.Minute))
