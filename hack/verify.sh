@@ -24,6 +24,21 @@ hack/verify-versions.sh
 step "lint"
 hack/lint.sh
 
+step "client module used from another module"
+# What a consumer does after `go get`: a module outside this repo (and outside go.work) builds the example
+# against the client and apis modules (replaced by the local copies, as they are not tagged yet).
+consumer=$(mktemp -d)
+trap 'rm -rf "$consumer"' EXIT
+cp client/examples/list-clonesets/main.go "$consumer/"
+printf '%s\n' "module example.com/flotilla-consumer" "" "go 1.26.0" "" \
+  "require (" "	github.com/flotilla-dev/flotilla/apis v0.0.0" "	github.com/flotilla-dev/flotilla/client v0.0.0" ")" "" \
+  "replace (" "	github.com/flotilla-dev/flotilla/apis => $ROOT/apis" "	github.com/flotilla-dev/flotilla/client => $ROOT/client" ")" \
+  > "$consumer/go.mod"
+if ! (cd "$consumer" && GOWORK=off go mod tidy > /dev/null && GOWORK=off go build -o /dev/null .); then
+  echo "client/examples/list-clonesets does not build as an outside module"; exit 1
+fi
+echo "client/examples/list-clonesets builds as an outside module"
+
 step "kustomize"
 for o in deploy/overlays/*/; do
   kubectl kustomize "$o" > /dev/null || { echo "kustomize failed: $o"; exit 1; }
