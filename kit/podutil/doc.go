@@ -1,0 +1,20 @@
+// Package podutil answers the questions every Flotilla workload controller
+// (CloneSet, Advanced StatefulSet, Advanced DaemonSet) asks about its pods:
+// is a pod active, ready, available, being deleted, asked to be deleted, and
+// in which lifecycle state; and, when scaling down, which pods go first.
+//
+// It exists so that these answers are computed once, identically, for all
+// workloads. OpenKruise spreads them over k8s.io/kubernetes helpers and
+// per-controller copies; Flotilla cannot depend on k8s.io/kubernetes and must
+// not let the controllers drift apart, because status counters
+// (readyReplicas, availableReplicas) and the choice of pods to delete are
+// user-visible and must match OpenKruise's.
+//
+// Everything here is a pure function of its arguments: no client calls, no
+// clock reads (callers pass now), and pods taken from an informer cache are
+// never modified — SortForDeletion sorts a copy of the slice it is given.
+//
+// The package lives in kit, which may not import the API module, so the few
+// wire-level keys it reads are declared in keys.go; they must equal the
+// constants in apis/apps/pub (a test pins them to the literal strings).
+package podutil

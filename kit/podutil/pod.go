@@ -1,0 +1,160 @@
+package podutil
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// IsTerminating reports whether the pod has been asked to go away: its
+// deletionTimestamp is set (it may still be running its grace period).
+func IsTerminating(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp != nil
+}
+
+// IsActive reports whether the pod still counts towards its workload's
+// replicas: it is not terminating and has not finished (phase is neither
+// Succeeded nor Failed).
+func IsActive(pod *corev1.Pod) bool {
+	if IsTerminating(pod) {
+		return false
+	}
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded, corev1.PodFailed:
+		return false
+	}
+	return true
+}
+
+// GetCondition returns the pod's condition of the given type, or nil. The
+// result points into the pod; do not modify it.
+func GetCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	conds := pod.Status.Conditions
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// IsReady reports whether the pod's Ready condition is True. The phase is
+// not looked at; see IsRunningAndReady.
+func IsReady(pod *corev1.Pod) bool {
+	c := GetCondition(pod, corev1.PodReady)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// IsRunningAndReady reports whether the pod is in phase Running and its
+// Ready condition is True.
+func IsRunningAndReady(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodRunning && IsReady(pod)
+}
+
+// ReadySince returns when the pod last became ready — the lastTransitionTime
+// of its Ready condition — and true, if the pod is ready. A ready pod whose
+// condition carries no transition time yields the zero time and true. A pod
+// that is not ready yields the zero time and false.
+func ReadySince(pod *corev1.Pod) (time.Time, bool) {
+	c := GetCondition(pod, corev1.PodReady)
+	if c == nil || c.Status != corev1.ConditionTrue {
+		return time.Time{}, false
+	}
+	return c.LastTransitionTime.Time, true
+}
+
+// IsAvailable reports whether the pod has been ready for at least
+// minReadySeconds at now. With minReadySeconds <= 0 every ready pod is
+// available; otherwise a ready pod without a Ready transition time is not
+// (its readiness cannot be dated).
+//
+// This is readiness-based availability only. Workloads that honour
+// lifecycle hooks also require IsLifecycleNormal; see IsWorkloadAvailable.
+func IsAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
+	since, ready := ReadySince(pod)
+	return ready && readyLongEnough(since, minReadySeconds, now)
+}
+
+func readyLongEnough(since time.Time, minReadySeconds int32, now time.Time) bool {
+	if minReadySeconds <= 0 {
+		return true
+	}
+	if since.IsZero() {
+		return false
+	}
+	// Strictly longer than minReadySeconds, as Kubernetes counts availability.
+	return since.Add(time.Duration(minReadySeconds) * time.Second).Before(now)
+}
+
+// IsSpecifiedDelete reports whether the pod carries the label
+// apps.kruise.io/specified-delete, with any value (even empty).
+func IsSpecifiedDelete(pod *corev1.Pod) bool {
+	_, ok := pod.Labels[SpecifiedDeleteKey]
+	return ok
+}
+
+// DeletionCost returns the pod's controller.kubernetes.io/pod-deletion-cost
+// annotation as an int32. A missing or invalid value yields 0. Valid values
+// are what Kubernetes' own controllers accept: a base-10 integer in int32
+// range, either negative ('-' then digits) or without sign, '+' or leading
+// zeros ("0", "42"; not "+1", "007", " 1").
+func DeletionCost(pod *corev1.Pod) int32 {
+	v, ok := pod.Annotations[PodDeletionCostAnnotation]
+	if !ok {
+		return 0
+	}
+	c, _ := parseDeletionCost(v)
+	return c
+}
+
+// parseDeletionCost parses s without allocating (strconv allocates its error
+// on bad input, and SortForDeletion calls this for every pod).
+func parseDeletionCost(s string) (int32, bool) {
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	if len(s) == 0 || (!neg && s[0] == '0' && len(s) > 1) {
+		return 0, false
+	}
+	const limit = 1 << 31 // |MinInt32|
+	var n int64
+	for i := 0; i < len(s); i++ {
+		d := s[i]
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(d-'0')
+		if n > limit {
+			return 0, false
+		}
+	}
+	if neg {
+		return int32(-n), true
+	}
+	if n == limit {
+		return 0, false
+	}
+	return int32(n), true
+}
+
+// LifecycleState returns the value of the pod's lifecycle.apps.kruise.io/state
+// label, "" when absent. Values are the LifecycleState* constants.
+func LifecycleState(pod *corev1.Pod) string {
+	return pod.Labels[LifecycleStateKey]
+}
+
+// IsLifecycleNormal reports whether the pod's lifecycle state is empty or
+// Normal. Any other state (PreparingNormal, PreparingUpdate, Updating,
+// Updated, PreparingDelete) makes the pod unavailable for CloneSet and
+// Advanced StatefulSet status and maxUnavailable accounting.
+func IsLifecycleNormal(pod *corev1.Pod) bool {
+	s := LifecycleState(pod)
+	return s == "" || s == LifecycleStateNormal
+}
+
+// IsWorkloadAvailable is availability as CloneSet and Advanced StatefulSet
+// count it: IsAvailable(pod, minReadySeconds, now) and IsLifecycleNormal.
+func IsWorkloadAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
+	return IsAvailable(pod, minReadySeconds, now) && IsLifecycleNormal(pod)
+}

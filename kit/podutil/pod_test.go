@@ -1,0 +1,172 @@
+package podutil
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestIsActiveAndTerminating(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		pod                 *corev1.Pod
+		active, terminating bool
+	}{
+		{"pending", newPod("p", phase(corev1.PodPending)), true, false},
+		{"no phase", newPod("p"), true, false},
+		{"running", newPod("p", phase(corev1.PodRunning)), true, false},
+		{"unknown", newPod("p", phase(corev1.PodUnknown)), true, false},
+		{"succeeded", newPod("p", phase(corev1.PodSucceeded)), false, false},
+		{"failed", newPod("p", phase(corev1.PodFailed)), false, false},
+		{"running, terminating", newPod("p", phase(corev1.PodRunning), deleting()), false, true},
+		{"failed, terminating", newPod("p", phase(corev1.PodFailed), deleting()), false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.active, IsActive(tc.pod), "IsActive")
+			assert.Equal(t, tc.terminating, IsTerminating(tc.pod), "IsTerminating")
+		})
+	}
+}
+
+func TestReadiness(t *testing.T) {
+	since := ago(time.Minute)
+	for _, tc := range []struct {
+		name            string
+		pod             *corev1.Pod
+		ready, runReady bool
+		since           time.Time
+	}{
+		{"no conditions", newPod("p", phase(corev1.PodRunning)), false, false, time.Time{}},
+		{"ready false", newPod("p", phase(corev1.PodRunning), notReady()), false, false, time.Time{}},
+		{"ready unknown", newPod("p", phase(corev1.PodRunning), condition(corev1.PodReady, corev1.ConditionUnknown, since)), false, false, time.Time{}},
+		{"only other condition true", newPod("p", phase(corev1.PodRunning), condition(corev1.ContainersReady, corev1.ConditionTrue, since)), false, false, time.Time{}},
+		{"running ready", newPod("p", phase(corev1.PodRunning), condition(corev1.PodScheduled, corev1.ConditionTrue, ago(time.Hour)), readyAt(since)), true, true, since},
+		{"pending but ready", newPod("p", phase(corev1.PodPending), readyAt(since)), true, false, since},
+		{"ready without transition time", newPod("p", phase(corev1.PodRunning), readyAt(time.Time{})), true, true, time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.ready, IsReady(tc.pod), "IsReady")
+			assert.Equal(t, tc.runReady, IsRunningAndReady(tc.pod), "IsRunningAndReady")
+			s, ok := ReadySince(tc.pod)
+			assert.Equal(t, tc.ready, ok, "ReadySince ok")
+			assert.True(t, tc.since.Equal(s), "ReadySince = %v, want %v", s, tc.since)
+		})
+	}
+}
+
+func TestGetCondition(t *testing.T) {
+	p := newPod("p", condition("InPlaceUpdateReady", corev1.ConditionFalse, t0), readyAt(t0))
+	c := GetCondition(p, "InPlaceUpdateReady")
+	if assert.NotNil(t, c) {
+		assert.Equal(t, corev1.ConditionFalse, c.Status)
+	}
+	assert.Nil(t, GetCondition(p, "KruisePodReady"))
+}
+
+func TestIsAvailable(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		pod       *corev1.Pod
+		minReady  int32
+		available bool
+	}{
+		{"not ready, min 0", newPod("p", notReady()), 0, false},
+		{"no condition, min 0", newPod("p"), 0, false},
+		{"ready now, min 0", newPod("p", readyAt(t0)), 0, true},
+		{"ready now, negative min", newPod("p", readyAt(t0)), -5, true},
+		{"ready 9s, min 10", newPod("p", readyAt(ago(9*time.Second))), 10, false},
+		{"ready exactly 10s, min 10 (strictly longer is required)", newPod("p", readyAt(ago(10*time.Second))), 10, false},
+		{"ready 11s, min 10", newPod("p", readyAt(ago(11*time.Second))), 10, true},
+		{"ready in the future, min 10", newPod("p", readyAt(t0.Add(time.Second))), 10, false},
+		{"ready without time, min 0", newPod("p", readyAt(time.Time{})), 0, true},
+		{"ready without time, min 10", newPod("p", readyAt(time.Time{})), 10, false},
+		{"not ready long ago, min 10", newPod("p", condition(corev1.PodReady, corev1.ConditionFalse, ago(time.Hour))), 10, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.available, IsAvailable(tc.pod, tc.minReady, t0))
+		})
+	}
+}
+
+func TestLifecycle(t *testing.T) {
+	for _, tc := range []struct {
+		state  *string // nil: no label
+		normal bool
+	}{
+		{nil, true},
+		{ptr(""), true},
+		{ptr(LifecycleStateNormal), true},
+		{ptr(LifecycleStatePreparingNormal), false},
+		{ptr(LifecycleStatePreparingUpdate), false},
+		{ptr(LifecycleStateUpdating), false},
+		{ptr(LifecycleStateUpdated), false},
+		{ptr(LifecycleStatePreparingDelete), false},
+		{ptr("Whatever"), false},
+	} {
+		name, want := "<none>", ""
+		opts := []podOpt{phase(corev1.PodRunning), readyAt(ago(time.Minute))}
+		if tc.state != nil {
+			name, want = *tc.state, *tc.state
+			opts = append(opts, lifecycle(*tc.state))
+		}
+		t.Run(name, func(t *testing.T) {
+			p := newPod("p", opts...)
+			assert.Equal(t, want, LifecycleState(p))
+			assert.Equal(t, tc.normal, IsLifecycleNormal(p), "IsLifecycleNormal")
+			assert.Equal(t, tc.normal, IsWorkloadAvailable(p, 30, t0), "IsWorkloadAvailable, ready long enough")
+			assert.False(t, IsWorkloadAvailable(p, 120, t0), "IsWorkloadAvailable, not ready long enough")
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+func TestIsSpecifiedDelete(t *testing.T) {
+	assert.False(t, IsSpecifiedDelete(newPod("p")))
+	assert.False(t, IsSpecifiedDelete(newPod("p", label("apps.kruise.io/specified-delete-x", "true"))))
+	assert.True(t, IsSpecifiedDelete(newPod("p", label(SpecifiedDeleteKey, "true"))))
+	assert.True(t, IsSpecifiedDelete(newPod("p", label(SpecifiedDeleteKey, "false"))), "any value")
+	assert.True(t, IsSpecifiedDelete(newPod("p", label(SpecifiedDeleteKey, ""))), "empty value")
+}
+
+func TestDeletionCost(t *testing.T) {
+	for _, tc := range []struct {
+		value *string
+		want  int32
+	}{
+		{nil, 0},
+		{ptr(""), 0},
+		{ptr("0"), 0},
+		{ptr("5"), 5},
+		{ptr("-5"), -5},
+		{ptr("100"), 100},
+		{ptr("2147483647"), 2147483647},
+		{ptr("-2147483648"), -2147483648},
+		{ptr("-05"), -5}, // leading zeros are tolerated after '-', as upstream does
+		{ptr("-0"), 0},
+		{ptr("2147483648"), 0},  // overflow
+		{ptr("-2147483649"), 0}, // underflow
+		{ptr("99999999999999999999"), 0},
+		{ptr("+5"), 0},
+		{ptr("05"), 0},
+		{ptr("00"), 0},
+		{ptr("-"), 0},
+		{ptr(" 5"), 0},
+		{ptr("5 "), 0},
+		{ptr("5.0"), 0},
+		{ptr("1e3"), 0},
+		{ptr("abc"), 0},
+	} {
+		name := "<none>"
+		var opts []podOpt
+		if tc.value != nil {
+			name = "\"" + *tc.value + "\""
+			opts = append(opts, cost(*tc.value))
+		}
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, DeletionCost(newPod("p", opts...)))
+		})
+	}
+}
