@@ -1,0 +1,45 @@
+package revision
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TemplatePatch returns the ControllerRevision data for a workload whose
+// history is its pod template:
+//
+//	{"spec":{"template":{"$patch":"replace", <template fields>}}}
+//
+// The template is encoded with encoding/json, decoded into generic maps and
+// encoded again — the same round trip OpenKruise and kubectl-kruise make —
+// so object keys come out sorted at every level, '<', '>' and '&' are
+// escaped, and the bytes depend only on the template's content (never on map
+// iteration order). Numbers pass through float64 as they do in OpenKruise;
+// integers beyond 2^53 would lose precision there too.
+//
+// The "$patch":"replace" directive makes `kubectl-kruise rollout undo`
+// replace the whole template when it applies the data as a patch.
+func TemplatePatch(template *corev1.PodTemplateSpec) ([]byte, error) {
+	if template == nil {
+		return nil, errors.New("revision: nil pod template")
+	}
+	raw, err := json.Marshal(template)
+	if err != nil {
+		return nil, fmt.Errorf("revision: encoding pod template: %w", err)
+	}
+	var generic map[string]any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		return nil, fmt.Errorf("revision: decoding pod template: %w", err)
+	}
+	generic["$patch"] = "replace"
+	out, err := json.Marshal(map[string]any{
+		"spec": map[string]any{"template": generic},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("revision: encoding revision data: %w", err)
+	}
+	return out, nil
+}
