@@ -72,3 +72,5 @@ require (
 )
 
 replace github.com/flotilla-dev/flotilla/kit => ../../kit
+
+replace github.com/flotilla-dev/flotilla/apis => ../../apis

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 )
 
 // benchPods builds n varied pods spread over n/50 nodes.
@@ -37,7 +39,7 @@ func benchPods(n int) []*corev1.Pod {
 		case 1:
 			opts = append(opts, cost("not-a-number"))
 		case 2:
-			opts = append(opts, lifecycle(LifecycleStateUpdating))
+			opts = append(opts, lifecycle(pub.LifecycleStateUpdating))
 		}
 		pods[i] = newPod(fmt.Sprintf("cs-%05d", i), opts...)
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 )
 
 func names(pods []*corev1.Pod) []string {
@@ -65,8 +67,8 @@ func TestDeletionOrderRules(t *testing.T) {
 		},
 		{
 			rule:   "3 unavailable (lifecycle not Normal) before available",
-			first:  newPod("z", with(loseLater, onNode("n1"), phase(corev1.PodRunning), readyAt(ago(2*time.Hour)), lifecycle(LifecycleStatePreparingUpdate))...),
-			second: newPod("a", with(winLater, onNode("n1"), phase(corev1.PodRunning), readyAt(ago(time.Minute)), lifecycle(LifecycleStateNormal), label("rank", "winner-rank"))...),
+			first:  newPod("z", with(loseLater, onNode("n1"), phase(corev1.PodRunning), readyAt(ago(2*time.Hour)), lifecycle(pub.LifecycleStatePreparingUpdate))...),
+			second: newPod("a", with(winLater, onNode("n1"), phase(corev1.PodRunning), readyAt(ago(time.Minute)), lifecycle(pub.LifecycleStateNormal), label("rank", "winner-rank"))...),
 		},
 		{
 			rule:     "3 unavailable (ready < minReadySeconds) before available",
@@ -77,7 +79,7 @@ func TestDeletionOrderRules(t *testing.T) {
 		{
 			rule:   "4 not ready before ready (both unavailable)",
 			first:  newPod("z", with(loseLater, onNode("n1"), phase(corev1.PodRunning), notReady())...),
-			second: newPod("a", with(winLater, onNode("n1"), phase(corev1.PodRunning), readyAt(ago(time.Minute)), lifecycle(LifecycleStateUpdating), label("rank", "winner-rank"))...),
+			second: newPod("a", with(winLater, onNode("n1"), phase(corev1.PodRunning), readyAt(ago(time.Minute)), lifecycle(pub.LifecycleStateUpdating), label("rank", "winner-rank"))...),
 		},
 		{
 			rule:   "5 lower deletion cost first",
@@ -165,7 +167,7 @@ func TestSortForDeletionCombined(t *testing.T) {
 		newPod("unknown", onNode("n1"), phase(corev1.PodUnknown), readyAt(ago(time.Hour)), created(ago(2*time.Hour))),
 		run("not-ready", "n2", func(p *corev1.Pod) { p.Status.Conditions = nil }, notReady()),
 		run("fresh", "n2", func(p *corev1.Pod) { p.Status.Conditions = nil }, readyAt(ago(10*time.Second))), // < minReadySeconds
-		run("updating", "n2", lifecycle(LifecycleStateUpdating)),
+		run("updating", "n2", lifecycle(pub.LifecycleStateUpdating)),
 		run("cheap", "n3", cost("-5")),
 		run("crowded", "n1"), // n1 holds 3 pods
 		run("recently-ready", "n4", func(p *corev1.Pod) { p.Status.Conditions = nil }, readyAt(ago(time.Minute))),

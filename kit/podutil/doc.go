@@ -14,7 +14,6 @@
 // clock reads (callers pass now), and pods taken from an informer cache are
 // never modified — SortForDeletion sorts a copy of the slice it is given.
 //
-// The package lives in kit, which may not import the API module, so the few
-// wire-level keys it reads are declared in keys.go; they must equal the
-// constants in apis/apps/pub (a test pins them to the literal strings).
+// The wire-level keys it reads (specified-delete, pod-deletion-cost, lifecycle
+// state) come from apis/apps/pub, the API's shared constants.
 package podutil

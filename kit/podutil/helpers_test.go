@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 )
 
 // t0 is the fixed "now" of the tests.
@@ -59,9 +61,9 @@ func annotation(k, v string) podOpt {
 	}
 }
 
-func cost(v string) podOpt { return annotation(PodDeletionCostAnnotation, v) }
+func cost(v string) podOpt { return annotation(pub.PodDeletionCostAnnotation, v) }
 
-func lifecycle(s string) podOpt { return label(LifecycleStateKey, s) }
+func lifecycle(s pub.LifecycleStateType) podOpt { return label(pub.LifecycleStateKey, string(s)) }
 
 func restarts(counts ...int32) podOpt {
 	return func(p *corev1.Pod) {

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 )
 
 // IsTerminating reports whether the pod has been asked to go away: its
@@ -89,7 +91,7 @@ func readyLongEnough(since time.Time, minReadySeconds int32, now time.Time) bool
 // IsSpecifiedDelete reports whether the pod carries the label
 // apps.kruise.io/specified-delete, with any value (even empty).
 func IsSpecifiedDelete(pod *corev1.Pod) bool {
-	_, ok := pod.Labels[SpecifiedDeleteKey]
+	_, ok := pod.Labels[pub.SpecifiedDeleteKey]
 	return ok
 }
 
@@ -99,7 +101,7 @@ func IsSpecifiedDelete(pod *corev1.Pod) bool {
 // range, either negative ('-' then digits) or without sign, '+' or leading
 // zeros ("0", "42"; not "+1", "007", " 1").
 func DeletionCost(pod *corev1.Pod) int32 {
-	v, ok := pod.Annotations[PodDeletionCostAnnotation]
+	v, ok := pod.Annotations[pub.PodDeletionCostAnnotation]
 	if !ok {
 		return 0
 	}
@@ -138,19 +140,13 @@ func parseDeletionCost(s string) (int32, bool) {
 	return int32(n), true
 }
 
-// LifecycleState returns the value of the pod's lifecycle.apps.kruise.io/state
-// label, "" when absent. Values are the LifecycleState* constants.
-func LifecycleState(pod *corev1.Pod) string {
-	return pod.Labels[LifecycleStateKey]
-}
-
 // IsLifecycleNormal reports whether the pod's lifecycle state is empty or
 // Normal. Any other state (PreparingNormal, PreparingUpdate, Updating,
 // Updated, PreparingDelete) makes the pod unavailable for CloneSet and
 // Advanced StatefulSet status and maxUnavailable accounting.
 func IsLifecycleNormal(pod *corev1.Pod) bool {
-	s := LifecycleState(pod)
-	return s == "" || s == LifecycleStateNormal
+	s := pub.LifecycleStateType(pod.Labels[pub.LifecycleStateKey])
+	return s == "" || s == pub.LifecycleStateNormal
 }
 
 // IsWorkloadAvailable is availability as CloneSet and Advanced StatefulSet

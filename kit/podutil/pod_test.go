@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 )
 
 func TestIsActiveAndTerminating(t *testing.T) {
@@ -97,23 +99,22 @@ func TestLifecycle(t *testing.T) {
 	}{
 		{nil, true},
 		{ptr(""), true},
-		{ptr(LifecycleStateNormal), true},
-		{ptr(LifecycleStatePreparingNormal), false},
-		{ptr(LifecycleStatePreparingUpdate), false},
-		{ptr(LifecycleStateUpdating), false},
-		{ptr(LifecycleStateUpdated), false},
-		{ptr(LifecycleStatePreparingDelete), false},
+		{ptr(string(pub.LifecycleStateNormal)), true},
+		{ptr(string(pub.LifecycleStatePreparingNormal)), false},
+		{ptr(string(pub.LifecycleStatePreparingUpdate)), false},
+		{ptr(string(pub.LifecycleStateUpdating)), false},
+		{ptr(string(pub.LifecycleStateUpdated)), false},
+		{ptr(string(pub.LifecycleStatePreparingDelete)), false},
 		{ptr("Whatever"), false},
 	} {
-		name, want := "<none>", ""
+		name := "<none>"
 		opts := []podOpt{phase(corev1.PodRunning), readyAt(ago(time.Minute))}
 		if tc.state != nil {
-			name, want = *tc.state, *tc.state
-			opts = append(opts, lifecycle(*tc.state))
+			name = *tc.state
+			opts = append(opts, lifecycle(pub.LifecycleStateType(*tc.state)))
 		}
 		t.Run(name, func(t *testing.T) {
 			p := newPod("p", opts...)
-			assert.Equal(t, want, LifecycleState(p))
 			assert.Equal(t, tc.normal, IsLifecycleNormal(p), "IsLifecycleNormal")
 			assert.Equal(t, tc.normal, IsWorkloadAvailable(p, 30, t0), "IsWorkloadAvailable, ready long enough")
 			assert.False(t, IsWorkloadAvailable(p, 120, t0), "IsWorkloadAvailable, not ready long enough")
@@ -126,9 +127,9 @@ func ptr(s string) *string { return &s }
 func TestIsSpecifiedDelete(t *testing.T) {
 	assert.False(t, IsSpecifiedDelete(newPod("p")))
 	assert.False(t, IsSpecifiedDelete(newPod("p", label("apps.kruise.io/specified-delete-x", "true"))))
-	assert.True(t, IsSpecifiedDelete(newPod("p", label(SpecifiedDeleteKey, "true"))))
-	assert.True(t, IsSpecifiedDelete(newPod("p", label(SpecifiedDeleteKey, "false"))), "any value")
-	assert.True(t, IsSpecifiedDelete(newPod("p", label(SpecifiedDeleteKey, ""))), "empty value")
+	assert.True(t, IsSpecifiedDelete(newPod("p", label(pub.SpecifiedDeleteKey, "true"))))
+	assert.True(t, IsSpecifiedDelete(newPod("p", label(pub.SpecifiedDeleteKey, "false"))), "any value")
+	assert.True(t, IsSpecifiedDelete(newPod("p", label(pub.SpecifiedDeleteKey, ""))), "empty value")
 }
 
 func TestDeletionCost(t *testing.T) {

@@ -1,0 +1,94 @@
+package inplace
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+)
+
+// UpdateCompleted reports whether the in-place update recorded in state has
+// finished on the pod's containers:
+//   - no grace period is pending (no apps.kruise.io/inplace-update-grace),
+//   - no later batch is pending (Pending), and
+//   - every container recorded in lastContainerStatuses has a status whose
+//     imageID differs from the recorded one, or whose image is the image in
+//     the pod spec (covers an empty recorded imageID, and a new tag of the
+//     same image). A recorded container without a status is not done.
+//
+// A nil state (no update in flight) is completed. Env-from-metadata
+// restarts are not checked: that needs the node agent's
+// apps.kruise.io/runtime-containers-meta hashes, which Flotilla does not
+// compute.
+func UpdateCompleted(pod *corev1.Pod, state *pub.InPlaceUpdateState) bool {
+	if state == nil {
+		return true
+	}
+	return !inGrace(pod) && !Pending(state) && containersUpdated(pod, state)
+}
+
+func inGrace(pod *corev1.Pod) bool {
+	_, ok := pub.GetInPlaceUpdateGrace(pod)
+	return ok
+}
+
+// containersUpdated is the per-container part of UpdateCompleted.
+func containersUpdated(pod *corev1.Pod, state *pub.InPlaceUpdateState) bool {
+	for name, last := range state.LastContainerStatuses {
+		cs := containerStatus(pod, name)
+		if cs == nil {
+			return false
+		}
+		if cs.ImageID != last.ImageID {
+			continue
+		}
+		if !sameImage(cs.Image, specImage(pod, name)) {
+			return false
+		}
+	}
+	return true
+}
+
+func specImage(pod *corev1.Pod, name string) string {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return pod.Spec.Containers[i].Image
+		}
+	}
+	return ""
+}
+
+// sameImage compares a status image with a spec image, allowing for the
+// normalisation the runtime applies ("nginx" is "docker.io/library/nginx:latest").
+func sameImage(status, spec string) bool {
+	if spec == "" || status == "" {
+		return false
+	}
+	return status == spec || normalizeImage(status) == normalizeImage(spec)
+}
+
+// normalizeImage expands a docker reference to its canonical form: default
+// registry docker.io, "library/" for official images, tag "latest" when
+// there is neither tag nor digest.
+func normalizeImage(ref string) string {
+	name, digest, hasDigest := strings.Cut(ref, "@")
+	domain, rest, hasSlash := strings.Cut(name, "/")
+	if !hasSlash || (!strings.ContainsAny(domain, ".:") && domain != "localhost") {
+		domain, rest = "docker.io", name
+	}
+	if domain == "index.docker.io" {
+		domain = "docker.io"
+	}
+	if domain == "docker.io" && !strings.Contains(rest, "/") {
+		rest = "library/" + rest
+	}
+	if !hasDigest && !strings.Contains(rest[strings.LastIndexByte(rest, '/')+1:], ":") {
+		rest += ":latest"
+	}
+	out := domain + "/" + rest
+	if hasDigest {
+		out += "@" + digest
+	}
+	return out
+}

@@ -1,0 +1,95 @@
+package inplace
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+)
+
+func TestUpdateCompleted(t *testing.T) {
+	// main was updated from web:v1 (imageID id-1) to web:v2; logs was not touched.
+	state := func() *pub.InPlaceUpdateState {
+		return &pub.InPlaceUpdateState{
+			Revision:              "rev-2",
+			LastContainerStatuses: map[string]pub.InPlaceUpdateContainerStatus{"main": {ImageID: "id-1"}},
+		}
+	}
+	pod := func(statuses ...corev1.ContainerStatus) *corev1.Pod {
+		p := simplePod([2]string{"main", ""}, [2]string{"logs", ""})
+		p.Spec.Containers[0].Image = "web:v2"
+		p.Status.ContainerStatuses = statuses
+		return p
+	}
+	logs := corev1.ContainerStatus{Name: "logs", Image: "logs:v1", ImageID: "id-logs"}
+	tests := []struct {
+		name  string
+		pod   *corev1.Pod
+		state *pub.InPlaceUpdateState
+		want  bool
+	}{
+		{"imageID changed", pod(corev1.ContainerStatus{Name: "main", Image: "web:v2", ImageID: "id-2"}, logs), state(), true},
+		{"imageID changed, status image spelled differently", pod(corev1.ContainerStatus{Name: "main", Image: "docker.io/library/web:v2", ImageID: "id-2"}, logs), state(), true},
+		{"imageID unchanged, old image", pod(corev1.ContainerStatus{Name: "main", Image: "web:v1", ImageID: "id-1"}, logs), state(), false},
+		{"imageID unchanged but new image running (same digest, new tag)", pod(corev1.ContainerStatus{Name: "main", Image: "web:v2", ImageID: "id-1"}, logs), state(), true},
+		{"imageID unchanged, normalised new image running", pod(corev1.ContainerStatus{Name: "main", Image: "docker.io/library/web:v2", ImageID: "id-1"}, logs), state(), true},
+		{"missing status", pod(logs), state(), false},
+		{"no statuses at all", pod(), state(), false},
+		{"no imageID recorded, still none, old image", pod(corev1.ContainerStatus{Name: "main", Image: "web:v1"}, logs), func() *pub.InPlaceUpdateState {
+			s := state()
+			s.LastContainerStatuses["main"] = pub.InPlaceUpdateContainerStatus{}
+			return s
+		}(), false},
+		{"no imageID recorded, new image reported", pod(corev1.ContainerStatus{Name: "main", Image: "web:v2"}, logs), func() *pub.InPlaceUpdateState {
+			s := state()
+			s.LastContainerStatuses["main"] = pub.InPlaceUpdateContainerStatus{}
+			return s
+		}(), true},
+		{"next batch pending", pod(corev1.ContainerStatus{Name: "main", Image: "web:v2", ImageID: "id-2"}, logs), func() *pub.InPlaceUpdateState {
+			s := state()
+			s.NextContainerImages = map[string]string{"logs": "logs:v2"}
+			return s
+		}(), false},
+		{"in grace period", func() *corev1.Pod {
+			p := pod(corev1.ContainerStatus{Name: "main", Image: "web:v2", ImageID: "id-2"}, logs)
+			p.Annotations = map[string]string{pub.InPlaceUpdateGraceKey: "{}"}
+			return p
+		}(), state(), false},
+		{"no state: nothing in flight", pod(), nil, true},
+		{"metadata-only update: nothing recorded", pod(), &pub.InPlaceUpdateState{Revision: "rev-2"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before *pub.InPlaceUpdateState
+			if tt.state != nil {
+				before = tt.state.DeepCopy()
+			}
+			assert.Equal(t, tt.want, UpdateCompleted(tt.pod, tt.state))
+			assert.Equal(t, before, tt.state, "state modified")
+		})
+	}
+}
+
+func TestNormalizeImage(t *testing.T) {
+	tests := map[string]string{
+		"nginx":                          "docker.io/library/nginx:latest",
+		"nginx:1.25":                     "docker.io/library/nginx:1.25",
+		"library/nginx:1.25":             "docker.io/library/nginx:1.25",
+		"docker.io/nginx":                "docker.io/library/nginx:latest",
+		"index.docker.io/library/nginx":  "docker.io/library/nginx:latest",
+		"fluent/fluent-bit:3.0":          "docker.io/fluent/fluent-bit:3.0",
+		"registry.example.com/a/b":       "registry.example.com/a/b:latest",
+		"registry.example.com:5000/a":    "registry.example.com:5000/a:latest",
+		"registry.example.com:5000/a:v1": "registry.example.com:5000/a:v1",
+		"localhost/a":                    "localhost/a:latest",
+		"nginx@sha256:abc":               "docker.io/library/nginx@sha256:abc",
+		"nginx:1.25@sha256:abc":          "docker.io/library/nginx:1.25@sha256:abc",
+	}
+	for in, want := range tests {
+		assert.Equal(t, want, normalizeImage(in), in)
+	}
+	assert.False(t, sameImage("", ""), "empty images never match")
+	assert.False(t, sameImage("nginx:1.25", "nginx:1.26"))
+}

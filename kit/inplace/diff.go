@@ -1,0 +1,383 @@
+package inplace
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Spec is what an in-place update changes in a pod. The zero value changes
+// nothing. Maps are nil when empty.
+type Spec struct {
+	// ContainerImages maps a container name to its new image.
+	ContainerImages map[string]string
+	// Metadata is the pod-wide label/annotation change, applied with the
+	// first batch. It excludes keys moved to ContainerRefMetadata.
+	Metadata MetadataChange
+	// ContainerRefMetadata maps a container name to the labels/annotations
+	// (added or changed, never removed) that its env reads through the
+	// downward API (fieldRef metadata.labels['k'] / metadata.annotations['k']).
+	// Those keys are applied with that container's batch, and the container
+	// must be restarted for the new value to reach its env ("update env from
+	// metadata") — a node agent's job. Only Labels and Annotations are set.
+	ContainerRefMetadata map[string]metav1.ObjectMeta
+}
+
+// MetadataChange is a change of pod labels and annotations.
+type MetadataChange struct {
+	// Labels and Annotations are keys to add or replace, with their new value.
+	Labels      map[string]string
+	Annotations map[string]string
+	// RemovedLabels and RemovedAnnotations are keys to delete, sorted.
+	RemovedLabels      []string
+	RemovedAnnotations []string
+}
+
+// Empty reports whether the change does nothing.
+func (m MetadataChange) Empty() bool {
+	return len(m.Labels) == 0 && len(m.Annotations) == 0 &&
+		len(m.RemovedLabels) == 0 && len(m.RemovedAnnotations) == 0
+}
+
+// Empty reports whether the spec changes nothing in a pod.
+func (s Spec) Empty() bool {
+	return len(s.ContainerImages) == 0 && s.Metadata.Empty() && len(s.ContainerRefMetadata) == 0
+}
+
+// UpdateEnvFromMetadata reports whether some container must be restarted
+// because env it reads from labels/annotations changes.
+func (s Spec) UpdateEnvFromMetadata() bool { return len(s.ContainerRefMetadata) > 0 }
+
+// WithoutEnvFromMetadata folds ContainerRefMetadata back into the pod-wide
+// Metadata: the keys are still written, but no container is scheduled for a
+// restart and they no longer influence batching. Use it when the feature
+// gate InPlaceUpdateEnvFromMetadata is off (always the case without a node
+// agent, see kit/features). The receiver is not modified.
+func (s Spec) WithoutEnvFromMetadata() Spec {
+	out := s.DeepCopy()
+	for _, meta := range out.ContainerRefMetadata {
+		for k, v := range meta.Labels {
+			out.Metadata.Labels = setKey(out.Metadata.Labels, k, v)
+		}
+		for k, v := range meta.Annotations {
+			out.Metadata.Annotations = setKey(out.Metadata.Annotations, k, v)
+		}
+	}
+	out.ContainerRefMetadata = nil
+	return out
+}
+
+// DeepCopy returns a copy sharing no maps or slices with s.
+func (s Spec) DeepCopy() Spec {
+	out := Spec{
+		ContainerImages: maps.Clone(s.ContainerImages),
+		Metadata: MetadataChange{
+			Labels:             maps.Clone(s.Metadata.Labels),
+			Annotations:        maps.Clone(s.Metadata.Annotations),
+			RemovedLabels:      slices.Clone(s.Metadata.RemovedLabels),
+			RemovedAnnotations: slices.Clone(s.Metadata.RemovedAnnotations),
+		},
+	}
+	if s.ContainerRefMetadata != nil {
+		out.ContainerRefMetadata = make(map[string]metav1.ObjectMeta, len(s.ContainerRefMetadata))
+		for name, meta := range s.ContainerRefMetadata {
+			out.ContainerRefMetadata[name] = refMeta(meta)
+		}
+	}
+	return out
+}
+
+// refMeta copies the labels and annotations of meta (the only fields a
+// ContainerRefMetadata entry carries).
+func refMeta(meta metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Labels: maps.Clone(meta.Labels), Annotations: maps.Clone(meta.Annotations)}
+}
+
+func setKey(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = make(map[string]string)
+	}
+	m[k] = v
+	return m
+}
+
+// Diff compares the data of two ControllerRevisions of the same workload
+// ({"spec":{"template":{…}}}, see kit/revision.TemplatePatch) and reports
+// whether a pod at the old revision can be moved to the new one in place,
+// and what that changes.
+//
+// Only two kinds of change qualify:
+//   - spec.template.spec.containers[i].image, for a container present at the
+//     same index with the same name in both revisions (containers are
+//     otherwise compared field by field, so any other container change — env,
+//     ports, resources, probes, … — or a container added, removed or
+//     reordered is not in-place-able);
+//   - spec.template.metadata.labels / .annotations: keys added, changed or
+//     removed.
+//
+// Everything else — the rest of the pod spec (volumes, initContainers,
+// readinessGates, …), other template metadata fields, anything outside the
+// template — must be equal. Identical revisions give an empty Spec and true.
+// Undecodable data gives false.
+//
+// Added or changed labels/annotations that some container's env reads
+// through the downward API go to Spec.ContainerRefMetadata for that
+// container (removals always stay pod-wide: OpenKruise restarts nothing for
+// them either). Resource changes (vertical scaling) are not in-place-able
+// here.
+//
+// The comparison is structural: both documents are decoded into generic
+// maps and compared value by value, which is insensitive to key order and
+// whitespace.
+func Diff(oldRevisionData, newRevisionData []byte) (Spec, bool) {
+	var oldRoot, newRoot map[string]any
+	if json.Unmarshal(oldRevisionData, &oldRoot) != nil || json.Unmarshal(newRevisionData, &newRoot) != nil {
+		return Spec{}, false
+	}
+	oldSpec, ok1 := asMap(oldRoot["spec"])
+	newSpec, ok2 := asMap(newRoot["spec"])
+	if !ok1 || !ok2 || !equalExcept(oldRoot, newRoot, "spec") || !equalExcept(oldSpec, newSpec, "template") {
+		return Spec{}, false
+	}
+	oldTmpl, ok1 := asMap(oldSpec["template"])
+	newTmpl, ok2 := asMap(newSpec["template"])
+	if !ok1 || !ok2 || oldTmpl == nil || newTmpl == nil || !equalExcept(oldTmpl, newTmpl, "metadata", "spec") {
+		return Spec{}, false
+	}
+	oldPod, ok1 := asMap(oldTmpl["spec"])
+	newPod, ok2 := asMap(newTmpl["spec"])
+	if !ok1 || !ok2 {
+		return Spec{}, false
+	}
+	var s Spec
+	if !diffPodSpec(oldPod, newPod, &s) {
+		return Spec{}, false
+	}
+	oldMeta, ok1 := asMap(oldTmpl["metadata"])
+	newMeta, ok2 := asMap(newTmpl["metadata"])
+	if !ok1 || !ok2 || !diffMetadata(oldMeta, newMeta, newPod, &s) {
+		return Spec{}, false
+	}
+	return s, true
+}
+
+// diffPodSpec accepts only container image changes.
+func diffPodSpec(oldPod, newPod map[string]any, s *Spec) bool {
+	if !equalExcept(oldPod, newPod, "containers") {
+		return false
+	}
+	oldCs, ok1 := oldPod["containers"].([]any)
+	newCs, ok2 := newPod["containers"].([]any)
+	if (!ok1 && oldPod["containers"] != nil) || (!ok2 && newPod["containers"] != nil) || len(oldCs) != len(newCs) {
+		return false
+	}
+	for i := range oldCs {
+		oc, ok1 := oldCs[i].(map[string]any)
+		nc, ok2 := newCs[i].(map[string]any)
+		if !ok1 || !ok2 || !equalExcept(oc, nc, "image") {
+			return false
+		}
+		oi, on := oc["image"]
+		ni, nn := nc["image"]
+		if on == nn && jsonEqual(oi, ni) {
+			continue
+		}
+		name, _ := oc["name"].(string)
+		newImage, ok := ni.(string)
+		if _, wasString := oi.(string); !wasString || !ok || name == "" {
+			return false // an image added or removed, or a malformed container
+		}
+		if s.ContainerImages == nil {
+			s.ContainerImages = make(map[string]string)
+		}
+		s.ContainerImages[name] = newImage
+	}
+	return true
+}
+
+// diffMetadata accepts only label and annotation changes.
+func diffMetadata(oldMeta, newMeta, newPod map[string]any, s *Spec) bool {
+	if !equalExcept(oldMeta, newMeta, "labels", "annotations") {
+		return false
+	}
+	var refs map[metaRef][]string // built lazily: only when some key is set
+	for _, kind := range [...]string{"labels", "annotations"} {
+		oldKV, ok1 := stringMap(oldMeta[kind])
+		newKV, ok2 := stringMap(newMeta[kind])
+		if !ok1 || !ok2 {
+			return false
+		}
+		set, removed := &s.Metadata.Labels, &s.Metadata.RemovedLabels
+		if kind == "annotations" {
+			set, removed = &s.Metadata.Annotations, &s.Metadata.RemovedAnnotations
+		}
+		for k, v := range newKV {
+			if old, ok := oldKV[k]; ok && old == v {
+				continue
+			}
+			if refs == nil {
+				refs = envMetadataRefs(newPod)
+			}
+			readers := refs[metaRef{kind, k}]
+			if len(readers) == 0 {
+				*set = setKey(*set, k, v)
+				continue
+			}
+			for _, c := range readers {
+				if s.ContainerRefMetadata == nil {
+					s.ContainerRefMetadata = make(map[string]metav1.ObjectMeta)
+				}
+				meta := s.ContainerRefMetadata[c]
+				if kind == "labels" {
+					meta.Labels = setKey(meta.Labels, k, v)
+				} else {
+					meta.Annotations = setKey(meta.Annotations, k, v)
+				}
+				s.ContainerRefMetadata[c] = meta
+			}
+		}
+		for k := range oldKV {
+			if _, ok := newKV[k]; !ok {
+				*removed = append(*removed, k)
+			}
+		}
+		slices.Sort(*removed)
+	}
+	return true
+}
+
+// metaRef names one label ("labels") or annotation ("annotations") key.
+type metaRef struct{ kind, key string }
+
+// envMetadataRefs indexes, per label/annotation key, the containers (by
+// name, in spec order) whose env reads it through a downward-API fieldRef.
+func envMetadataRefs(pod map[string]any) map[metaRef][]string {
+	refs := map[metaRef][]string{}
+	containers, _ := pod["containers"].([]any)
+	for _, c := range containers {
+		cm, _ := c.(map[string]any)
+		name, _ := cm["name"].(string)
+		env, _ := cm["env"].([]any)
+		for _, e := range env {
+			em, _ := e.(map[string]any)
+			from, _ := em["valueFrom"].(map[string]any)
+			ref, _ := from["fieldRef"].(map[string]any)
+			path, _ := ref["fieldPath"].(string)
+			r, ok := parseMetaFieldPath(path)
+			if !ok || name == "" {
+				continue
+			}
+			if readers := refs[r]; len(readers) == 0 || readers[len(readers)-1] != name {
+				refs[r] = append(readers, name)
+			}
+		}
+	}
+	return refs
+}
+
+// parseMetaFieldPath parses metadata.labels['k'] and metadata.annotations['k']
+// (the only subscript syntax the API server accepts for fieldRef).
+func parseMetaFieldPath(path string) (metaRef, bool) {
+	for _, kind := range [...]string{"labels", "annotations"} {
+		prefix := "metadata." + kind + "['"
+		if strings.HasPrefix(path, prefix) && strings.HasSuffix(path, "']") && len(path) > len(prefix)+2 {
+			return metaRef{kind, path[len(prefix) : len(path)-2]}, true
+		}
+	}
+	return metaRef{}, false
+}
+
+// equalExcept reports whether a and b hold equal values under every key but
+// the skipped ones (a key missing on one side differs from any value).
+func equalExcept(a, b map[string]any, skip ...string) bool {
+	for k, av := range a {
+		if slices.Contains(skip, k) {
+			continue
+		}
+		bv, ok := b[k]
+		if !ok || !jsonEqual(av, bv) {
+			return false
+		}
+	}
+	for k := range b {
+		if slices.Contains(skip, k) {
+			continue
+		}
+		if _, ok := a[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonEqual compares two values decoded by encoding/json into interfaces
+// (nil, bool, float64, string, []any, map[string]any) without reflection.
+func jsonEqual(a, b any) bool {
+	switch av := a.(type) {
+	case nil:
+		return b == nil
+	case string:
+		bv, ok := b.(string)
+		return ok && av == bv
+	case float64:
+		bv, ok := b.(float64)
+		return ok && av == bv
+	case bool:
+		bv, ok := b.(bool)
+		return ok && av == bv
+	case []any:
+		bv, ok := b.([]any)
+		if !ok || len(av) != len(bv) {
+			return false
+		}
+		for i := range av {
+			if !jsonEqual(av[i], bv[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok || len(av) != len(bv) {
+			return false
+		}
+		for k, x := range av {
+			y, ok := bv[k]
+			if !ok || !jsonEqual(x, y) {
+				return false
+			}
+		}
+		return true
+	default:
+		return false // not produced by encoding/json
+	}
+}
+
+// asMap accepts a JSON object or an absent/null value (nil map).
+func asMap(v any) (map[string]any, bool) {
+	if v == nil {
+		return nil, true
+	}
+	m, ok := v.(map[string]any)
+	return m, ok
+}
+
+// stringMap accepts a JSON object of strings or an absent/null value.
+func stringMap(v any) (map[string]string, bool) {
+	m, ok := asMap(v)
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		s, ok := v.(string)
+		if !ok {
+			return nil, false
+		}
+		out[k] = s
+	}
+	return out, true
+}
