@@ -36,6 +36,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -90,9 +91,19 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 
 // Main prepares the control plane, runs the tests and tears a private control plane down.
 // It calls os.Exit and never returns.
+//
+// Under -short (make unit-test) it starts nothing: every test that calls Get is skipped, the others run.
 func Main(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		short = true
+		os.Exit(m.Run())
+	}
 	os.Exit(run(m))
 }
+
+// short is set by Main under -short: there is no control plane and Get skips the test.
+var short bool
 
 func run(m *testing.M) int {
 	root, err := repoRoot()
@@ -137,9 +148,12 @@ func run(m *testing.M) int {
 	return code
 }
 
-// Get returns the Env prepared by Main; the test fails if Main was not used.
+// Get returns the Env prepared by Main; the test fails if Main was not used, and is skipped under -short.
 func Get(t testing.TB) *Env {
 	t.Helper()
+	if short {
+		t.Skip("testenv: integration test skipped under -short (it needs a control plane)")
+	}
 	if current == nil {
 		t.Fatal("testenv: no environment; call testenv.Main(m) from TestMain")
 	}

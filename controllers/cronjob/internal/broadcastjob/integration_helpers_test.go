@@ -2,9 +2,7 @@ package broadcastjob
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"sort"
 	"sync"
 	"testing"
@@ -28,14 +26,8 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
 
-// Unit tests run without a control plane under -short (make unit-test); the integration tests skip then.
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	testenv.Main(m)
-}
+// Unit tests run without a control plane under -short (make unit-test); testenv skips the integration tests then.
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 const (
 	// Every node a test creates carries testLabel=<namespace> (job nodeSelectors use it, so desired is
@@ -56,11 +48,8 @@ type itest struct {
 }
 
 func newITest(t *testing.T) *itest {
-	if testing.Short() {
-		t.Skip("integration test: needs the control plane")
-	}
+	env := testenv.Get(t) // skips under -short
 	t.Parallel()
-	env := testenv.Get(t)
 	client, err := versioned.NewForConfig(env.Config)
 	require.NoError(t, err)
 	return &itest{t: t, env: env, ns: env.Namespace(t), client: client}
