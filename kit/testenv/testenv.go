@@ -449,3 +449,16 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// Consistently fails the test (t.Fatalf) if cond returns an error at any check during d (checks every 200 ms).
+// It is for negative assertions ("nothing else happens"); positive ones use Eventually.
+func Consistently(t testing.TB, d time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := cond(); err != nil {
+			t.Fatalf("condition broken within %v: %v", d, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

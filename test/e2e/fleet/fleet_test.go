@@ -72,7 +72,7 @@ func TestStandbyTakesOverWhenLeaderStops(t *testing.T) {
 	b := f.start(t, "cloneset", fast...)
 	testenv.Eventually(t, time.Minute, func() (bool, error) { return b.Status("/healthz") == 200, nil })
 	// The standby must stay unready while a holds the Lease: watch it over several retry periods.
-	consistently(t, 3*time.Second, func() error {
+	testenv.Consistently(t, 3*time.Second, func() error {
 		if code := b.Status("/readyz"); code == 200 {
 			return fmt.Errorf("standby reports ready while another instance leads")
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,14 +64,4 @@ func (f *fleet) start(t *testing.T, controller string, extraArgs ...string) *fra
 		"--namespace=" + f.ns,
 	}, extraArgs...)
 	return framework.Start(t, framework.Binary(t, f.env, controller), args...)
-}
-
-// consistently fails the test if cond stops holding at any check during d (checks every 200 ms).
-func consistently(t *testing.T, d time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		require.NoError(t, cond())
-		time.Sleep(200 * time.Millisecond)
-	}
 }

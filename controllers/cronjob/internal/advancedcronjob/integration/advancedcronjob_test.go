@@ -209,7 +209,7 @@ func TestPaused(t *testing.T) {
 	s1 := nextMinute(acj)
 	s2 := s1.Add(time.Minute)
 	h.stepTo(s2.Add(5 * time.Second))
-	consistently(t, 2*time.Second, func() error {
+	testenv.Consistently(t, 2*time.Second, func() error {
 		if n := len(h.jobs(acj)); n != 0 {
 			return fmt.Errorf("%d Jobs while paused", n)
 		}
@@ -433,7 +433,7 @@ func TestUnusableScheduleWarnsWithoutHotLoop(t *testing.T) {
 			// Each sync records the event once: its count is the number of syncs. Moving the clock over many minutes
 			// fires no requeue, and nothing retries.
 			h.stepTo(nextMinute(acj).Add(10 * time.Minute))
-			consistently(t, 2*time.Second, func() error {
+			testenv.Consistently(t, 2*time.Second, func() error {
 				if n := len(h.jobs(acj)); n != 0 {
 					return fmt.Errorf("%d Jobs for an unusable schedule", n)
 				}

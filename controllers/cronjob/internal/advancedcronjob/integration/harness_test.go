@@ -297,14 +297,3 @@ func (h *harness) waitEvent(name, reason string) corev1.Event {
 	})
 	return evs[0]
 }
-
-// consistently fails the test if cond stops holding at any check during d. It is for negative assertions only
-// ("nothing else happens"); positive ones poll with deadlines.
-func consistently(t *testing.T, d time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		require.NoError(t, cond())
-		time.Sleep(200 * time.Millisecond)
-	}
-}
