@@ -251,3 +251,26 @@ func findCondition(conds []corev1.PodCondition, t corev1.PodConditionType) *core
 	}
 	return nil
 }
+
+// InitGateConditions returns the pod's conditions with a True condition added
+// for each of types that the pod lists as a readiness gate but has no
+// condition for, and Ready recomputed (RecomputeReady). A workload that
+// injects a gate into the pods it creates owns its condition: until it is
+// written the kubelet keeps the pod NotReady. changed is false when nothing
+// was missing. The pod is not modified.
+func InitGateConditions(pod *corev1.Pod, now time.Time, types ...corev1.PodConditionType) (changed bool, conditions []corev1.PodCondition) {
+	conds := slices.Clone(pod.Status.Conditions)
+	for _, t := range types {
+		gated := slices.ContainsFunc(pod.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == t })
+		if !gated || findCondition(conds, t) != nil {
+			continue
+		}
+		conds = append(conds, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
+		changed = true
+	}
+	if !changed {
+		return false, pod.Status.Conditions
+	}
+	_, conds = RecomputeReady(pod, conds, now)
+	return true, conds
+}

@@ -1,0 +1,129 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/podutil"
+)
+
+// allPods returns every cached pod the CloneSet controls, terminating ones
+// included. Read-only.
+func (c *Controller) allPods(cs *appsv1alpha1.CloneSet) []*corev1.Pod {
+	objs, _ := controller.ByOwnerUID(c.pods, cs.UID)
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok && isControlledBy(p, cs) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ownedPVCs returns the cached PVCs the CloneSet controls. Read-only.
+func (c *Controller) ownedPVCs(cs *appsv1alpha1.CloneSet) ([]*corev1.PersistentVolumeClaim, error) {
+	objs, err := controller.ByOwnerUID(c.pvcs, cs.UID)
+	if err != nil {
+		return nil, fmt.Errorf("list PVCs: %w", err)
+	}
+	out := make([]*corev1.PersistentVolumeClaim, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.PersistentVolumeClaim); ok && isControlledBy(p, cs) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func isControlledBy(o metav1.Object, cs *appsv1alpha1.CloneSet) bool {
+	ref := metav1.GetControllerOfNoCopy(o)
+	return ref != nil && ref.UID == cs.UID
+}
+
+// claimPods returns the CloneSet's pods after releasing those that no longer
+// match its selector and adopting orphans (pods carrying the instance-id
+// label, active, without a controller) that do. A CloneSet being deleted
+// neither adopts nor releases.
+func (c *Controller) claimPods(ctx context.Context, cs *appsv1alpha1.CloneSet) ([]*corev1.Pod, error) {
+	owned := c.allPods(cs)
+	if cs.DeletionTimestamp != nil {
+		return owned, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
+	if err != nil || sel.Empty() {
+		// Rejected at admission; never claim the whole namespace.
+		return owned, nil
+	}
+	logger := klog.FromContext(ctx)
+	out := owned[:0:0]
+	for _, p := range owned {
+		if sel.Matches(labels.Set(p.Labels)) {
+			out = append(out, p)
+			continue
+		}
+		if err := c.patchOwner(ctx, p, fmt.Sprintf(`{"metadata":{"ownerReferences":[{"$patch":"delete","uid":%q}],"uid":%q}}`, cs.UID, p.UID)); err != nil {
+			return nil, fmt.Errorf("release pod %s: %w", p.Name, err)
+		}
+		logger.Info("Released pod that no longer matches the selector", "pod", klog.KObj(p))
+	}
+	objs, err := c.pods.ByIndex(cache.NamespaceIndex, cs.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	ref := controllerRef(cs)
+	refJSON, err := json.Marshal(ref)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		p := o.(*corev1.Pod)
+		if metav1.GetControllerOfNoCopy(p) != nil || !podutil.IsActive(p) || !sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		if err := c.patchOwner(ctx, p, fmt.Sprintf(`{"metadata":{"ownerReferences":[%s],"uid":%q}}`, refJSON, p.UID)); err != nil {
+			if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+				continue // gone, or adopted by someone else meanwhile
+			}
+			return nil, fmt.Errorf("adopt pod %s: %w", p.Name, err)
+		}
+		logger.Info("Adopted orphan pod", "pod", klog.KObj(p))
+		// Act on it from the next sync, when the cache shows the adoption.
+		c.queue.AddAfter(types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name}, 0)
+	}
+	return out, nil
+}
+
+// patchOwner applies a strategic merge patch to a pod's ownerReferences; the
+// uid in the patch makes it fail instead of touching a recreated namesake.
+func (c *Controller) patchOwner(ctx context.Context, p *corev1.Pod, patch string) error {
+	_, err := c.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	return err
+}
+
+// controllerRef is the ownerReference pods, PVCs and revisions carry.
+func controllerRef(cs *appsv1alpha1.CloneSet) metav1.OwnerReference {
+	t := true
+	return metav1.OwnerReference{
+		APIVersion:         appsv1alpha1.SchemeGroupVersion.String(),
+		Kind:               "CloneSet",
+		Name:               cs.Name,
+		UID:                cs.UID,
+		Controller:         &t,
+		BlockOwnerDeletion: &t,
+	}
+}
+
+// instanceID returns the pod's or PVC's CloneSet instance id.
+func instanceID(o metav1.Object) string { return o.GetLabels()[pub.CloneSetInstanceID] }

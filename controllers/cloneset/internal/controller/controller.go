@@ -1,0 +1,188 @@
+// Package controller is the CloneSet reconciler: it keeps spec.replicas pods
+// of a CloneSet's template running, rolls them to a new template by
+// recreation or in place within partition, maxUnavailable and maxSurge,
+// drives the lifecycle hooks, keeps the ControllerRevision history and reports
+// status. controllers/cloneset/README.md describes the behaviour in full.
+//
+// One sync reads only from informer caches, decides with pure functions
+// (diff.go, scale.go, update.go, status.go) and writes through narrow
+// interfaces, recording expectations so that the next sync does not act on a
+// cache that has not caught up with its own writes.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/informers/internalinterfaces"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/utils/clock"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
+	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
+	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
+	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
+	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/inplace"
+	"github.com/flotilla-dev/flotilla/kit/lifecycle"
+	"github.com/flotilla-dev/flotilla/kit/revision"
+)
+
+// Name is the reconciler's name: queue name, log key, event source.
+const Name = "cloneset"
+
+// Deps are the reconciler's collaborators. Informers must be requested from
+// the factories before they start (the shell starts them once this replica
+// leads; tests start them themselves).
+type Deps struct {
+	Kube          kubernetes.Interface
+	Client        versioned.Interface
+	KubeInformers informers.SharedInformerFactory
+	Informers     flotillainformers.SharedInformerFactory
+	// Namespace restricts the pod and PVC informers this package builds;
+	// empty means all namespaces.
+	Namespace    string
+	Gates        featuregate.FeatureGate
+	Clock        clock.WithTicker
+	Recorder     record.EventRecorder
+	QueueOptions controller.QueueOptions
+	QueueConfig  controller.QueueConfig
+	// ExpectationTimeout bounds how long a lost event can block a CloneSet
+	// (0: expectations.DefaultTimeout).
+	ExpectationTimeout time.Duration
+}
+
+// Controller reconciles CloneSets.
+type Controller struct {
+	kube       kubernetes.Interface
+	client     versioned.Interface
+	sets       appslisters.CloneSetLister
+	pods       cache.Indexer
+	pvcs       cache.Indexer
+	jobs       cache.Indexer // nil unless PreDownloadImageForInPlaceUpdate
+	revisions  *revision.Lister
+	revControl revision.Control
+	inplace    *inplace.Control
+	lifecycle  lifecycle.Writer
+	gates      featuregate.FeatureGate
+	clock      clock.WithTicker
+	recorder   record.EventRecorder
+	queue      *controller.Queue[types.NamespacedName]
+	loop       *controller.Loop[types.NamespacedName]
+	scaleExp   *expectations.Scale[types.NamespacedName]
+	rvExp      *expectations.ResourceVersion
+	synced     []cache.InformerSynced
+}
+
+var _ kitapp.Controller = (*Controller)(nil)
+
+// New requests the informers it needs from d's factories, registers the
+// event handlers and returns the reconciler. Nothing is started.
+//
+// Pods and PVCs are listed server-side by the label every CloneSet pod and
+// PVC carries (apps.kruise.io/cloneset-instance-id), so pods of other
+// workloads never reach this process's memory, and are indexed by owner UID.
+func New(d Deps) (*Controller, error) {
+	if d.Gates == nil {
+		d.Gates = features.MustNewGate()
+	}
+	expOpts := []expectations.Option{expectations.WithClock(d.Clock)}
+	if d.ExpectationTimeout > 0 {
+		expOpts = append(expOpts, expectations.WithTimeout(d.ExpectationTimeout))
+	}
+	setInf := d.Informers.Apps().V1alpha1().CloneSets()
+	podInf := d.KubeInformers.InformerFor(&corev1.Pod{}, labelledInformer(d.Namespace, coreinformers.NewFilteredPodInformer))
+	pvcInf := d.KubeInformers.InformerFor(&corev1.PersistentVolumeClaim{}, labelledInformer(d.Namespace, coreinformers.NewFilteredPersistentVolumeClaimInformer))
+	revInf := d.KubeInformers.Apps().V1().ControllerRevisions().Informer()
+	for _, inf := range []cache.SharedIndexInformer{podInf, pvcInf, revInf} {
+		if err := ensureOwnerIndex(inf); err != nil {
+			return nil, err
+		}
+	}
+
+	c := &Controller{
+		kube:       d.Kube,
+		client:     d.Client,
+		sets:       setInf.Lister(),
+		pods:       podInf.GetIndexer(),
+		pvcs:       pvcInf.GetIndexer(),
+		revisions:  revision.NewLister(revInf.GetIndexer()),
+		revControl: revision.NewControl(d.Kube),
+		inplace:    inplace.NewControl(d.Kube, d.Clock),
+		lifecycle:  lifecycle.NewWriter(d.Kube, d.Clock),
+		gates:      d.Gates,
+		clock:      d.Clock,
+		recorder:   d.Recorder,
+		queue:      controller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
+		scaleExp:   expectations.NewScale[types.NamespacedName](expOpts...),
+		rvExp:      expectations.NewResourceVersion(expOpts...),
+	}
+	c.loop = controller.NewLoop(Name, c.queue, c.sync)
+	informers := []cache.SharedIndexInformer{setInf.Informer(), podInf, pvcInf, revInf}
+	if d.Gates.Enabled(features.PreDownloadImageForInPlaceUpdate) {
+		jobInf := d.Informers.Apps().V1alpha1().ImagePullJobs().Informer()
+		if err := ensureOwnerIndex(jobInf); err != nil {
+			return nil, err
+		}
+		c.jobs = jobInf.GetIndexer()
+		informers = append(informers, jobInf)
+	}
+	for _, inf := range informers {
+		c.synced = append(c.synced, inf.HasSynced)
+	}
+	if err := c.addHandlers(setInf.Informer(), podInf, pvcInf); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+type filteredInformer func(kubernetes.Interface, string, time.Duration, cache.Indexers, internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer
+
+// labelledInformer builds an informer of objects carrying the CloneSet
+// instance-id label. The namespace is passed explicitly because a factory's
+// InformerFor does not pass its own on.
+func labelledInformer(namespace string, newInformer filteredInformer) func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
+	return func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return newInformer(client, namespace, resync,
+			cache.Indexers{controller.OwnerUIDIndex: controller.IndexByOwnerUID, cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+			func(o *metav1.ListOptions) { o.LabelSelector = pub.CloneSetInstanceID })
+	}
+}
+
+func ensureOwnerIndex(inf cache.SharedIndexInformer) error {
+	if _, ok := inf.GetIndexer().GetIndexers()[controller.OwnerUIDIndex]; ok {
+		return nil
+	}
+	if err := controller.AddOwnerUIDIndex(inf); err != nil {
+		return fmt.Errorf("add owner index: %w", err)
+	}
+	return nil
+}
+
+// Name implements kitapp.Controller.
+func (c *Controller) Name() string { return Name }
+
+// Run waits for the informers (started by the shell or a test) and processes
+// CloneSets until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return errors.New("cloneset: informer caches did not sync")
+	}
+	return c.loop.Run(ctx, workers)
+}

@@ -1,0 +1,114 @@
+package controller
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
+)
+
+// Kind is the owner kind of the pods, PVCs and revisions a CloneSet controls.
+var Kind = controller.OwnerKind{Group: appsv1alpha1.SchemeGroupVersion.Group, Kind: "CloneSet"}
+
+func (c *Controller) addHandlers(sets, pods, pvcs cache.SharedIndexInformer) error {
+	if _, err := sets.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueueSet(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },
+		DeleteFunc: c.forgetSet,
+	}); err != nil {
+		return fmt.Errorf("watch CloneSets: %w", err)
+	}
+	if _, err := pods.AddEventHandler(c.dependentHandler()); err != nil {
+		return fmt.Errorf("watch pods: %w", err)
+	}
+	if _, err := pvcs.AddEventHandler(c.dependentHandler()); err != nil {
+		return fmt.Errorf("watch PVCs: %w", err)
+	}
+	return nil
+}
+
+func (c *Controller) enqueueSet(obj any) {
+	if key, ok := controller.KeyOf(obj); ok {
+		c.queue.Enqueue(key)
+	}
+}
+
+// forgetSet drops the expectations of a deleted CloneSet; its pods and PVCs
+// go with it through garbage collection.
+func (c *Controller) forgetSet(obj any) {
+	key, ok := controller.KeyOf(obj)
+	if !ok {
+		return
+	}
+	c.scaleExp.Delete(key)
+	c.queue.Enqueue(key)
+}
+
+// dependentHandler maps pod and PVC events to the controlling CloneSet and
+// settles expectations. Objects replayed from the initial list enqueue their
+// CloneSet with a growing delay instead of once each (reference §2.6); a live
+// create the controller is waiting for enqueues at once.
+func (c *Controller) dependentHandler() cache.ResourceEventHandler {
+	owner := controller.NewOwnerHandler(Kind, c.queue, c.findSets)
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, isInInitialList bool) {
+			if o, ok := controller.ObjectOf(obj); ok {
+				if key, ok := Kind.ControllerKey(o); ok {
+					c.scaleExp.Observe(key, expectations.Create, o.GetName())
+				}
+				c.rvExp.Observe(o)
+			}
+			owner.OnAdd(obj, isInInitialList)
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			if o, ok := controller.ObjectOf(newObj); ok {
+				c.rvExp.Observe(o)
+				if o.GetDeletionTimestamp() != nil {
+					// A pod we deleted that waits for its finalizers is as
+					// good as gone for the expectation.
+					if key, ok := Kind.ControllerKey(o); ok {
+						c.scaleExp.Observe(key, expectations.Delete, o.GetName())
+					}
+				}
+			}
+			owner.OnUpdate(oldObj, newObj)
+		},
+		DeleteFunc: func(obj any) {
+			if o, ok := controller.ObjectOf(obj); ok {
+				if key, ok := Kind.ControllerKey(o); ok {
+					c.scaleExp.Observe(key, expectations.Delete, o.GetName())
+				}
+				c.rvExp.Delete(o.GetUID())
+			}
+			owner.OnDelete(obj)
+		},
+	}
+}
+
+// findSets returns the CloneSets whose selector matches an orphan's labels:
+// the ones that may adopt it.
+func (c *Controller) findSets(o metav1.Object) []types.NamespacedName {
+	if _, isPod := o.(*corev1.Pod); !isPod {
+		return nil
+	}
+	sets, err := c.sets.CloneSets(o.GetNamespace()).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []types.NamespacedName
+	for _, cs := range sets {
+		sel, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(o.GetLabels())) {
+			continue
+		}
+		out = append(out, types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name})
+	}
+	return out
+}

@@ -1,0 +1,335 @@
+// Package integration runs the real CloneSet reconciler in-process against the
+// local control plane (kit/testenv: kube-apiserver, kube-scheduler,
+// kube-controller-manager, kwok nodes and kubelets), one namespace per test,
+// and asserts what a user sees: pods, labels, PVCs, revisions and status.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
+	flotillascheme "github.com/flotilla-dev/flotilla/client/clientset/versioned/scheme"
+	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
+	"github.com/flotilla-dev/flotilla/controllers/cloneset/internal/controller"
+	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// waitTimeout bounds every poll: pods need the scheduler and kwok.
+const waitTimeout = 90 * time.Second
+
+// Images the tests roll between; kwok never pulls them.
+const (
+	imageV1 = "registry.local/app:v1"
+	imageV2 = "registry.local/app:v2"
+	imageV3 = "registry.local/app:v3"
+)
+
+type harness struct {
+	t      *testing.T
+	env    *testenv.Env
+	ns     string
+	client versioned.Interface
+	gates  map[featuregate.Feature]bool
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	t.Parallel()
+	env := testenv.Get(t)
+	return &harness{t: t, env: env, ns: env.Namespace(t), client: versioned.NewForConfigOrDie(env.Config), gates: map[featuregate.Feature]bool{}}
+}
+
+// startController runs the reconciler over informers limited to the test's
+// namespace; the returned function stops it and waits until it has (also
+// done at cleanup).
+func (h *harness) startController() (stop func()) {
+	t := h.t
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, flotillascheme.AddToScheme(scheme))
+	gate := features.MustNewGate(append(knownGates(), features.PreDownloadImageForInPlaceUpdate)...)
+	for g, v := range h.gates {
+		require.NoError(t, gate.SetFromMap(map[string]bool{string(g): v}))
+	}
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: h.env.Kube.CoreV1().Events(h.ns)})
+	d := controller.Deps{
+		Kube:          h.env.Kube,
+		Client:        h.client,
+		KubeInformers: informers.NewSharedInformerFactoryWithOptions(h.env.Kube, 0, informers.WithNamespace(h.ns), informers.WithTransform(kitcontroller.StripManagedFields)),
+		Informers:     flotillainformers.NewSharedInformerFactoryWithOptions(h.client, 0, flotillainformers.WithNamespace(h.ns)),
+		Namespace:     h.ns,
+		Gates:         gate,
+		Clock:         clock.RealClock{},
+		Recorder:      broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "cloneset-test"}),
+		QueueOptions:  kitcontroller.DefaultQueueOptions(),
+	}
+	c, err := controller.New(d)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background().WithValues("test", t.Name())))
+	d.KubeInformers.Start(ctx.Done())
+	d.Informers.Start(ctx.Done())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := c.Run(ctx, 2); err != nil {
+			t.Errorf("controller returned: %v", err)
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			d.KubeInformers.Shutdown()
+			d.Informers.Shutdown()
+			broadcaster.Shutdown()
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func knownGates() []featuregate.Feature {
+	return []featuregate.Feature{
+		features.CloneSetShortHash, features.CloneSetPartitionRollback, features.InPlaceUpdateEnvFromMetadata,
+		features.RecreatePodWhenChangeVCTInCloneSetGate, features.PreparingUpdateAsUpdate,
+	}
+}
+
+// newCloneSet builds a CloneSet of replicas pods running imageV1 in one
+// container "main"; mutate adjusts it.
+func newCloneSet(name string, replicas int32, mutate ...func(*appsv1alpha1.CloneSet)) *appsv1alpha1.CloneSet {
+	cs := &appsv1alpha1.CloneSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1alpha1.CloneSetSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+				Spec: corev1.PodSpec{
+					Containers:  []corev1.Container{{Name: "main", Image: imageV1}},
+					Tolerations: []corev1.Toleration{testenv.TestNodeToleration()},
+				},
+			},
+		},
+	}
+	for _, m := range mutate {
+		m(cs)
+	}
+	return cs
+}
+
+func (h *harness) create(cs *appsv1alpha1.CloneSet) *appsv1alpha1.CloneSet {
+	h.t.Helper()
+	out, err := h.client.AppsV1alpha1().CloneSets(h.ns).Create(context.Background(), cs, metav1.CreateOptions{})
+	require.NoError(h.t, err)
+	return out
+}
+
+func (h *harness) get(name string) *appsv1alpha1.CloneSet {
+	h.t.Helper()
+	cs, err := h.client.AppsV1alpha1().CloneSets(h.ns).Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(h.t, err)
+	return cs
+}
+
+// modify changes the CloneSet's spec (retrying on conflict).
+func (h *harness) modify(name string, mutate func(*appsv1alpha1.CloneSet)) {
+	h.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cs, err := h.client.AppsV1alpha1().CloneSets(h.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(cs)
+		_, err = h.client.AppsV1alpha1().CloneSets(h.ns).Update(context.Background(), cs, metav1.UpdateOptions{})
+		return err
+	})
+	require.NoError(h.t, err)
+}
+
+// pods returns the CloneSet's live (not terminating) pods, by name.
+func (h *harness) pods(name string) []corev1.Pod {
+	h.t.Helper()
+	list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + name})
+	require.NoError(h.t, err)
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// waitPods polls until cond holds for the CloneSet's live pods.
+func (h *harness) waitPods(name, what string, cond func([]corev1.Pod) bool) []corev1.Pod {
+	h.t.Helper()
+	var pods []corev1.Pod
+	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+		pods = h.pods(name)
+		if cond(pods) {
+			return true, nil
+		}
+		return false, fmt.Errorf("pods of %s: %s (last: %s)", name, what, describe(&pods))
+	})
+	return pods
+}
+
+// waitStatus polls until cond holds for the CloneSet's status.
+func (h *harness) waitStatus(name, what string, cond func(appsv1alpha1.CloneSetStatus) bool) *appsv1alpha1.CloneSet {
+	h.t.Helper()
+	var cs *appsv1alpha1.CloneSet
+	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+		cs = h.get(name)
+		if cs.Status.ObservedGeneration == cs.Generation && cond(cs.Status) {
+			return true, nil
+		}
+		return false, fmt.Errorf("status of %s: %s (last: %+v)", name, what, cs.Status)
+	})
+	return cs
+}
+
+type stringer func() string
+
+func (s stringer) String() string { return s() }
+
+// describe prints pods compactly for failure messages.
+func describe(pods *[]corev1.Pod) fmt.Stringer {
+	return stringer(func() string {
+		var b strings.Builder
+		for _, p := range *pods {
+			fmt.Fprintf(&b, "\n  %s phase=%s ready=%v rev=%s state=%s image=%s", p.Name, p.Status.Phase, podReady(&p),
+				p.Labels[pub.ControllerRevisionHashLabelKey], p.Labels[pub.LifecycleStateKey], p.Spec.Containers[0].Image)
+		}
+		return b.String()
+	})
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// allReady: n pods, all Running and Ready.
+func allReady(n int) func([]corev1.Pod) bool {
+	return func(pods []corev1.Pod) bool {
+		if len(pods) != n {
+			return false
+		}
+		for i := range pods {
+			if pods[i].Status.Phase != corev1.PodRunning || !podReady(&pods[i]) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// settled: status shows n ready, available, updated replicas.
+func settled(n int32) func(appsv1alpha1.CloneSetStatus) bool {
+	return func(s appsv1alpha1.CloneSetStatus) bool {
+		return s.Replicas == n && s.ReadyReplicas == n && s.AvailableReplicas == n && s.UpdatedReplicas == n &&
+			s.UpdatedReadyReplicas == n && s.CurrentRevision == s.UpdateRevision
+	}
+}
+
+func names(pods []corev1.Pod) []string {
+	out := make([]string, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+func uids(pods []corev1.Pod) map[string]types.UID {
+	out := map[string]types.UID{}
+	for _, p := range pods {
+		out[p.Name] = p.UID
+	}
+	return out
+}
+
+// revisions returns the CloneSet's ControllerRevisions.
+func (h *harness) revisions(cs *appsv1alpha1.CloneSet) []appsv1.ControllerRevision {
+	h.t.Helper()
+	list, err := h.env.Kube.AppsV1().ControllerRevisions(h.ns).List(context.Background(), metav1.ListOptions{})
+	require.NoError(h.t, err)
+	var out []appsv1.ControllerRevision
+	for _, r := range list.Items {
+		if ref := metav1.GetControllerOf(&r); ref != nil && ref.UID == cs.UID {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Revision < out[j].Revision })
+	return out
+}
+
+// events returns the reasons and messages of events about the CloneSet.
+func (h *harness) events(name string) []corev1.Event {
+	h.t.Helper()
+	list, err := h.env.Kube.CoreV1().Events(h.ns).List(context.Background(), metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name).String(),
+	})
+	require.NoError(h.t, err)
+	return list.Items
+}
+
+// waitEvent polls until an event with reason about the CloneSet exists.
+func (h *harness) waitEvent(name, reason string) corev1.Event {
+	h.t.Helper()
+	var ev corev1.Event
+	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+		for _, e := range h.events(name) {
+			if e.Reason == reason {
+				ev = e
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no event %s on %s", reason, name)
+	})
+	return ev
+}
+
+// patchPod applies a merge patch to a pod.
+func (h *harness) patchPod(name, patch string) {
+	h.t.Helper()
+	_, err := h.env.Kube.CoreV1().Pods(h.ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	require.NoError(h.t, err)
+}

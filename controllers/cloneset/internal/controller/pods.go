@@ -1,0 +1,142 @@
+package controller
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/lifecycle"
+	"github.com/flotilla-dev/flotilla/kit/revision"
+)
+
+// instanceIDLength is the length of the random part of pod names.
+const instanceIDLength = 5
+
+// newPod builds the pod of instance id from rev's template:
+//   - name <cloneset>-<id>, labels: template labels, instance id,
+//     controller-revision-hash (revision name, or hash with shortHash),
+//     pod-template-hash, lifecycle state PreparingNormal;
+//   - the controllerRef to the CloneSet;
+//   - readiness gate InPlaceUpdateReady, and KruisePodReady when a lifecycle
+//     hook marks pods NotReady (the controller owns both conditions);
+//   - one volume per volumeClaimTemplate, bound to the instance's PVC.
+func newPod(cs *appsv1alpha1.CloneSet, rev *appsv1.ControllerRevision, tmpl *corev1.PodTemplateSpec, id string, shortHash bool) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: *tmpl.ObjectMeta.DeepCopy(),
+		Spec:       *tmpl.Spec.DeepCopy(),
+	}
+	pod.Name = cs.Name + "-" + id
+	pod.Namespace = cs.Namespace
+	pod.GenerateName = ""
+	pod.OwnerReferences = []metav1.OwnerReference{controllerRef(cs)}
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	hash := revision.ShortHash(rev.Name)
+	pod.Labels[pub.CloneSetInstanceID] = id
+	pod.Labels[pub.ControllerRevisionHashLabelKey] = rev.Name
+	if shortHash {
+		pod.Labels[pub.ControllerRevisionHashLabelKey] = hash
+	}
+	pod.Labels[pub.PodTemplateHashLabelKey] = hash
+	pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingNormal)
+
+	addGate(pod, pub.InPlaceUpdateReady)
+	if lifecycle.MarksPodNotReady(cs.Spec.Lifecycle) {
+		addGate(pod, pub.KruisePodReadyConditionType)
+	}
+	for _, vct := range cs.Spec.VolumeClaimTemplates {
+		vol := corev1.Volume{Name: vct.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvcName(vct.Name, cs.Name, id)},
+		}}
+		if i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == vct.Name }); i >= 0 {
+			pod.Spec.Volumes[i] = vol
+		} else {
+			pod.Spec.Volumes = append(pod.Spec.Volumes, vol)
+		}
+	}
+	return pod
+}
+
+func addGate(pod *corev1.Pod, t corev1.PodConditionType) {
+	if !slices.ContainsFunc(pod.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == t }) {
+		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: t})
+	}
+}
+
+// pvcName is the PVC of one volumeClaimTemplate for one instance.
+func pvcName(vct, cloneSet, id string) string { return fmt.Sprintf("%s-%s-%s", vct, cloneSet, id) }
+
+// newPVCs returns the PVCs instance id needs that do not exist yet: one per
+// volumeClaimTemplate, labelled with the selector's matchLabels and the
+// instance id, controlled by the CloneSet.
+func newPVCs(cs *appsv1alpha1.CloneSet, id string, existing sets.Set[string]) []*corev1.PersistentVolumeClaim {
+	var out []*corev1.PersistentVolumeClaim
+	for _, vct := range cs.Spec.VolumeClaimTemplates {
+		name := pvcName(vct.Name, cs.Name, id)
+		if existing.Has(name) {
+			continue
+		}
+		pvc := vct.DeepCopy()
+		pvc.ObjectMeta = metav1.ObjectMeta{
+			Name:            name,
+			Namespace:       cs.Namespace,
+			Labels:          maps.Clone(vct.Labels),
+			Annotations:     maps.Clone(vct.Annotations),
+			OwnerReferences: []metav1.OwnerReference{controllerRef(cs)},
+		}
+		if pvc.Labels == nil {
+			pvc.Labels = map[string]string{}
+		}
+		if cs.Spec.Selector != nil {
+			maps.Copy(pvc.Labels, cs.Spec.Selector.MatchLabels)
+		}
+		pvc.Labels[pub.CloneSetInstanceID] = id
+		pvc.Status = corev1.PersistentVolumeClaimStatus{}
+		out = append(out, pvc)
+	}
+	return out
+}
+
+// availableIDs returns n instance ids for new pods: first the ids of PVCs
+// whose pod is gone (so a recreated instance gets its volumes back, unless
+// disablePVCReuse), then fresh random ids not used by any pod or PVC.
+func availableIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim, reuse bool) []string {
+	used := sets.New[string]()
+	for _, p := range pods {
+		used.Insert(instanceID(p))
+	}
+	var out []string
+	free := sets.New[string]()
+	for _, pvc := range pvcs {
+		if id := instanceID(pvc); id != "" && !used.Has(id) && pvc.DeletionTimestamp == nil {
+			free.Insert(id)
+		}
+	}
+	if reuse {
+		for _, id := range sets.List(free) {
+			if len(out) == n {
+				break
+			}
+			out = append(out, id)
+			used.Insert(id)
+		}
+	}
+	used = used.Union(free)
+	for len(out) < n {
+		id := utilrand.String(instanceIDLength)
+		if !used.Has(id) {
+			used.Insert(id)
+			out = append(out, id)
+		}
+	}
+	return out
+}

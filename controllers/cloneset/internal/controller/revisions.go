@@ -1,0 +1,105 @@
+package controller
+
+import (
+	"context"
+	"hash/fnv"
+	"strconv"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/revision"
+)
+
+// kindCloneSet is the GroupVersionKind revisions point their controllerRef at.
+var kindCloneSet = appsv1alpha1.SchemeGroupVersion.WithKind("CloneSet")
+
+// syncRevisions finds or creates the update revision (the CloneSet's current
+// template), re-using an equal older revision on rollback, and resolves the
+// current revision (status.currentRevision, or the update revision for a new
+// CloneSet).
+func (c *Controller) syncRevisions(ctx context.Context, st *syncState) error {
+	cs := st.cs
+	data, err := revision.TemplatePatch(&cs.Spec.Template)
+	if err != nil {
+		return fmt.Errorf("encode template: %w", err)
+	}
+	st.collisionCount = ptrOr(cs.Status.CollisionCount, 0)
+	next := revision.NextRevisionNumber(st.revisions)
+	if eq := revision.FindEqual(st.revisions, data); len(eq) > 0 {
+		st.update = eq[len(eq)-1]
+		if st.update.Revision != st.revisions[len(st.revisions)-1].Revision {
+			if st.update, err = c.revControl.UpdateRevision(ctx, st.update, next); err != nil {
+				return fmt.Errorf("roll back to revision %s: %w", eq[len(eq)-1].Name, err)
+			}
+			c.rvExp.Expect(st.update)
+		}
+	} else {
+		rev := revision.New(cs, kindCloneSet, cs.Spec.Template.Labels, data, next, &st.collisionCount)
+		if rev.Annotations == nil {
+			rev.Annotations = map[string]string{}
+		}
+		rev.Annotations[pub.CloneSetVolumeClaimTemplateHashKey] = vctHash(cs.Spec.VolumeClaimTemplates)
+		created, err := c.revControl.Create(ctx, cs, rev, &st.collisionCount)
+		if err != nil {
+			return fmt.Errorf("create revision: %w", err)
+		}
+		st.update = created
+		st.revisions = append(st.revisions, created)
+		c.rvExp.Expect(created)
+	}
+	for _, r := range st.revisions {
+		if r.Name == cs.Status.CurrentRevision {
+			st.current = r
+		}
+	}
+	if st.current == nil {
+		st.current = st.update
+	}
+	return nil
+}
+
+// templateOf decodes the pod template stored in a revision's data.
+func templateOf(rev *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, error) {
+	var data struct {
+		Spec struct {
+			Template corev1.PodTemplateSpec `json:"template"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil {
+		return nil, fmt.Errorf("decode revision %s: %w", rev.Name, err)
+	}
+	return &data.Spec.Template, nil
+}
+
+// revisionByName returns the CloneSet's revision of that name (or whose
+// short hash it is), or nil.
+func (st *syncState) revisionByName(name string) *appsv1.ControllerRevision {
+	for _, r := range st.revisions {
+		if r.Name == name || revision.ShortHash(r.Name) == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// vctHash fingerprints the volumeClaimTemplates a revision was created with
+// (annotation kruise.io/cloneset-volumeclaimtemplate-hash).
+func vctHash(vcts []corev1.PersistentVolumeClaim) string {
+	type claim struct {
+		Name string                           `json:"name"`
+		Spec corev1.PersistentVolumeClaimSpec `json:"spec"`
+	}
+	claims := make([]claim, 0, len(vcts))
+	for _, v := range vcts {
+		claims = append(claims, claim{Name: v.Name, Spec: v.Spec})
+	}
+	b, _ := json.Marshal(claims)
+	h := fnv.New32a()
+	_, _ = h.Write(b)
+	return strconv.FormatUint(uint64(h.Sum32()), 10)
+}

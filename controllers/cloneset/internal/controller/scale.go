@@ -1,0 +1,295 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
+	"github.com/flotilla-dev/flotilla/kit/lifecycle"
+	"github.com/flotilla-dev/flotilla/kit/podutil"
+)
+
+// scale brings the number of pods to replicas (plus the surge in use). It
+// returns true when it wrote something; the caller then does not update in
+// the same pass. Order (reference §1.1 Scale): cancel PreparingDelete when
+// replicas grew back, create, finish deletions already in PreparingDelete,
+// specified deletes, then scale-in.
+func (c *Controller) scale(ctx context.Context, st *syncState) (bool, error) {
+	if done, err := c.cancelPreparingDelete(ctx, st); done || err != nil {
+		return done, err
+	}
+	d := calculateDiffs(st.diffInput())
+	if d.scaleUp > 0 {
+		if d.scaleUp > d.scaleUpLimit {
+			c.recorder.Eventf(st.cs, corev1.EventTypeNormal, "ScaleUpLimited",
+				"scaleStrategy.maxUnavailable allows %d of %d pod creations while pods are unavailable", d.scaleUpLimit, d.scaleUp)
+		}
+		if d.scaleUpLimit > 0 {
+			return true, c.createPods(ctx, st, d.scaleUpLimit, d.scaleUpOld)
+		}
+	}
+
+	var preDelete, specified []*corev1.Pod
+	for _, p := range st.pods {
+		switch {
+		case isPreparingDelete(p):
+			preDelete = append(preDelete, p)
+		case st.isSpecifiedDelete(p):
+			specified = append(specified, p)
+		}
+	}
+	if done, err := c.deletePods(ctx, st, preDelete); done || err != nil {
+		return done, err
+	}
+	if len(specified) > 0 {
+		return c.deletePods(ctx, st, limitAvailable(st, specified, d.deleteReadyLimit))
+	}
+	if d.scaleDown > 0 && len(preDelete) == 0 {
+		return c.deletePods(ctx, st, c.choosePodsToDelete(st, d))
+	}
+	return false, nil
+}
+
+// diffInput gathers what calculateDiffs needs from the sync state.
+func (st *syncState) diffInput() diffInput {
+	return diffInput{
+		limits:                 resolveLimits(&st.cs.Spec),
+		counts:                 countPods(st.facts(st.now)),
+		sameRevision:           st.current.Name == st.update.Name,
+		rollback:               st.rollback,
+		excludePreparingDelete: st.cs.Labels[pub.CloneSetScalingExcludePreparingDeleteKey] == "true",
+	}
+}
+
+// cancelPreparingDelete returns scaled-in pods still waiting in
+// PreparingDelete to PreparingNormal when replicas grew back (v1.3 seed).
+// Specified deletes are never cancelled, and nothing is when a hook marks
+// pods NotReady.
+func (c *Controller) cancelPreparingDelete(ctx context.Context, st *syncState) (bool, error) {
+	if lifecycle.MarksPodNotReady(st.cs.Spec.Lifecycle) {
+		return false, nil
+	}
+	var candidates []*corev1.Pod
+	staying := 0
+	for _, p := range st.pods {
+		switch {
+		case isPreparingDelete(p) && !st.isSpecifiedDelete(p):
+			candidates = append(candidates, p)
+		case !isPreparingDelete(p) && !st.isSpecifiedDelete(p):
+			staying++
+		}
+	}
+	short := resolveLimits(&st.cs.Spec).replicas - staying
+	wrote := false
+	for _, p := range candidates {
+		if short <= 0 {
+			break
+		}
+		dec := lifecycle.Decide(st.cs.Spec.Lifecycle, p, lifecycle.Request{Op: lifecycle.OpCancelDelete}, st.now)
+		if dec.Action != lifecycle.ActionPatch {
+			continue
+		}
+		if err := c.writeLifecycle(ctx, p, dec.Patch); err != nil {
+			return wrote, err
+		}
+		klog.FromContext(ctx).Info("Cancelled deletion: replicas grew back", "pod", klog.KObj(p))
+		c.recorder.Eventf(st.cs, corev1.EventTypeNormal, "CancelledPreparingDelete", "pod %s is needed again and returns to PreparingNormal", p.Name)
+		wrote = true
+		short--
+	}
+	return wrote, nil
+}
+
+// limitAvailable keeps every unavailable pod and at most limit available ones.
+func limitAvailable(st *syncState, pods []*corev1.Pod, limit int) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if !podutil.IsWorkloadAvailable(p, st.cs.Spec.MinReadySeconds, st.now) {
+			out = append(out, p)
+		} else if limit > 0 {
+			out = append(out, p)
+			limit--
+		}
+	}
+	return out
+}
+
+// choosePodsToDelete picks d.scaleDown pods for scale-in: pods at the current
+// revision first (up to d.scaleDownOld), each group in deletion order, then
+// limits available ones to d.deleteReadyLimit.
+func (c *Controller) choosePodsToDelete(st *syncState, d diffs) []*corev1.Pod {
+	var updated, old []*corev1.Pod
+	for _, p := range st.pods {
+		if st.isUpdated(p) {
+			updated = append(updated, p)
+		} else {
+			old = append(old, p)
+		}
+	}
+	order := podutil.DeletionOrder{Rank: podutil.RankByNodeCount(st.pods), MinReadySeconds: st.cs.Spec.MinReadySeconds, Now: st.now}
+	take := func(pods []*corev1.Pod, n int) []*corev1.Pod {
+		if n <= 0 {
+			return nil
+		}
+		pods = order.Sort(pods)
+		return pods[:min(n, len(pods))]
+	}
+	fromOld := min(d.scaleDownOld, d.scaleDown)
+	chosen := take(old, fromOld)
+	chosen = append(chosen, take(updated, d.scaleDown-len(chosen))...)
+	if len(chosen) < d.scaleDown {
+		// Not enough updated pods: fall back to more old ones.
+		rest := order.Sort(old)[len(take(old, fromOld)):]
+		chosen = append(chosen, rest[:min(d.scaleDown-len(chosen), len(rest))]...)
+	}
+	return limitAvailable(st, chosen, d.deleteReadyLimit)
+}
+
+// createPods creates n pods in slow-start batches (1, 2, 4, …), stopping at
+// the first batch with a failure; the first old of them at the current
+// revision, the rest at the update revision. PVCs are created before their pod.
+func (c *Controller) createPods(ctx context.Context, st *syncState, n, old int) error {
+	ids := availableIDs(n, c.allPods(st.cs), st.pvcs, !st.cs.Spec.ScaleStrategy.DisablePVCReuse)
+	existing := sets.New[string]()
+	for _, pvc := range st.pvcs {
+		existing.Insert(pvc.Name)
+	}
+	type job struct {
+		id  string
+		rev *appsv1.ControllerRevision
+	}
+	jobs := make([]job, 0, n)
+	for i, id := range ids {
+		rev := st.update
+		if i < old {
+			rev = st.current
+		}
+		jobs = append(jobs, job{id: id, rev: rev})
+	}
+	created := 0
+	for batch := 1; created < len(jobs); batch *= 2 {
+		end := min(created+batch, len(jobs))
+		var wg sync.WaitGroup
+		errs := make([]error, end-created)
+		for i := created; i < end; i++ {
+			wg.Go(func() { errs[i-created] = c.createPod(ctx, st, jobs[i].id, jobs[i].rev, existing) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("scale up: %w", err)
+		}
+		created = end
+	}
+	return nil
+}
+
+func (c *Controller) createPod(ctx context.Context, st *syncState, id string, rev *appsv1.ControllerRevision, existingPVCs sets.Set[string]) error {
+	tmpl, err := templateOf(rev)
+	if err != nil {
+		return err
+	}
+	for _, pvc := range newPVCs(st.cs, id, existingPVCs) {
+		c.scaleExp.Expect(st.key, expectations.Create, pvc.Name)
+		if _, err := c.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+			c.scaleExp.Observe(st.key, expectations.Create, pvc.Name)
+			if !apierrors.IsAlreadyExists(err) {
+				c.recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedCreate", "failed to create pvc %s: %v", pvc.Name, err)
+				return fmt.Errorf("create pvc %s: %w", pvc.Name, err)
+			}
+		}
+	}
+	pod := newPod(st.cs, rev, tmpl, id, st.shortHash)
+	c.scaleExp.Expect(st.key, expectations.Create, pod.Name)
+	if _, err := c.kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		c.scaleExp.Observe(st.key, expectations.Create, pod.Name)
+		c.recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedCreate", "failed to create pod %s: %v", pod.Name, err)
+		return fmt.Errorf("create pod %s: %w", pod.Name, err)
+	}
+	c.recorder.Eventf(st.cs, corev1.EventTypeNormal, "SuccessfulCreate", "succeed to create pod %s", pod.Name)
+	return nil
+}
+
+// deletePods deletes pods, or moves those a preDelete hook holds into
+// PreparingDelete, and deletes the PVCs of each deleted pod's instance. It
+// returns true when it wrote something.
+func (c *Controller) deletePods(ctx context.Context, st *syncState, pods []*corev1.Pod) (bool, error) {
+	wrote := false
+	for _, p := range pods {
+		dec := lifecycle.Decide(st.cs.Spec.Lifecycle, p, lifecycle.Request{Op: lifecycle.OpDelete}, st.now)
+		switch dec.Action {
+		case lifecycle.ActionPatch:
+			if err := c.writeLifecycle(ctx, p, dec.Patch); err != nil {
+				return wrote, err
+			}
+			if dec.Patch.State == pub.LifecycleStatePreparingDelete {
+				c.recorder.Eventf(st.cs, corev1.EventTypeNormal, "SuccessfulPreparingDelete", "succeed to update pod %s lifecycle to PreparingDelete", p.Name)
+			}
+			wrote = true
+			continue
+		case lifecycle.ActionProceed:
+		default:
+			continue
+		}
+		if err := c.deletePod(ctx, st, p); err != nil {
+			return wrote, err
+		}
+		wrote = true
+	}
+	return wrote, nil
+}
+
+func (c *Controller) deletePod(ctx context.Context, st *syncState, p *corev1.Pod) error {
+	c.scaleExp.Expect(st.key, expectations.Delete, p.Name)
+	uid := p.UID
+	err := c.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		c.scaleExp.Observe(st.key, expectations.Delete, p.Name)
+		c.recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedDelete", "failed to delete pod %s: %v", p.Name, err)
+		return fmt.Errorf("delete pod %s: %w", p.Name, err)
+	}
+	c.recorder.Eventf(st.cs, corev1.EventTypeNormal, "SuccessfulDelete", "succeed to delete pod %s", p.Name)
+	st.deleted.Insert(p.Name)
+	for _, pvc := range st.pvcs {
+		if instanceID(pvc) != instanceID(p) || pvc.DeletionTimestamp != nil {
+			continue
+		}
+		if err := c.deletePVC(ctx, st, pvc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Controller) deletePVC(ctx context.Context, st *syncState, pvc *corev1.PersistentVolumeClaim) error {
+	c.scaleExp.Expect(st.key, expectations.Delete, pvc.Name)
+	uid := pvc.UID
+	err := c.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Delete(ctx, pvc.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		c.scaleExp.Observe(st.key, expectations.Delete, pvc.Name)
+		return fmt.Errorf("delete pvc %s: %w", pvc.Name, err)
+	}
+	return nil
+}
+
+// writeLifecycle applies a lifecycle patch and expects the pod's new
+// resourceVersion before the next sync acts on it.
+func (c *Controller) writeLifecycle(ctx context.Context, p *corev1.Pod, patch lifecycle.Patch) error {
+	out, err := c.lifecycle.Patch(ctx, p, patch)
+	if err != nil {
+		return fmt.Errorf("update lifecycle of pod %s: %w", p.Name, err)
+	}
+	if out != nil {
+		c.rvExp.Expect(out)
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/inplace"
+	"github.com/flotilla-dev/flotilla/kit/lifecycle"
+	"github.com/flotilla-dev/flotilla/kit/podutil"
+	"github.com/flotilla-dev/flotilla/kit/revision"
+	"github.com/flotilla-dev/flotilla/kit/updatesort"
+)
+
+// update moves pods towards the update revision (or back to the current one
+// under CloneSetPartitionRollback) within partition and maxUnavailable: in
+// place where the strategy and the template change allow, otherwise by
+// marking the pod specified-delete so that scale replaces it.
+func (c *Controller) update(ctx context.Context, st *syncState) error {
+	us := st.cs.Spec.UpdateStrategy
+	if us.Paused || us.Type == appsv1alpha1.OnDeleteCloneSetUpdateStrategyType {
+		return nil
+	}
+	d := calculateDiffs(st.diffInput())
+	if d.updateNum == 0 {
+		return nil
+	}
+	target := st.update
+	if d.updateNum < 0 {
+		target = st.current
+	}
+	pods := st.updateCandidates(target.Name, d.updateNum > 0)
+	pods = sortForUpdate(st, pods)
+	pods = limitUpdates(st, pods, abs(d.updateNum), d.updateMaxUnavailable)
+	for _, p := range pods {
+		if err := c.updatePod(ctx, st, p, target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// updateCandidates are the pods not at target that may be updated now: not
+// being deleted, not specified-delete, not waiting out an in-place grace period.
+func (st *syncState) updateCandidates(target string, forward bool) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range st.pods {
+		atTarget := revisionMatches(p, target)
+		if forward == atTarget || isPreparingDelete(p) || st.isSpecifiedDelete(p) {
+			continue
+		}
+		if _, grace := pub.GetInPlaceUpdateGrace(p); grace {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// sortForUpdate orders candidates: Kubernetes' active-pod order (unscheduled,
+// pending, not ready, recently ready first), then the priority and scatter
+// strategies, then pods already waiting in PreparingUpdate first.
+func sortForUpdate(st *syncState, pods []*corev1.Pod) []*corev1.Pod {
+	order := podutil.DeletionOrder{MinReadySeconds: st.cs.Spec.MinReadySeconds, Now: st.now}
+	us := st.cs.Spec.UpdateStrategy
+	pods = updatesort.Sort(order.Sort(pods), us.PriorityStrategy, us.ScatterStrategy)
+	slices.SortStableFunc(pods, func(a, b *corev1.Pod) int {
+		pa, pb := lifecycle.State(a) == pub.LifecycleStatePreparingUpdate, lifecycle.State(b) == pub.LifecycleStatePreparingUpdate
+		switch {
+		case pa && !pb:
+			return -1
+		case !pa && pb:
+			return 1
+		}
+		return 0
+	})
+	return pods
+}
+
+// limitUpdates keeps at most n pods and stops before an available pod would
+// push the number of unavailable pods to maxUnavailable; updating a pod
+// that is already unavailable costs nothing.
+func limitUpdates(st *syncState, pods []*corev1.Pod, n, maxUnavailable int) []*corev1.Pod {
+	pods = pods[:min(n, len(pods))]
+	unavailable := 0
+	for _, p := range st.pods {
+		if !podutil.IsWorkloadAvailable(p, st.cs.Spec.MinReadySeconds, st.now) {
+			unavailable++
+		}
+	}
+	for i, p := range pods {
+		if podutil.IsWorkloadAvailable(p, st.cs.Spec.MinReadySeconds, st.now) {
+			if unavailable >= maxUnavailable {
+				return pods[:i]
+			}
+			unavailable++
+		}
+	}
+	return pods
+}
+
+// updatePod updates one pod to target: in place when allowed and possible,
+// through the inPlaceUpdate hook's states; otherwise recreation.
+func (c *Controller) updatePod(ctx context.Context, st *syncState, p *corev1.Pod, target *appsv1.ControllerRevision) error {
+	us := st.cs.Spec.UpdateStrategy
+	if us.Type == appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType || us.Type == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType {
+		if spec, ok := c.inPlaceSpec(st, p, target); ok {
+			return c.updateInPlace(ctx, st, p, target, spec)
+		}
+		if us.Type == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType {
+			c.recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedUpdatePodInPlace",
+				"updateStrategy.type is InPlaceOnly but pod %s cannot be updated to %s in place (only container images and template labels/annotations may change)", p.Name, target.Name)
+			return fmt.Errorf("pod %s: %w", p.Name, errInPlaceOnly)
+		}
+		klog.FromContext(ctx).V(2).Info("Cannot update in place, recreating", "pod", klog.KObj(p), "revision", target.Name)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, pub.SpecifiedDeleteKey)
+	out, err := c.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("mark pod %s for recreation: %w", p.Name, err)
+	}
+	c.rvExp.Expect(out)
+	return nil
+}
+
+var errInPlaceOnly = fmt.Errorf("updateStrategy.type InPlaceOnly: the template change cannot be applied in place")
+
+// inPlaceSpec is the in-place change from the pod's revision to target, and
+// whether there is one.
+func (c *Controller) inPlaceSpec(st *syncState, p *corev1.Pod, target *appsv1.ControllerRevision) (inplace.Spec, bool) {
+	from := st.revisionByName(p.Labels[pub.ControllerRevisionHashLabelKey])
+	if from == nil {
+		return inplace.Spec{}, false
+	}
+	if c.gates.Enabled(features.RecreatePodWhenChangeVCTInCloneSetGate) &&
+		from.Annotations[pub.CloneSetVolumeClaimTemplateHashKey] != target.Annotations[pub.CloneSetVolumeClaimTemplateHashKey] {
+		return inplace.Spec{}, false
+	}
+	spec, ok := inplace.Diff(from.Data.Raw, target.Data.Raw)
+	if !ok {
+		return inplace.Spec{}, false
+	}
+	if !c.gates.Enabled(features.InPlaceUpdateEnvFromMetadata) {
+		spec = spec.WithoutEnvFromMetadata()
+	}
+	return spec, true
+}
+
+func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1.Pod, target *appsv1.ControllerRevision, spec inplace.Spec) error {
+	dec := lifecycle.Decide(st.cs.Spec.Lifecycle, p, lifecycle.Request{Op: lifecycle.OpInPlaceUpdate}, st.now)
+	switch dec.Action {
+	case lifecycle.ActionPatch:
+		if err := c.writeLifecycle(ctx, p, dec.Patch); err != nil {
+			return err
+		}
+		if dec.Patch.State != "" {
+			c.recorder.Eventf(st.cs, corev1.EventTypeNormal, "PodLifecycle", "pod %s lifecycle moved to %s", p.Name, dec.Patch.State)
+		}
+		return nil
+	case lifecycle.ActionRefuse:
+		return fmt.Errorf("in-place update pod %s: %s", p.Name, dec.Reason)
+	case lifecycle.ActionProceed:
+	default:
+		return nil
+	}
+	hash := revision.ShortHash(target.Name)
+	revLabel := target.Name
+	if st.shortHash {
+		revLabel = hash
+	}
+	var grace int32
+	if s := st.cs.Spec.UpdateStrategy.InPlaceUpdateStrategy; s != nil {
+		grace = s.GracePeriodSeconds
+	}
+	out, err := c.inplace.Update(ctx, p, inplace.UpdateRequest{
+		Revision:           target.Name,
+		Spec:               spec,
+		Labels:             map[string]string{pub.ControllerRevisionHashLabelKey: revLabel, pub.PodTemplateHashLabelKey: hash},
+		Mutate:             dec.Patch.ApplyMetadata,
+		GracePeriodSeconds: grace,
+	})
+	if err != nil {
+		c.recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "failed to update pod %s in-place: %v", p.Name, err)
+		return err
+	}
+	c.rvExp.Expect(out)
+	c.recorder.Eventf(st.cs, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "successfully update pod %s in-place(revision %s)", p.Name, target.Name)
+	if grace > 0 {
+		st.requeueAfter(time.Duration(grace) * time.Second)
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+package inplace
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	"github.com/flotilla-dev/flotilla/kit/podreadiness"
+)
+
+// Control performs in-place updates through the API server: the client half
+// of this package, shared by the workloads. Pods handed to it (typically from
+// an informer cache) are never modified; every write works on a deep copy and
+// carries the pod's resourceVersion, so a concurrent change makes it fail with
+// Conflict, after which the pod is read again and the change recomputed.
+type Control struct {
+	client kubernetes.Interface
+	clock  clock.PassiveClock
+}
+
+// NewControl returns a Control writing through client; clk stamps states and
+// conditions (nil: the real clock).
+func NewControl(client kubernetes.Interface, clk clock.PassiveClock) *Control {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Control{client: client, clock: clk}
+}
+
+// UpdateRequest is one in-place update of a pod.
+type UpdateRequest struct {
+	// Revision is the name of the revision the pod moves to.
+	Revision string
+	// Spec is Diff(old, new) of the pod's revision and Revision.
+	Spec Spec
+	// Labels are set on the pod in the same write (e.g. the revision hash
+	// labels and the lifecycle state).
+	Labels map[string]string
+	// Annotations are set on the pod in the same write (e.g. the lifecycle
+	// timestamp).
+	Annotations map[string]string
+	// Mutate, if set, makes further changes to the pod in the same write
+	// (e.g. a lifecycle transition). It gets a copy it may modify.
+	Mutate func(pod *corev1.Pod)
+	// GracePeriodSeconds delays changing the containers
+	// (inPlaceUpdateStrategy.gracePeriodSeconds): the pod is marked and its
+	// spec parked in the grace annotation; Refresh applies it later.
+	GracePeriodSeconds int32
+}
+
+// Update moves pod to req.Revision in place. First, when the pod has the
+// InPlaceUpdateReady readiness gate, InPlaceUpdateReady=False and the Ready
+// condition recomputed from the gates are written through pods/status, so
+// the pod leaves Service endpoints before any container restarts. Then the
+// pod itself is updated: the first batch of images and metadata (or, with a
+// grace period, only the grace annotation), the in-place update state
+// annotation, req.Labels and req.Annotations. It returns the pod as written.
+func (c *Control) Update(ctx context.Context, pod *corev1.Pod, req UpdateRequest) (*corev1.Pod, error) {
+	cur := pod
+	var out *corev1.Pod
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		if cur == nil {
+			if cur, err = c.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
+				return err
+			}
+		}
+		if cur, err = c.writeStartConditions(ctx, cur); err != nil {
+			if apierrors.IsConflict(err) {
+				cur = nil
+			}
+			return err
+		}
+		next, err := c.updatedPod(cur, req)
+		if err != nil {
+			return err
+		}
+		out, err = c.client.CoreV1().Pods(pod.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			cur = nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("in-place update pod %s/%s to %s: %w", pod.Namespace, pod.Name, req.Revision, err)
+	}
+	return out, nil
+}
+
+// writeStartConditions writes InPlaceUpdateReady=False (+ Ready) unless the
+// pod has no gate or already shows it.
+func (c *Control) writeStartConditions(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	if !HasReadinessGate(pod) {
+		return pod, nil
+	}
+	now := c.clock.Now()
+	conds, changed := StartConditions(pod, now)
+	if !changed {
+		return pod, nil
+	}
+	_, conds = podreadiness.RecomputeReady(pod, conds, now)
+	cp := pod.DeepCopy()
+	cp.Status.Conditions = conds
+	return c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+}
+
+// updatedPod is pod after the metadata, state and first batch of req.
+func (c *Control) updatedPod(pod *corev1.Pod, req UpdateRequest) (*corev1.Pod, error) {
+	now := c.clock.Now()
+	var next *corev1.Pod
+	if req.GracePeriodSeconds > 0 {
+		state := NewState(req.Revision, req.Spec, now)
+		v, err := EncodeState(&state)
+		if err != nil {
+			return nil, err
+		}
+		g, err := EncodeGrace(GraceSpec{Revision: req.Revision, Spec: req.Spec, GraceSeconds: req.GracePeriodSeconds})
+		if err != nil {
+			return nil, err
+		}
+		next = pod.DeepCopy()
+		setAnnotation(next, pub.InPlaceUpdateStateKey, v)
+		setAnnotation(next, pub.InPlaceUpdateGraceKey, g)
+	} else {
+		state, batch := Start(pod, req.Revision, req.Spec, now)
+		var err error
+		if next, err = ApplyToPod(pod, batch, &state); err != nil {
+			return nil, err
+		}
+	}
+	for k, v := range req.Labels {
+		if next.Labels == nil {
+			next.Labels = map[string]string{}
+		}
+		next.Labels[k] = v
+	}
+	for k, v := range req.Annotations {
+		setAnnotation(next, k, v)
+	}
+	if req.Mutate != nil {
+		req.Mutate(next)
+	}
+	return next, nil
+}
+
+func setAnnotation(pod *corev1.Pod, k, v string) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[k] = v
+}
+
+// RefreshResult says what Refresh did.
+type RefreshResult struct {
+	// Pod is the pod as last written, or the pod given when nothing was.
+	Pod *corev1.Pod
+	// Written is true when Refresh wrote the pod or its status.
+	Written bool
+	// RequeueAfter > 0: a grace period is running; refresh again after it.
+	RequeueAfter time.Duration
+}
+
+// Refresh advances an in-place update already started on pod, one step per
+// call, and is meant to run on every pod at every sync:
+//   - a grace period that has elapsed: the parked spec is applied (dropped
+//     instead when it was for another revision than updateRevision);
+//   - a finished batch whose containers are Ready: the next batch is applied;
+//   - a finished update: InPlaceUpdateReady=True and Ready recomputed.
+func (c *Control) Refresh(ctx context.Context, pod *corev1.Pod, updateRevision string) (RefreshResult, error) {
+	now := c.clock.Now()
+	state, err := DecodeState(pod)
+	if err != nil {
+		return RefreshResult{Pod: pod}, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if raw, ok := pub.GetInPlaceUpdateGrace(pod); ok {
+		return c.finishGrace(ctx, pod, state, raw, updateRevision, now)
+	}
+	if state == nil {
+		return RefreshResult{Pod: pod}, nil
+	}
+	if st, batch, ok := NextBatch(pod, state, now); ok {
+		next, err := ApplyToPod(pod, batch, &st)
+		if err != nil {
+			return RefreshResult{Pod: pod}, err
+		}
+		return c.writePod(ctx, next)
+	}
+	if HasReadinessGate(pod) && UpdateCompleted(pod, state) {
+		conds, changed := CompletedConditions(pod, now)
+		if !changed {
+			return RefreshResult{Pod: pod}, nil
+		}
+		_, conds = podreadiness.RecomputeReady(pod, conds, now)
+		cp := pod.DeepCopy()
+		cp.Status.Conditions = conds
+		out, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+		if err != nil {
+			return RefreshResult{Pod: pod}, fmt.Errorf("mark pod %s/%s InPlaceUpdateReady: %w", pod.Namespace, pod.Name, err)
+		}
+		return RefreshResult{Pod: out, Written: true}, nil
+	}
+	return RefreshResult{Pod: pod}, nil
+}
+
+func (c *Control) finishGrace(ctx context.Context, pod *corev1.Pod, state *pub.InPlaceUpdateState, raw, updateRevision string, now time.Time) (RefreshResult, error) {
+	g, err := DecodeGrace(raw)
+	if err != nil || g.Revision != updateRevision || state == nil {
+		// Unreadable, or parked for a revision that is no longer wanted: drop
+		// it; the workload's update step will start afresh.
+		cp := pod.DeepCopy()
+		delete(cp.Annotations, pub.InPlaceUpdateGraceKey)
+		return c.writePod(ctx, cp)
+	}
+	if d := GraceRemaining(state, g.GraceSeconds, now); d > 0 {
+		return RefreshResult{Pod: pod, RequeueAfter: d}, nil
+	}
+	st, batch := PlanBatch(pod, state, g.Spec, now)
+	next, err := ApplyToPod(pod, batch, &st)
+	if err != nil {
+		return RefreshResult{Pod: pod}, err
+	}
+	return c.writePod(ctx, next)
+}
+
+func (c *Control) writePod(ctx context.Context, next *corev1.Pod) (RefreshResult, error) {
+	out, err := c.client.CoreV1().Pods(next.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+	if err != nil {
+		return RefreshResult{Pod: next}, fmt.Errorf("update pod %s/%s in place: %w", next.Namespace, next.Name, err)
+	}
+	return RefreshResult{Pod: out, Written: true}, nil
+}
