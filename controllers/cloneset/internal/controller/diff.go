@@ -81,7 +81,7 @@ func ptrOr[T any](p *T, def T) T {
 type podCounts struct {
 	total, newTotal, oldTotal int
 	// active pods exclude those in PreparingDelete.
-	newActive, oldActive int
+	newActive, oldActive       int
 	newPreDelete, oldPreDelete int
 	// toDelete: active pods marked specified-delete.
 	newToDelete, oldToDelete int
@@ -138,7 +138,7 @@ type diffs struct {
 	// scaleUpOld at the current revision. scaleDown > 0: pods to remove, of
 	// which at least scaleDownOld from the current revision.
 	scaleUp, scaleUpOld, scaleUpLimit int
-	scaleDown, scaleDownOld         int
+	scaleDown, scaleDownOld           int
 	// deleteReadyLimit bounds how many available pods scale-down and specified
 	// deletes may remove in this pass.
 	deleteReadyLimit int

@@ -2,10 +2,10 @@ package controller
 
 import (
 	"context"
-	"hash/fnv"
-	"strconv"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
