@@ -84,6 +84,8 @@ type Controller struct {
 	loop       *controller.Loop[types.NamespacedName]
 	scaleExp   *expectations.Scale[types.NamespacedName]
 	rvExp      *expectations.ResourceVersion
+	// deletedNames: see podstodelete.go.
+	deletedNames deletedNames
 	synced     []cache.InformerSynced
 }
 

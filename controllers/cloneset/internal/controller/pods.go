@@ -106,31 +106,44 @@ func newPVCs(cs *appsv1alpha1.CloneSet, id string, existing sets.Set[string]) []
 	return out
 }
 
-// availableIDs returns n instance ids for new pods: first the ids of PVCs
-// whose pod is gone (so a recreated instance gets its volumes back, unless
-// disablePVCReuse), then fresh random ids not used by any pod or PVC.
+// availableIDs returns up to n instance ids for new pods, given every pod of
+// the CloneSet (terminating ones included) and its PVCs. With reuse, ids of
+// PVCs whose pod is gone come first, so a recreated instance gets its
+// volumes back; an id whose pod is still terminating cannot be used yet (the
+// pod name is taken), so that creation waits for a later sync instead of
+// giving the instance fresh volumes. The rest are fresh random ids used by
+// no pod or PVC.
 func availableIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim, reuse bool) []string {
-	used := sets.New[string]()
+	active, terminating := sets.New[string](), sets.New[string]()
 	for _, p := range pods {
-		used.Insert(instanceID(p))
+		if p.DeletionTimestamp == nil {
+			active.Insert(instanceID(p))
+		} else {
+			terminating.Insert(instanceID(p))
+		}
 	}
-	var out []string
 	free := sets.New[string]()
 	for _, pvc := range pvcs {
-		if id := instanceID(pvc); id != "" && !used.Has(id) && pvc.DeletionTimestamp == nil {
+		if id := instanceID(pvc); id != "" && !active.Has(id) && pvc.DeletionTimestamp == nil {
 			free.Insert(id)
 		}
 	}
+	var out []string
 	if reuse {
+		waiting := 0
 		for _, id := range sets.List(free) {
-			if len(out) == n {
+			if len(out)+waiting == n {
 				break
 			}
+			if terminating.Has(id) {
+				waiting++
+				continue
+			}
 			out = append(out, id)
-			used.Insert(id)
 		}
+		n -= waiting
 	}
-	used = used.Union(free)
+	used := active.Union(terminating).Union(free)
 	for len(out) < n {
 		id := utilrand.String(instanceIDLength)
 		if !used.Has(id) {

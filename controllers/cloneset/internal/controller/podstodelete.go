@@ -4,15 +4,61 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 )
 
+// deletedNames remembers, per CloneSet, the pods this process deleted whose
+// names may still be listed in podsToDelete, so that trimming them later
+// (after a failed write, or once a terminating pod is gone) is not mistaken
+// for a name that never matched a pod.
+type deletedNames struct {
+	mu    sync.Mutex
+	names map[types.NamespacedName]sets.Set[string]
+}
+
+func (d *deletedNames) add(key types.NamespacedName, name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.names == nil {
+		d.names = map[types.NamespacedName]sets.Set[string]{}
+	}
+	if d.names[key] == nil {
+		d.names[key] = sets.New[string]()
+	}
+	d.names[key].Insert(name)
+}
+
+func (d *deletedNames) get(key types.NamespacedName) sets.Set[string] {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.names[key].Clone()
+}
+
+func (d *deletedNames) forget(key types.NamespacedName, names sets.Set[string]) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s := d.names[key]; s != nil {
+		s.Delete(sets.List(names)...)
+		if s.Len() == 0 {
+			delete(d.names, key)
+		}
+	}
+}
+
+func (d *deletedNames) drop(key types.NamespacedName) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.names, key)
+}
+
 // missingPodsToDelete returns the names in spec.scaleStrategy.podsToDelete
-// that no pod of the CloneSet has (never existed, or already gone).
+// that no pod of the CloneSet has and that this process did not delete.
 func (st *syncState) missingPodsToDelete(pods []*corev1.Pod) []string {
 	if len(st.cs.Spec.ScaleStrategy.PodsToDelete) == 0 {
 		return nil
@@ -23,7 +69,7 @@ func (st *syncState) missingPodsToDelete(pods []*corev1.Pod) []string {
 	}
 	var out []string
 	for _, n := range st.cs.Spec.ScaleStrategy.PodsToDelete {
-		if !names.Has(n) {
+		if !names.Has(n) && !st.deleted.Has(n) {
 			out = append(out, n)
 		}
 	}
@@ -37,11 +83,17 @@ func (st *syncState) missingPodsToDelete(pods []*corev1.Pod) []string {
 // calculateStatus): OpenKruise rejects them at admission, which needs a
 // webhook Flotilla's CloneSet does without.
 func (c *Controller) truncatePodsToDelete(ctx context.Context, st *syncState) error {
-	missing := st.missingPodsToDelete(c.allPods(st.cs))
-	if len(missing) == 0 && st.deleted.Len() == 0 {
+	all := c.allPods(st.cs)
+	missing := st.missingPodsToDelete(all)
+	drop := sets.New(missing...)
+	for _, n := range st.cs.Spec.ScaleStrategy.PodsToDelete {
+		if st.deleted.Has(n) && !slices.ContainsFunc(all, func(p *corev1.Pod) bool { return p.Name == n && p.DeletionTimestamp == nil }) {
+			drop.Insert(n)
+		}
+	}
+	if drop.Len() == 0 {
 		return nil
 	}
-	drop := sets.New(missing...).Union(st.deleted)
 	cp := st.cs.DeepCopy()
 	cp.Spec.ScaleStrategy.PodsToDelete = slices.DeleteFunc(cp.Spec.ScaleStrategy.PodsToDelete, drop.Has)
 	if len(cp.Spec.ScaleStrategy.PodsToDelete) == len(st.cs.Spec.ScaleStrategy.PodsToDelete) {
@@ -54,9 +106,12 @@ func (c *Controller) truncatePodsToDelete(ctx context.Context, st *syncState) er
 		c.recorder.Eventf(st.cs, corev1.EventTypeWarning, ReasonPodsToDeleteNotFound,
 			"spec.scaleStrategy.podsToDelete names pods this CloneSet does not have (%v); removed them from the list", missing)
 	}
-	if _, err := c.client.AppsV1alpha1().CloneSets(cp.Namespace).Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
+	out, err := c.client.AppsV1alpha1().CloneSets(cp.Namespace).Update(ctx, cp, metav1.UpdateOptions{})
+	if err != nil {
 		return fmt.Errorf("trim podsToDelete: %w", err)
 	}
+	c.rvExp.Expect(out)
+	c.deletedNames.forget(st.key, drop)
 	klog.FromContext(ctx).V(2).Info("Trimmed podsToDelete", "missing", missing, "deleted", sets.List(st.deleted))
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
@@ -40,6 +41,11 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 		cp := p.DeepCopy()
 		cp.Status.Conditions = conds
 		out, err := c.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			// The kubelet (kwok) wrote the pod meanwhile; its event brings
+			// us back with a fresh copy.
+			return true, nil
+		}
 		if err != nil {
 			return false, fmt.Errorf("initialise readiness conditions of pod %s: %w", p.Name, err)
 		}
@@ -47,6 +53,9 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 		p, wrote = out, true
 	}
 	res, err := c.inplace.Refresh(ctx, p, st.update.Name)
+	if apierrors.IsConflict(err) {
+		return true, nil
+	}
 	if err != nil {
 		return wrote, err
 	}

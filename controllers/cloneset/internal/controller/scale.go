@@ -28,6 +28,11 @@ func (c *Controller) scale(ctx context.Context, st *syncState) (bool, error) {
 	if done, err := c.cancelPreparingDelete(ctx, st); done || err != nil {
 		return done, err
 	}
+	if st.cs.Spec.ScaleStrategy.DisablePVCReuse {
+		if err := c.deleteUnusedPVCs(ctx, st); err != nil {
+			return false, err
+		}
+	}
 	d := calculateDiffs(st.diffInput())
 	if d.scaleUp > 0 {
 		if d.scaleUp > d.scaleUpLimit {
@@ -259,12 +264,30 @@ func (c *Controller) deletePod(ctx context.Context, st *syncState, p *corev1.Pod
 	}
 	c.recorder.Eventf(st.cs, corev1.EventTypeNormal, "SuccessfulDelete", "succeed to delete pod %s", p.Name)
 	st.deleted.Insert(p.Name)
+	c.deletedNames.add(st.key, p.Name)
 	for _, pvc := range st.pvcs {
 		if instanceID(pvc) != instanceID(p) || pvc.DeletionTimestamp != nil {
 			continue
 		}
 		if err := c.deletePVC(ctx, st, pvc); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// deleteUnusedPVCs (disablePVCReuse) deletes the PVCs of instances that no
+// longer have a pod, so a replacement starts with fresh volumes.
+func (c *Controller) deleteUnusedPVCs(ctx context.Context, st *syncState) error {
+	ids := sets.New[string]()
+	for _, p := range c.allPods(st.cs) {
+		ids.Insert(instanceID(p))
+	}
+	for _, pvc := range st.pvcs {
+		if pvc.DeletionTimestamp == nil && !ids.Has(instanceID(pvc)) {
+			if err := c.deletePVC(ctx, st, pvc); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

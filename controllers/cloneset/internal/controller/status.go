@@ -218,6 +218,8 @@ func putCondition(conds []appsv1alpha1.CloneSetCondition, c appsv1alpha1.CloneSe
 }
 
 // updateStatus computes the status and writes it only if it changed.
+// The written object replaces st.cs, so later writes of this sync carry its
+// resourceVersion, and the next sync waits until the cache shows it.
 func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaled bool, scaleErr, updateErr error) error {
 	status := calculateStatus(statusInput{
 		cs:                  st.cs,
@@ -242,9 +244,12 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaled boo
 	}
 	cp := st.cs.DeepCopy()
 	cp.Status = status
-	if _, err := c.client.AppsV1alpha1().CloneSets(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil {
+	out, err := c.client.AppsV1alpha1().CloneSets(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	if err != nil {
 		return fmt.Errorf("update status: %w", err)
 	}
+	c.rvExp.Expect(out)
+	st.cs = out
 	return nil
 }
 

@@ -33,7 +33,8 @@ type syncState struct {
 	collisionCount  int32
 	shortHash       bool
 	rollback        bool // gate CloneSetPartitionRollback
-	// deleted are the pods this sync deleted.
+	// deleted are the pods this process deleted for the CloneSet whose
+	// names were not yet trimmed from podsToDelete.
 	deleted sets.Set[string]
 	// requeue is the earliest time-driven requeue any step asked for
 	// (minReadySeconds, grace periods, progress deadline); 0: none.
@@ -47,6 +48,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	cs, err := c.sets.CloneSets(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.scaleExp.Delete(key)
+		c.deletedNames.drop(key)
 		return nil
 	}
 	if err != nil {
@@ -111,7 +113,7 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, cs *a
 		now:       c.clock.Now(),
 		shortHash: c.gates.Enabled(features.CloneSetShortHash),
 		rollback:  c.gates.Enabled(features.CloneSetPartitionRollback),
-		deleted:   sets.New[string](),
+		deleted:   c.deletedNames.get(key),
 	}
 	pods, err := c.claimPods(ctx, cs)
 	if err != nil {
@@ -143,6 +145,7 @@ func (c *Controller) staleCache(st *syncState) time.Duration {
 			wait = max(d, time.Millisecond)
 		}
 	}
+	check(c.rvExp.Satisfied(st.cs))
 	check(c.rvExp.Satisfied(st.update))
 	for _, p := range st.pods {
 		check(c.rvExp.Satisfied(p))
