@@ -1,0 +1,362 @@
+package inplace
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+)
+
+const (
+	ctlOldRev = "web-5f7b8c9d4"
+	ctlNewRev = "web-6c8d9f7b5"
+)
+
+// ctlPod is a running CloneSet pod at ctlOldRev with the InPlaceUpdateReady
+// gate, every condition True, and containers main (nginx:1.27) and log.
+func ctlPod() *corev1.Pod {
+	at := metav1.NewTime(t0.Add(-time.Hour))
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns", Name: "web-abcde", ResourceVersion: "5",
+			Labels: map[string]string{"app": "web", pub.ControllerRevisionHashLabelKey: ctlOldRev, pub.LifecycleStateKey: "Normal"},
+		},
+		Spec: corev1.PodSpec{
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}},
+			Containers:     []corev1.Container{{Name: "main", Image: "nginx:1.27"}, {Name: "log", Image: "fluent-bit:3.0"}},
+		},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: at},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: at},
+				{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: at},
+			},
+			ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "main", Image: "nginx:1.27", ImageID: "sha-main-1", Ready: true},
+				{Name: "log", Image: "fluent-bit:3.0", ImageID: "sha-log-1", Ready: true},
+			},
+		},
+	}
+}
+
+func ctlVerbs(c *fake.Clientset) []string {
+	var out []string
+	for _, a := range c.Actions() {
+		out = append(out, a.GetVerb()+"/"+a.GetSubresource())
+	}
+	return out
+}
+
+// written is the pod sent with the i-th action (an update).
+func written(t *testing.T, c *fake.Clientset, i int) *corev1.Pod {
+	t.Helper()
+	require.Greater(t, len(c.Actions()), i)
+	u, ok := c.Actions()[i].(k8stesting.UpdateAction)
+	require.True(t, ok, "action %d is %s", i, c.Actions()[i].GetVerb())
+	return u.GetObject().(*corev1.Pod)
+}
+
+func stored(t *testing.T, c *fake.Clientset) *corev1.Pod {
+	t.Helper()
+	p, err := c.CoreV1().Pods("ns").Get(context.Background(), "web-abcde", metav1.GetOptions{})
+	require.NoError(t, err)
+	return p
+}
+
+func podCondition(p *corev1.Pod, ct corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == ct {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func image(p *corev1.Pod, name string) string {
+	for _, c := range p.Spec.Containers {
+		if c.Name == name {
+			return c.Image
+		}
+	}
+	return ""
+}
+
+func decodeState(t *testing.T, p *corev1.Pod) *pub.InPlaceUpdateState {
+	t.Helper()
+	s, err := DecodeState(p)
+	require.NoError(t, err)
+	require.NotNil(t, s, "no %s annotation", pub.InPlaceUpdateStateKey)
+	return s
+}
+
+// kubeletRuns makes the stored pod report image for container main with a
+// new imageID, as the kubelet does once the restarted container runs.
+func kubeletRuns(t *testing.T, c *fake.Clientset, img, imageID string) *corev1.Pod {
+	t.Helper()
+	p := stored(t, c)
+	p.Status.ContainerStatuses[0] = corev1.ContainerStatus{Name: "main", Image: img, ImageID: imageID, Ready: true}
+	out, err := c.CoreV1().Pods("ns").UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	c.ClearActions()
+	return out
+}
+
+// assertTime compares instants (decoded times carry time.Local).
+func assertTime(t *testing.T, want time.Time, got metav1.Time, msg string) {
+	t.Helper()
+	assert.True(t, got.Time.Equal(want), "%s: got %v, want %v", msg, got.Time, want)
+}
+
+// assertBatches checks a containerBatchesRecord of one batch.
+func assertBatches(t *testing.T, got []pub.InPlaceUpdateContainerBatch, at time.Time, containers ...string) {
+	t.Helper()
+	if assert.Len(t, got, 1) {
+		assertTime(t, at, got[0].Timestamp, "batch timestamp")
+		assert.Equal(t, containers, got[0].Containers)
+	}
+}
+
+func updateReq(grace int32) UpdateRequest {
+	return UpdateRequest{
+		Revision:           ctlNewRev,
+		Spec:               Spec{ContainerImages: map[string]string{"main": "nginx:1.28"}},
+		Labels:             map[string]string{pub.ControllerRevisionHashLabelKey: ctlNewRev, pub.PodTemplateHashLabelKey: "6c8d9f7b5"},
+		Annotations:        map[string]string{"example.com/note": "updated"},
+		Mutate:             func(p *corev1.Pod) { p.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateUpdating) },
+		GracePeriodSeconds: grace,
+	}
+}
+
+func TestControlUpdate(t *testing.T) {
+	ctx := context.Background()
+	cached := ctlPod()
+	before := cached.DeepCopy()
+	client := fake.NewClientset(cached.DeepCopy())
+	ctl := NewControl(client, clocktesting.NewFakeClock(t0))
+
+	out, err := ctl.Update(ctx, cached, updateReq(0))
+	require.NoError(t, err)
+	assert.Equal(t, before, cached, "cached pod modified")
+	require.Equal(t, []string{"update/status", "update/"}, ctlVerbs(client))
+
+	// 1. The status write: InPlaceUpdateReady=False and Ready recomputed, the
+	// containers not yet touched.
+	st := written(t, client, 0)
+	assert.Equal(t, "nginx:1.27", image(st, "main"))
+	ipr := podCondition(st, pub.InPlaceUpdateReady)
+	require.NotNil(t, ipr)
+	assert.Equal(t, corev1.ConditionFalse, ipr.Status)
+	assert.Equal(t, ReasonStartInPlaceUpdate, ipr.Reason)
+	assert.Equal(t, metav1.NewTime(t0), ipr.LastTransitionTime)
+	ready := podCondition(st, corev1.PodReady)
+	assert.Equal(t, corev1.ConditionFalse, ready.Status, "Ready must drop in the same write")
+	assert.Equal(t, metav1.NewTime(t0), ready.LastTransitionTime)
+
+	// 2. The pod write: image, labels, annotations, state, Mutate.
+	p := written(t, client, 1)
+	assert.Equal(t, "nginx:1.28", image(p, "main"))
+	assert.Equal(t, "fluent-bit:3.0", image(p, "log"))
+	assert.Equal(t, ctlNewRev, p.Labels[pub.ControllerRevisionHashLabelKey])
+	assert.Equal(t, "6c8d9f7b5", p.Labels[pub.PodTemplateHashLabelKey])
+	assert.Equal(t, "web", p.Labels["app"])
+	assert.Equal(t, string(pub.LifecycleStateUpdating), p.Labels[pub.LifecycleStateKey], "Mutate applied")
+	assert.Equal(t, "updated", p.Annotations["example.com/note"])
+	assert.NotContains(t, p.Annotations, pub.InPlaceUpdateGraceKey)
+	assert.Equal(t, corev1.ConditionFalse, podCondition(p, pub.InPlaceUpdateReady).Status, "built on the status just written")
+	state := decodeState(t, p)
+	assert.Equal(t, ctlNewRev, state.Revision)
+	assertTime(t, t0, state.UpdateTimestamp, "updateTimestamp")
+	assert.True(t, state.UpdateImages)
+	assert.Equal(t, map[string]pub.InPlaceUpdateContainerStatus{"main": {ImageID: "sha-main-1"}}, state.LastContainerStatuses)
+	assertBatches(t, state.ContainerBatchesRecord, t0, "main")
+
+	assert.Equal(t, stored(t, client), out, "returns the pod as written")
+	assert.Equal(t, p.Spec, out.Spec)
+}
+
+func TestControlUpdateWithoutGate(t *testing.T) {
+	cached := ctlPod()
+	cached.Spec.ReadinessGates = nil
+	cached.Status.Conditions = cached.Status.Conditions[:2]
+	client := fake.NewClientset(cached.DeepCopy())
+	_, err := NewControl(client, clocktesting.NewFakeClock(t0)).Update(context.Background(), cached, updateReq(0))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"update/"}, ctlVerbs(client), "no InPlaceUpdateReady condition without the gate")
+	p := stored(t, client)
+	assert.Equal(t, "nginx:1.28", image(p, "main"))
+	assert.Nil(t, podCondition(p, pub.InPlaceUpdateReady))
+	assert.Equal(t, corev1.ConditionTrue, podCondition(p, corev1.PodReady).Status)
+}
+
+func TestControlUpdateRetriesOnConflict(t *testing.T) {
+	cached := ctlPod()
+	client := fake.NewClientset(cached.DeepCopy())
+	conflicts := 0
+	client.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "" && conflicts == 0 {
+			conflicts++
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web-abcde", nil)
+		}
+		return false, nil, nil
+	})
+	_, err := NewControl(client, clocktesting.NewFakeClock(t0)).Update(context.Background(), cached, updateReq(0))
+	require.NoError(t, err)
+	// The re-read pod already shows InPlaceUpdateReady=False: no second status write.
+	assert.Equal(t, []string{"update/status", "update/", "get/", "update/"}, ctlVerbs(client))
+	assert.Equal(t, "nginx:1.28", image(stored(t, client), "main"))
+}
+
+func TestControlGracePeriod(t *testing.T) {
+	ctx := context.Background()
+	cached := ctlPod()
+	client := fake.NewClientset(cached.DeepCopy())
+	clk := clocktesting.NewFakeClock(t0)
+	ctl := NewControl(client, clk)
+
+	_, err := ctl.Update(ctx, cached, updateReq(30))
+	require.NoError(t, err)
+	require.Equal(t, []string{"update/status", "update/"}, ctlVerbs(client))
+
+	p := stored(t, client)
+	assert.Equal(t, "nginx:1.27", image(p, "main"), "containers wait for the grace period")
+	assert.Equal(t, corev1.ConditionFalse, podCondition(p, pub.InPlaceUpdateReady).Status)
+	assert.Equal(t, ctlNewRev, p.Labels[pub.ControllerRevisionHashLabelKey], "labels are written at once")
+	assert.Equal(t, string(pub.LifecycleStateUpdating), p.Labels[pub.LifecycleStateKey])
+	raw, ok := pub.GetInPlaceUpdateGrace(p)
+	require.True(t, ok, "grace annotation written")
+	g, err := DecodeGrace(raw)
+	require.NoError(t, err)
+	assert.Equal(t, GraceSpec{Revision: ctlNewRev, Spec: Spec{ContainerImages: map[string]string{"main": "nginx:1.28"}}, GraceSeconds: 30}, g)
+	state := decodeState(t, p)
+	assert.Equal(t, ctlNewRev, state.Revision)
+	assertTime(t, t0, state.UpdateTimestamp, "updateTimestamp")
+	assert.True(t, state.UpdateImages)
+	assert.Empty(t, state.LastContainerStatuses, "no batch applied yet")
+	assert.Empty(t, state.ContainerBatchesRecord)
+
+	// Within the grace period: nothing written, refresh after the rest.
+	client.ClearActions()
+	clk.SetTime(t0.Add(10 * time.Second))
+	res, err := ctl.Refresh(ctx, p, ctlNewRev)
+	require.NoError(t, err)
+	assert.False(t, res.Written)
+	assert.Equal(t, 20*time.Second, res.RequeueAfter)
+	assert.Same(t, p, res.Pod)
+	assert.Empty(t, client.Actions())
+
+	// Elapsed: the parked spec is applied and the grace annotation removed.
+	clk.SetTime(t0.Add(31 * time.Second))
+	res, err = ctl.Refresh(ctx, p, ctlNewRev)
+	require.NoError(t, err)
+	assert.True(t, res.Written)
+	assert.Zero(t, res.RequeueAfter)
+	assert.Equal(t, []string{"update/"}, ctlVerbs(client))
+	p = stored(t, client)
+	assert.Equal(t, p, res.Pod)
+	assert.Equal(t, "nginx:1.28", image(p, "main"))
+	assert.Equal(t, "fluent-bit:3.0", image(p, "log"))
+	assert.NotContains(t, p.Annotations, pub.InPlaceUpdateGraceKey)
+	state = decodeState(t, p)
+	assertTime(t, t0, state.UpdateTimestamp, "the update started when the grace period did")
+	assert.Equal(t, map[string]pub.InPlaceUpdateContainerStatus{"main": {ImageID: "sha-main-1"}}, state.LastContainerStatuses)
+	assertBatches(t, state.ContainerBatchesRecord, t0.Add(31*time.Second), "main")
+}
+
+func TestControlRefreshMarksReady(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset(ctlPod())
+	clk := clocktesting.NewFakeClock(t0)
+	ctl := NewControl(client, clk)
+	_, err := ctl.Update(ctx, ctlPod(), updateReq(0))
+	require.NoError(t, err)
+	clk.SetTime(t0.Add(time.Minute))
+
+	// The kubelet still reports the old container: not done.
+	p := stored(t, client)
+	client.ClearActions()
+	res, err := ctl.Refresh(ctx, p, ctlNewRev)
+	require.NoError(t, err)
+	assert.False(t, res.Written)
+	assert.Empty(t, client.Actions())
+
+	// The same imageID with the old image: still not done.
+	p = kubeletRuns(t, client, "nginx:1.27", "sha-main-1")
+	res, err = ctl.Refresh(ctx, p, ctlNewRev)
+	require.NoError(t, err)
+	assert.False(t, res.Written)
+	assert.Empty(t, client.Actions())
+
+	// A new imageID: InPlaceUpdateReady=True and Ready back to True.
+	p = kubeletRuns(t, client, "docker.io/library/nginx:1.28", "sha-main-2")
+	res, err = ctl.Refresh(ctx, p, ctlNewRev)
+	require.NoError(t, err)
+	assert.True(t, res.Written)
+	assert.Equal(t, []string{"update/status"}, ctlVerbs(client))
+	p = stored(t, client)
+	assert.Equal(t, p, res.Pod)
+	ipr := podCondition(p, pub.InPlaceUpdateReady)
+	assert.Equal(t, corev1.ConditionTrue, ipr.Status)
+	assert.Equal(t, metav1.NewTime(t0.Add(time.Minute)), ipr.LastTransitionTime)
+	ready := podCondition(p, corev1.PodReady)
+	assert.Equal(t, corev1.ConditionTrue, ready.Status)
+	assert.Equal(t, metav1.NewTime(t0.Add(time.Minute)), ready.LastTransitionTime)
+
+	// Nothing left to do.
+	client.ClearActions()
+	res, err = ctl.Refresh(ctx, p, ctlNewRev)
+	require.NoError(t, err)
+	assert.False(t, res.Written)
+	assert.Empty(t, client.Actions())
+}
+
+func TestControlRefreshDropsStaleGrace(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		grace string
+	}{
+		{"parked for another revision", `{"revision":"` + ctlNewRev + `","containerImages":{"main":"nginx:1.28"},"graceSeconds":30}`},
+		{"unreadable", `{not json`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			pod := ctlPod()
+			state := NewState(ctlNewRev, Spec{ContainerImages: map[string]string{"main": "nginx:1.28"}}, t0)
+			v, err := EncodeState(&state)
+			require.NoError(t, err)
+			pod.Annotations = map[string]string{pub.InPlaceUpdateStateKey: v, pub.InPlaceUpdateGraceKey: tc.grace}
+			client := fake.NewClientset(pod.DeepCopy())
+			ctl := NewControl(client, clocktesting.NewFakeClock(t0.Add(time.Hour))) // grace long over
+
+			res, err := ctl.Refresh(ctx, pod, "web-7a8b9c0d1") // the update revision moved on
+			require.NoError(t, err)
+			assert.True(t, res.Written)
+			assert.Equal(t, []string{"update/"}, ctlVerbs(client))
+			p := stored(t, client)
+			assert.NotContains(t, p.Annotations, pub.InPlaceUpdateGraceKey)
+			assert.Equal(t, v, p.Annotations[pub.InPlaceUpdateStateKey], "state kept")
+			assert.Equal(t, "nginx:1.27", image(p, "main"), "the parked image is not applied")
+		})
+	}
+}
+
+func TestControlRefreshWithoutUpdate(t *testing.T) {
+	client := fake.NewClientset(ctlPod())
+	res, err := NewControl(client, clocktesting.NewFakeClock(t0)).Refresh(context.Background(), ctlPod(), ctlNewRev)
+	require.NoError(t, err)
+	assert.False(t, res.Written)
+	assert.Zero(t, res.RequeueAfter)
+	assert.Empty(t, client.Actions())
+}
