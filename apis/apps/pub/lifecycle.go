@@ -43,6 +43,11 @@ type Lifecycle struct {
 type LifecycleHook struct {
 	// +optional
 	LabelsHandler map[string]string `json:"labelsHandler,omitempty"`
+	// FinalizersHandler are finalizer names: qualified names such as
+	// example.com/hook, as the API server requires of a pod's finalizers (a
+	// hook naming one that no pod can carry would never be satisfied).
+	// +kubebuilder:validation:items:MaxLength=317
+	// +kubebuilder:validation:items:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$`
 	// +optional
 	FinalizersHandler []string `json:"finalizersHandler,omitempty"`
 	// MarkPodNotReady forces the pod NotReady (through the KruisePodReady

@@ -25,7 +25,11 @@ type UpdatePriorityOrderTerm struct {
 type UpdatePriorityWeightTerm struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
-	Weight        int32                `json:"weight"`
+	Weight int32 `json:"weight"`
+	// MatchSelector selects the pods that get Weight; it may not be empty.
+	// (The rule is the cheapest form that fits the API server's cost budget for
+	// an unbounded list of terms.)
+	// +kubebuilder:validation:XValidation:rule="has(self.matchLabels) || has(self.matchExpressions)",message="weightPriority[].matchSelector must set matchLabels or matchExpressions"
 	MatchSelector metav1.LabelSelector `json:"matchSelector"`
 }
 

@@ -14,7 +14,18 @@ import (
 // the field. Defaults that depend on other fields (inPlaceUpdateStrategy {}
 // for in-place types, pod template defaults) are applied by the controller.
 //
+// The rules reading spec.template rely on the template fields declared in
+// apis/crd-patches/clonesets.apps.kruise.io.yaml (the template itself is
+// schemaless, and CEL only sees declared fields). They are the checks of
+// OpenKruise's CloneSet webhook that need no other object; the one that does
+// (podsToDelete names must be pods of this CloneSet) is the controller's: it
+// trims unknown names and reports them (controllers/cloneset/README.md).
+//
 // +kubebuilder:validation:XValidation:rule="!has(self.replicas) || self.replicas == 0 || !has(self.updateStrategy.maxUnavailable) || !has(self.updateStrategy.maxSurge) || !((type(self.updateStrategy.maxUnavailable) == int ? self.updateStrategy.maxUnavailable == 0 : self.updateStrategy.maxUnavailable == '0%') && (type(self.updateStrategy.maxSurge) == int ? self.updateStrategy.maxSurge == 0 : self.updateStrategy.maxSurge == '0%'))",message="spec.updateStrategy.maxUnavailable and spec.updateStrategy.maxSurge must not both be 0"
+// +kubebuilder:validation:XValidation:rule="!has(self.selector) || !has(self.selector.matchLabels) || size(self.selector.matchLabels) == 0 || (has(self.template.metadata) && has(self.template.metadata.labels) && self.template.metadata.labels.filter(k, k in self.selector.matchLabels && self.selector.matchLabels[k] == self.template.metadata.labels[k]).size() == size(self.selector.matchLabels))",message="spec.template.metadata.labels must contain every spec.selector.matchLabels entry",fieldPath=".template.metadata.labels"
+// +kubebuilder:validation:XValidation:rule="!has(self.template.spec) || !has(self.template.spec.restartPolicy) || self.template.spec.restartPolicy == 'Always' || self.template.spec.restartPolicy.size() == 0",message="spec.template.spec.restartPolicy must be Always",fieldPath=".template.spec.restartPolicy"
+// +kubebuilder:validation:XValidation:rule="!has(self.template.spec) || !has(self.template.spec.activeDeadlineSeconds)",message="spec.template.spec.activeDeadlineSeconds is not supported by CloneSet",fieldPath=".template.spec.activeDeadlineSeconds"
+// +kubebuilder:validation:XValidation:rule="!has(self.progressDeadlineSeconds) || self.progressDeadlineSeconds > (has(self.minReadySeconds) ? self.minReadySeconds : 0)",message="spec.progressDeadlineSeconds must be greater than spec.minReadySeconds",fieldPath=".progressDeadlineSeconds"
 type CloneSetSpec struct {
 	// Replicas is the desired number of pods.
 	// +kubebuilder:default=1
@@ -22,12 +33,16 @@ type CloneSetSpec struct {
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// Selector selects the pods owned by this CloneSet. It must match the
-	// template labels and may not be empty.
+	// Selector selects the pods owned by this CloneSet. It may not be empty,
+	// its matchLabels must be template labels (matchExpressions are not
+	// checked at admission), and it is immutable.
 	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="spec.selector must set matchLabels or matchExpressions"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.selector is immutable"
 	Selector *metav1.LabelSelector `json:"selector"`
 
-	// Template describes the pods to create.
+	// Template describes the pods to create. The schema is generated
+	// schemaless (no pod field is ever pruned); a few fields are declared by
+	// apis/crd-patches/clonesets.apps.kruise.io.yaml for the rules above.
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -75,7 +90,8 @@ type CloneSetSpec struct {
 // CloneSetScaleStrategy tunes scaling of a CloneSet.
 type CloneSetScaleStrategy struct {
 	// PodsToDelete names pods to delete; the controller drops names of pods
-	// that no longer exist.
+	// that no longer exist. Names are unique.
+	// +listType=set
 	// +optional
 	PodsToDelete []string `json:"podsToDelete,omitempty"`
 
@@ -151,7 +167,11 @@ type CloneSetUpdateStrategy struct {
 	// +optional
 	PriorityStrategy *appspub.UpdatePriorityStrategy `json:"priorityStrategy,omitempty"`
 
-	// ScatterStrategy spreads updates of pods carrying given labels.
+	// ScatterStrategy spreads updates of pods carrying given labels; each
+	// key/value pair at most once.
+	// +listType=map
+	// +listMapKey=key
+	// +listMapKey=value
 	// +optional
 	ScatterStrategy appspub.UpdateScatterStrategy `json:"scatterStrategy,omitempty"`
 

@@ -28,7 +28,7 @@ import (
 // CloneSetScaleStrategy tunes scaling of a CloneSet.
 type CloneSetScaleStrategyApplyConfiguration struct {
 	// PodsToDelete names pods to delete; the controller drops names of pods
-	// that no longer exist.
+	// that no longer exist. Names are unique.
 	PodsToDelete []string `json:"podsToDelete,omitempty"`
 	// MaxUnavailable limits pod creation during scale-up to keep the number
 	// of unavailable pods below this value (percentages round up).

@@ -32,13 +32,23 @@ import (
 // Rules that need more than one field live here; single-field rules sit on
 // the field. Defaults that depend on other fields (inPlaceUpdateStrategy {}
 // for in-place types, pod template defaults) are applied by the controller.
+//
+// The rules reading spec.template rely on the template fields declared in
+// apis/crd-patches/clonesets.apps.kruise.io.yaml (the template itself is
+// schemaless, and CEL only sees declared fields). They are the checks of
+// OpenKruise's CloneSet webhook that need no other object; the one that does
+// (podsToDelete names must be pods of this CloneSet) is the controller's: it
+// trims unknown names and reports them (controllers/cloneset/README.md).
 type CloneSetSpecApplyConfiguration struct {
 	// Replicas is the desired number of pods.
 	Replicas *int32 `json:"replicas,omitempty"`
-	// Selector selects the pods owned by this CloneSet. It must match the
-	// template labels and may not be empty.
+	// Selector selects the pods owned by this CloneSet. It may not be empty,
+	// its matchLabels must be template labels (matchExpressions are not
+	// checked at admission), and it is immutable.
 	Selector *v1.LabelSelectorApplyConfiguration `json:"selector,omitempty"`
-	// Template describes the pods to create.
+	// Template describes the pods to create. The schema is generated
+	// schemaless (no pod field is ever pruned); a few fields are declared by
+	// apis/crd-patches/clonesets.apps.kruise.io.yaml for the rules above.
 	Template *corev1.PodTemplateSpecApplyConfiguration `json:"template,omitempty"`
 	// VolumeClaimTemplates are PVCs created per pod (named <vct>-<cloneset>-<instance-id>).
 	VolumeClaimTemplates []corev1.PersistentVolumeClaimApplyConfiguration `json:"volumeClaimTemplates,omitempty"`

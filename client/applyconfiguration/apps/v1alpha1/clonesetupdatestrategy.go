@@ -42,7 +42,8 @@ type CloneSetUpdateStrategyApplyConfiguration struct {
 	Paused *bool `json:"paused,omitempty"`
 	// PriorityStrategy orders pods to update.
 	PriorityStrategy *pub.UpdatePriorityStrategy `json:"priorityStrategy,omitempty"`
-	// ScatterStrategy spreads updates of pods carrying given labels.
+	// ScatterStrategy spreads updates of pods carrying given labels; each
+	// key/value pair at most once.
 	ScatterStrategy *pub.UpdateScatterStrategy `json:"scatterStrategy,omitempty"`
 	// InPlaceUpdateStrategy tunes in-place updates.
 	InPlaceUpdateStrategy *pub.InPlaceUpdateStrategy `json:"inPlaceUpdateStrategy,omitempty"`
