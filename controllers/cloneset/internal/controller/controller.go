@@ -86,7 +86,7 @@ type Controller struct {
 	rvExp      *expectations.ResourceVersion
 	// deletedNames: see podstodelete.go.
 	deletedNames deletedNames
-	synced     []cache.InformerSynced
+	synced       []cache.InformerSynced
 }
 
 var _ kitapp.Controller = (*Controller)(nil)

@@ -211,15 +211,16 @@ func calculateDiffs(in diffInput) diffs {
 		}
 	}
 
-	counted := c.total
+	counted, oldCounted := c.total, c.oldTotal
 	if in.excludePreparingDelete {
 		counted -= c.preDelete()
+		oldCounted -= c.oldPreDelete
 	}
 	scale := l.replicas + d.useSurge - counted
 	switch {
 	case scale > 0:
 		d.scaleUp = scale
-		d.scaleUpOld = max(l.partition+d.useSurgeOld-c.oldTotal, 0)
+		d.scaleUpOld = max(l.partition+d.useSurgeOld-oldCounted, 0)
 		d.scaleUpLimit = scale
 		if l.scaleMaxUnavailable >= 0 {
 			d.scaleUpLimit = min(scale, max(l.scaleMaxUnavailable-totalUnavailable, 0))
@@ -227,7 +228,7 @@ func calculateDiffs(in diffInput) diffs {
 		d.scaleUpOld = min(d.scaleUpOld, d.scaleUpLimit)
 	case scale < 0:
 		d.scaleDown = -scale
-		d.scaleDownOld = max(c.oldTotal-l.partition-d.useSurgeOld, 0)
+		d.scaleDownOld = max(oldCounted-l.partition-d.useSurgeOld, 0)
 	}
 
 	if c.toDelete() > 0 || d.scaleDown > 0 {

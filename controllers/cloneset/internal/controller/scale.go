@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -214,6 +215,10 @@ func (c *Controller) createPod(ctx context.Context, st *syncState, id string, re
 		}
 	}
 	pod := newPod(st.cs, rev, tmpl, id, st.shortHash)
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[pub.LifecycleTimestampKey] = st.now.UTC().Format(time.RFC3339)
 	c.scaleExp.Expect(st.key, expectations.Create, pod.Name)
 	if _, err := c.kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		c.scaleExp.Observe(st.key, expectations.Create, pod.Name)

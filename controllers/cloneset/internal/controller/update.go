@@ -39,7 +39,7 @@ func (c *Controller) update(ctx context.Context, st *syncState) error {
 	if d.updateNum < 0 {
 		target = st.current
 	}
-	pods := st.updateCandidates(target.Name, d.updateNum > 0)
+	pods := st.updateCandidates(d.updateNum > 0)
 	pods = sortForUpdate(st, pods)
 	pods = limitUpdates(st, pods, abs(d.updateNum), d.updateMaxUnavailable)
 	for _, p := range pods {
@@ -50,13 +50,13 @@ func (c *Controller) update(ctx context.Context, st *syncState) error {
 	return nil
 }
 
-// updateCandidates are the pods not at target that may be updated now: not
-// being deleted, not specified-delete, not waiting out an in-place grace period.
-func (st *syncState) updateCandidates(target string, forward bool) []*corev1.Pod {
+// updateCandidates are the pods that may be updated now: going forward, those
+// not at the update revision; rolling back, those at it. Pods being deleted,
+// specified-delete or waiting out an in-place grace period are left alone.
+func (st *syncState) updateCandidates(forward bool) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range st.pods {
-		atTarget := revisionMatches(p, target)
-		if forward == atTarget || isPreparingDelete(p) || st.isSpecifiedDelete(p) {
+		if forward == st.isUpdated(p) || isPreparingDelete(p) || st.isSpecifiedDelete(p) {
 			continue
 		}
 		if _, grace := pub.GetInPlaceUpdateGrace(p); grace {

@@ -89,6 +89,8 @@ type watcher struct {
 	peak       int
 	armed      bool
 	events     int
+	// history holds a copy of every pod version observed, in order.
+	history []*corev1.Pod
 }
 
 // watchInvariants starts a pod informer on the CloneSet's pods that checks
@@ -125,6 +127,7 @@ func (w *watcher) observe(event string, p *corev1.Pod, objs []any) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.events++
+	w.history = append(w.history, p.DeepCopy())
 	live, ready := 0, 0
 	for _, o := range objs {
 		q := o.(*corev1.Pod)
@@ -163,4 +166,41 @@ func (w *watcher) peakPods() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.peak
+}
+
+// versions returns every observed version of the pod, oldest first.
+func (w *watcher) versions(name string) []*corev1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []*corev1.Pod
+	for _, p := range w.history {
+		if p.Name == name {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// deletedPods returns the names of pods observed deleted or terminating.
+func (w *watcher) deletedPods() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range w.history {
+		if p.DeletionTimestamp != nil && !seen[p.Name] {
+			seen[p.Name] = true
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+func condStatus(p *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatus {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
 }
