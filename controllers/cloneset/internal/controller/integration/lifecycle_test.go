@@ -1,0 +1,233 @@
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
+)
+
+// hookLabel is the label a user's controller keeps on a pod while its hook
+// has work to do; the tests put it in the template so pods start hooked and
+// "release" a pod by removing it.
+const hookLabel = "example.com/hooked"
+
+func withHook(kind string, markPodNotReady bool) func(*appsv1alpha1.CloneSet) {
+	return func(cs *appsv1alpha1.CloneSet) {
+		hook := &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}, MarkPodNotReady: markPodNotReady}
+		if cs.Spec.Lifecycle == nil {
+			cs.Spec.Lifecycle = &pub.Lifecycle{}
+		}
+		switch kind {
+		case "preDelete":
+			cs.Spec.Lifecycle.PreDelete = hook
+		case "inPlaceUpdate":
+			cs.Spec.Lifecycle.InPlaceUpdate = hook
+		case "preNormal":
+			cs.Spec.Lifecycle.PreNormal = &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}}
+		}
+		cs.Spec.Template.Labels[hookLabel] = "true"
+	}
+}
+
+func (h *harness) release(pod string) {
+	h.patchPod(pod, `{"metadata":{"labels":{"`+hookLabel+`":null}}}`)
+}
+
+func inState(pods []corev1.Pod, state pub.LifecycleStateType) []corev1.Pod {
+	var out []corev1.Pod
+	for _, p := range pods {
+		if p.Labels[pub.LifecycleStateKey] == string(state) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Item 4: preDelete with markPodNotReady: a scaled-in pod waits in
+// PreparingDelete, NotReady through KruisePodReady, until its hook is
+// released; only then is it deleted.
+func TestPreDeleteHookMarkPodNotReady(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	h.create(newCloneSet("pd", 2, withHook("preDelete", true)))
+	pods := h.waitPods("pd", "2 ready", allReady(2))
+	for _, p := range pods {
+		assert.Contains(t, p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType}, "gate injected for markPodNotReady")
+		assert.Equal(t, corev1.ConditionTrue, condStatus(&p, pub.KruisePodReadyConditionType))
+	}
+	h.modify("pd", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptrTo(int32(1)) })
+	waiting := h.waitPods("pd", "one pod PreparingDelete and NotReady", func(ps []corev1.Pod) bool {
+		pd := inState(ps, pub.LifecycleStatePreparingDelete)
+		return len(ps) == 2 && len(pd) == 1 && condStatus(&pd[0], pub.KruisePodReadyConditionType) == corev1.ConditionFalse && !podReady(&pd[0])
+	})
+	victim := inState(waiting, pub.LifecycleStatePreparingDelete)[0]
+	kp := podCondition(&victim, pub.KruisePodReadyConditionType)
+	assert.Contains(t, kp.Message, `"userAgent":"Lifecycle"`)
+	assert.Contains(t, kp.Message, `"key":"preDeleteHook"`)
+	testenv.Consistently(t, 2*time.Second, func() error {
+		if !slices.Contains(names(h.pods("pd")), victim.Name) {
+			return fmt.Errorf("hooked pod %s was deleted", victim.Name)
+		}
+		return nil
+	})
+	h.release(victim.Name)
+	after := h.waitPods("pd", "victim deleted", func(ps []corev1.Pod) bool { return len(ps) == 1 && !slices.Contains(names(ps), victim.Name) })
+	assert.Equal(t, string(pub.LifecycleStateNormal), after[0].Labels[pub.LifecycleStateKey])
+}
+
+// Item 4: inPlaceUpdate hook: PreparingUpdate (NotReady) until released,
+// then Updating, then Updated until the hook is re-applied, then Normal.
+func TestInPlaceUpdateHook(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	h.create(newCloneSet("iu", 1, withHook("inPlaceUpdate", true), func(cs *appsv1alpha1.CloneSet) {
+		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	}))
+	pod := h.waitPods("iu", "ready", allReady(1))[0]
+	w := h.watchInvariants("iu", invariants{})
+	h.modify("iu", setImage(imageV2))
+	h.waitPods("iu", "PreparingUpdate, NotReady, image unchanged", func(ps []corev1.Pod) bool {
+		return len(ps) == 1 && ps[0].Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingUpdate) &&
+			!podReady(&ps[0]) && ps[0].Spec.Containers[0].Image == imageV1
+	})
+	h.release(pod.Name)
+	h.waitPods("iu", "updated, waiting in Updated for the hook", func(ps []corev1.Pod) bool {
+		return len(ps) == 1 && ps[0].Spec.Containers[0].Image == imageV2 && ps[0].Labels[pub.LifecycleStateKey] == string(pub.LifecycleStateUpdated)
+	})
+	h.patchPod(pod.Name, `{"metadata":{"labels":{"`+hookLabel+`":"true"}}}`)
+	final := h.waitPods("iu", "Normal and ready", func(ps []corev1.Pod) bool {
+		return allReady(1)(ps) && ps[0].Labels[pub.LifecycleStateKey] == string(pub.LifecycleStateNormal)
+	})
+	assert.Equal(t, pod.UID, final[0].UID)
+	var states []string
+	for _, v := range w.versions(pod.Name) {
+		if s := v.Labels[pub.LifecycleStateKey]; len(states) == 0 || states[len(states)-1] != s {
+			states = append(states, s)
+		}
+	}
+	assert.Equal(t, []string{"Normal", "PreparingUpdate", "Updating", "Updated", "Normal"}, states)
+}
+
+// Item 4: preNormal: a new pod stays PreparingNormal (unavailable) until the
+// hook is all applied.
+func TestPreNormalHook(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	h.create(newCloneSet("pn", 1, func(cs *appsv1alpha1.CloneSet) {
+		cs.Spec.Lifecycle = &pub.Lifecycle{PreNormal: &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}}}
+	}))
+	pods := h.waitPods("pn", "running, PreparingNormal", func(ps []corev1.Pod) bool {
+		return allReady(1)(ps) && ps[0].Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingNormal)
+	})
+	st := h.waitStatus("pn", "ready but not available", func(s appsv1alpha1.CloneSetStatus) bool { return s.ReadyReplicas == 1 })
+	assert.Equal(t, int32(0), st.Status.AvailableReplicas, "PreparingNormal is not available")
+	h.patchPod(pods[0].Name, `{"metadata":{"labels":{"`+hookLabel+`":"true"}}}`)
+	h.waitPods("pn", "Normal", func(ps []corev1.Pod) bool {
+		return len(ps) == 1 && ps[0].Labels[pub.LifecycleStateKey] == string(pub.LifecycleStateNormal)
+	})
+	h.waitStatus("pn", "available", func(s appsv1alpha1.CloneSetStatus) bool { return s.AvailableReplicas == 1 })
+}
+
+// Item 4 (v1.3 seed): the three PreparingDelete scaling cases, without and
+// with apps.kruise.io/cloneset-scaling-exclude-preparing-delete.
+func TestPreparingDeleteScaling(t *testing.T) {
+	for _, exclude := range []bool{false, true} {
+		mode := map[bool]string{false: "default", true: "exclude"}[exclude]
+		setup := func(t *testing.T, name string) (*harness, []corev1.Pod) {
+			h := newHarness(t)
+			h.startController()
+			h.create(newCloneSet(name, 3, withHook("preDelete", false), func(cs *appsv1alpha1.CloneSet) {
+				if exclude {
+					cs.Labels = map[string]string{pub.CloneSetScalingExcludePreparingDeleteKey: "true"}
+				}
+			}))
+			return h, h.waitPods(name, "3 ready", allReady(3))
+		}
+		preparing := func(h *harness, name string) []corev1.Pod {
+			return inState(h.pods(name), pub.LifecycleStatePreparingDelete)
+		}
+		t.Run(mode+"/scale in then back", func(t *testing.T) {
+			h, pods := setup(t, "back")
+			h.modify("back", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptrTo(int32(2)) })
+			h.waitPods("back", "one PreparingDelete", func(ps []corev1.Pod) bool { return len(inState(ps, pub.LifecycleStatePreparingDelete)) == 1 })
+			victim := preparing(h, "back")[0]
+			h.modify("back", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptrTo(int32(3)) })
+			after := h.waitPods("back", "victim back to Normal", func(ps []corev1.Pod) bool {
+				return len(inState(ps, pub.LifecycleStateNormal)) == 3
+			})
+			assert.Equal(t, uids(pods), uids(after), "the same three pods, none created")
+			assert.Equal(t, victim.UID, uids(after)[victim.Name])
+		})
+		t.Run(mode+"/scale in with podsToDelete then back", func(t *testing.T) {
+			h, pods := setup(t, "named")
+			victim := pods[0]
+			h.modify("named", func(cs *appsv1alpha1.CloneSet) {
+				cs.Spec.Replicas = ptrTo(int32(2))
+				cs.Spec.ScaleStrategy.PodsToDelete = []string{victim.Name}
+			})
+			h.waitPods("named", "victim PreparingDelete", func(ps []corev1.Pod) bool {
+				pd := inState(ps, pub.LifecycleStatePreparingDelete)
+				return len(pd) == 1 && pd[0].Name == victim.Name
+			})
+			h.modify("named", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptrTo(int32(3)) })
+			h.expectReplacement(t, "named", victim.Name, exclude)
+		})
+		t.Run(mode+"/specified delete without scaling", func(t *testing.T) {
+			h, pods := setup(t, "spec")
+			victim := pods[1]
+			h.patchPod(victim.Name, `{"metadata":{"labels":{"`+pub.SpecifiedDeleteKey+`":"true"}}}`)
+			h.waitPods("spec", "victim PreparingDelete", func(ps []corev1.Pod) bool {
+				pd := inState(ps, pub.LifecycleStatePreparingDelete)
+				return len(pd) == 1 && pd[0].Name == victim.Name
+			})
+			h.expectReplacement(t, "spec", victim.Name, exclude)
+		})
+	}
+}
+
+// expectReplacement: with exclude a replacement for the PreparingDelete pod
+// is created at once; without it, only once the pod is released and gone.
+func (h *harness) expectReplacement(t *testing.T, name, victim string, exclude bool) {
+	t.Helper()
+	others := func(ps []corev1.Pod) int {
+		n := 0
+		for _, p := range ps {
+			if p.Name != victim {
+				n++
+			}
+		}
+		return n
+	}
+	if exclude {
+		h.waitPods(name, "replacement created while the victim waits", func(ps []corev1.Pod) bool {
+			return others(ps) == 3 && slices.Contains(names(ps), victim)
+		})
+	} else {
+		testenv.Consistently(t, 2*time.Second, func() error {
+			if n := others(h.pods(name)); n != 2 {
+				return fmt.Errorf("%d pods besides the PreparingDelete one", n)
+			}
+			return nil
+		})
+	}
+	h.release(victim)
+	h.waitPods(name, "victim gone, 3 ready", func(ps []corev1.Pod) bool { return allReady(3)(ps) && !slices.Contains(names(ps), victim) })
+}
+
+func podCondition(p *corev1.Pod, t corev1.PodConditionType) corev1.PodCondition {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return corev1.PodCondition{}
+}
+
