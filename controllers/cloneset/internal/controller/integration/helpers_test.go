@@ -77,8 +77,9 @@ type invariants struct {
 	// minReady: once first reached (the initial scale-up is exempt), Ready
 	// pods never drop below it: replicas − maxUnavailable (0: unchecked).
 	minReady int
-	// mayDelete, if set, says whether the deletion of a pod is expected.
-	mayDelete func(*corev1.Pod) bool
+	// mayDelete, if set, says whether the deletion of a pod is expected;
+	// liveBefore is the number of live pods including it, just before.
+	mayDelete func(p *corev1.Pod, liveBefore int) bool
 }
 
 // watcher checks invariants at every pod event of one CloneSet.
@@ -91,6 +92,7 @@ type watcher struct {
 	events     int
 	// history holds a copy of every pod version observed, in order.
 	history []*corev1.Pod
+	deleted map[string]bool
 }
 
 // watchInvariants starts a pod informer on the CloneSet's pods that checks
@@ -149,8 +151,14 @@ func (w *watcher) observe(event string, p *corev1.Pod, objs []any) {
 	if w.armed && ready < w.inv.minReady {
 		w.violations = append(w.violations, fmt.Sprintf("%s %s: %d ready < %d", event, p.Name, ready, w.inv.minReady))
 	}
-	if (event == "delete" || p.DeletionTimestamp != nil) && w.inv.mayDelete != nil && !w.inv.mayDelete(p) {
-		w.violations = append(w.violations, fmt.Sprintf("pod %s deleted unexpectedly", p.Name))
+	if (event == "delete" || p.DeletionTimestamp != nil) && !w.deleted[p.Name] {
+		if w.deleted == nil {
+			w.deleted = map[string]bool{}
+		}
+		w.deleted[p.Name] = true
+		if w.inv.mayDelete != nil && !w.inv.mayDelete(p, live+1) {
+			w.violations = append(w.violations, fmt.Sprintf("pod %s deleted unexpectedly (%d live pods before)", p.Name, live+1))
+		}
 	}
 }
 
