@@ -230,4 +230,3 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) corev1.PodCondition 
 	}
 	return corev1.PodCondition{}
 }
-
