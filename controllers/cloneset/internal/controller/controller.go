@@ -114,6 +114,13 @@ func New(d Deps) (*Controller, error) {
 			return nil, err
 		}
 	}
+	// Pods dominate the memory of this process: never cache their
+	// managedFields, whatever transform the factory was built with.
+	for _, inf := range []cache.SharedIndexInformer{podInf, pvcInf} {
+		if err := inf.SetTransform(controller.StripManagedFields); err != nil {
+			return nil, fmt.Errorf("set informer transform: %w", err)
+		}
+	}
 
 	c := &Controller{
 		kube:       d.Kube,
@@ -173,6 +180,10 @@ func ensureOwnerIndex(inf cache.SharedIndexInformer) error {
 	}
 	return nil
 }
+
+// PodCache is the controller's pod cache (read-only: never modify what it
+// returns). For tests and debugging.
+func (c *Controller) PodCache() cache.Indexer { return c.pods }
 
 // Name implements kitapp.Controller.
 func (c *Controller) Name() string { return Name }

@@ -25,6 +25,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -59,6 +60,11 @@ type harness struct {
 	ns     string
 	client versioned.Interface
 	gates  map[featuregate.Feature]bool
+	// queueOptions and queueMetrics, if set, configure the next controller.
+	queueOptions *kitcontroller.QueueOptions
+	queueMetrics workqueue.MetricsProvider
+	// ctrl is the running controller.
+	ctrl *controller.Controller
 }
 
 func newHarness(t *testing.T) *harness {
@@ -93,16 +99,21 @@ func (h *harness) startController() (stop func()) {
 		Clock:         clock.RealClock{},
 		Recorder:      broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "cloneset-test"}),
 		QueueOptions:  kitcontroller.DefaultQueueOptions(),
+		QueueConfig:   kitcontroller.QueueConfig{MetricsProvider: h.queueMetrics},
+	}
+	if h.queueOptions != nil {
+		d.QueueOptions = *h.queueOptions
 	}
 	c, err := controller.New(d)
 	require.NoError(t, err)
+	h.ctrl = c
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background().WithValues("test", t.Name())))
 	d.KubeInformers.Start(ctx.Done())
 	d.Informers.Start(ctx.Done())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := c.Run(ctx, 2); err != nil {
+		if err := c.Run(ctx, h.workers()); err != nil {
 			t.Errorf("controller returned: %v", err)
 		}
 	}()
@@ -118,6 +129,13 @@ func (h *harness) startController() (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+func (h *harness) workers() int {
+	if h.queueMetrics != nil {
+		return 1
+	}
+	return 2
 }
 
 func knownGates() []featuregate.Feature {

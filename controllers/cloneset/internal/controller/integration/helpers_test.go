@@ -212,3 +212,11 @@ func condStatus(p *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatus
 	}
 	return ""
 }
+
+// expect is a testenv.Eventually result: done when ok, else the reason.
+func expect(ok bool, format string, args ...any) (bool, error) {
+	if ok {
+		return true, nil
+	}
+	return false, fmt.Errorf(format, args...)
+}
