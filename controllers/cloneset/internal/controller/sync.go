@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -95,7 +96,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if scaleErr != nil {
 		return scaleErr
 	}
-	if updateErr != nil {
+	if updateErr != nil && !errors.Is(updateErr, errInPlaceOnly) {
 		return updateErr
 	}
 	if st.requeue > 0 {

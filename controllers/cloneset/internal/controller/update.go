@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -133,7 +134,10 @@ func (c *Controller) updatePod(ctx context.Context, st *syncState, p *corev1.Pod
 	return nil
 }
 
-var errInPlaceOnly = fmt.Errorf("updateStrategy.type InPlaceOnly: the template change cannot be applied in place")
+// errInPlaceOnly is permanent until the user changes the template or the
+// strategy: it is reported (Warning event, FailedUpdate condition) but not
+// retried, since the template change will bring the CloneSet back anyway.
+var errInPlaceOnly = errors.New("updateStrategy.type InPlaceOnly: the template change cannot be applied in place")
 
 // inPlaceSpec is the in-place change from the pod's revision to target, and
 // whether there is one.

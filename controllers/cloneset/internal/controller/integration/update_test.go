@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
@@ -304,6 +305,7 @@ func TestInPlaceContainerPriorityBatches(t *testing.T) {
 	assert.Equal(t, []string{"main"}, state.ContainerBatchesRecord[1].Containers)
 	assert.Contains(t, state.LastContainerStatuses, "main")
 	assert.Empty(t, state.NextContainerImages)
+	assert.True(t, state.UpdateEnvFromMetadata, "the sidecar's env reads the changed annotation: recorded for the node agent")
 	// In between, the state showed main waiting for the sidecar.
 	var sawNext bool
 	for _, v := range w.versions(p.Name) {
@@ -347,4 +349,57 @@ func TestInPlaceGracePeriod(t *testing.T) {
 	require.Len(t, state.ContainerBatchesRecord, 1)
 	waited := state.ContainerBatchesRecord[0].Timestamp.Sub(state.UpdateTimestamp.Time)
 	assert.GreaterOrEqual(t, waited.Seconds(), 3.0, "containers changed only after the grace period")
+}
+
+// Item 2: scatterStrategy spreads the pods carrying a label over the rollout:
+// the weight priority puts both zone=a pods first, scatter moves one of them
+// back, so the first two pods updated include exactly one zone=a pod.
+func TestScatterStrategy(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	h.create(newCloneSet("scatter", 6, func(cs *appsv1alpha1.CloneSet) {
+		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+		cs.Spec.UpdateStrategy.Partition = ptrTo(intstr.FromInt32(4))
+		cs.Spec.UpdateStrategy.PriorityStrategy = &pub.UpdatePriorityStrategy{WeightPriority: []pub.UpdatePriorityWeightTerm{
+			{Weight: 50, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}},
+		}}
+		cs.Spec.UpdateStrategy.ScatterStrategy = pub.UpdateScatterStrategy{{Key: "zone", Value: "a"}}
+	}))
+	pods := h.waitPods("scatter", "6 ready", allReady(6))
+	zoneA := map[string]bool{pods[0].Name: true, pods[3].Name: true}
+	for n := range zoneA {
+		h.patchPod(n, `{"metadata":{"labels":{"zone":"a"}}}`)
+	}
+	h.modify("scatter", setImage(imageV2))
+	h.waitStatus("scatter", "2 updated", func(s appsv1alpha1.CloneSetStatus) bool { return s.UpdatedReadyReplicas == 2 && s.ReadyReplicas == 6 })
+	updatedA := 0
+	for _, p := range h.pods("scatter") {
+		if p.Spec.Containers[0].Image == imageV2 && zoneA[p.Name] {
+			updatedA++
+		}
+	}
+	assert.Equal(t, 1, updatedA, "exactly one zone=a pod among the first two updated")
+}
+
+// Item 2: InPlaceOnly with a change that cannot be applied in place (an env
+// var) updates nothing, reports a Warning event and the FailedUpdate
+// condition, and recreates no pod.
+func TestInPlaceOnlyRefusesRecreate(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	h.create(newCloneSet("only", 2, func(cs *appsv1alpha1.CloneSet) {
+		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType
+	}))
+	before := h.waitPods("only", "2 ready", allReady(2))
+	h.modify("only", func(cs *appsv1alpha1.CloneSet) {
+		cs.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "new"}}
+	})
+	ev := h.waitEvent("only", "FailedUpdatePodInPlace")
+	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
+	assert.Contains(t, ev.Message, "InPlaceOnly")
+	h.waitStatus("only", "FailedUpdate", func(s appsv1alpha1.CloneSetStatus) bool {
+		c := findCond(s.Conditions, appsv1alpha1.CloneSetConditionFailedUpdate)
+		return c != nil && c.Status == corev1.ConditionTrue
+	})
+	assert.Equal(t, uids(before), uids(h.pods("only")), "no pod recreated")
 }
