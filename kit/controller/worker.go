@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -100,4 +101,17 @@ func (l *Loop[T]) safeSync(ctx context.Context, key T) (err error) {
 		}
 	}()
 	return l.sync(ctx, key)
+}
+
+// RunWhenSynced waits until every synced reports true (the informers are
+// started by the shell or a test), then runs the loop's workers until ctx
+// ends. A ctx cancelled while waiting is a normal shutdown, not an error.
+func (l *Loop[T]) RunWhenSynced(ctx context.Context, workers int, synced ...cache.InformerSynced) error {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("controller %s: informer caches did not sync", l.name)
+	}
+	return l.Run(ctx, workers)
 }

@@ -12,7 +12,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -191,11 +190,5 @@ func (c *Controller) Name() string { return Name }
 // Run waits for the informers (started by the shell or a test) and processes
 // CloneSets until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("cloneset: informer caches did not sync")
-	}
-	return c.loop.Run(ctx, workers)
+	return c.loop.RunWhenSynced(ctx, workers, c.synced...)
 }

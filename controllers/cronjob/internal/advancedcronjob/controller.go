@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
@@ -89,14 +88,7 @@ func (c *Controller) Name() string { return Name }
 
 // Run waits for the caches (the shell has normally synced them already) and runs workers until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("advancedcronjob: caches did not sync")
-	}
-	klog.FromContext(ctx).Info("Caches synced", "controller", Name)
-	return c.loop.Run(ctx, workers)
+	return c.loop.RunWhenSynced(ctx, workers, c.synced...)
 }
 
 // lastRuns remembers, per AdvancedCronJob, the latest slot this process created a child for. The informer cache

@@ -6,7 +6,6 @@ package broadcastjob
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -110,11 +109,5 @@ func (c *Controller) Name() string { return Name }
 
 // Run waits for the informers (started by the shell or a test) and processes BroadcastJobs until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("broadcastjob: informer caches did not sync")
-	}
-	return c.loop.Run(ctx, workers)
+	return c.loop.RunWhenSynced(ctx, workers, c.synced...)
 }

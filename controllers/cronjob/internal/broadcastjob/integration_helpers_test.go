@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,8 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -58,37 +55,17 @@ func newITest(t *testing.T) *itest {
 // startController runs the real reconciler in-process with informers restricted to the test namespace (nodes are
 // cluster-scoped) and returns a function that stops it and waits (also called in Cleanup).
 func (it *itest) startController() (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
 	kubeInf := informers.NewSharedInformerFactoryWithOptions(it.env.Kube, 0, informers.WithNamespace(it.ns),
 		informers.WithTransform(controller.StripManagedFields))
 	flotInf := flotillainformers.NewSharedInformerFactoryWithOptions(it.client, 0, flotillainformers.WithNamespace(it.ns))
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: it.env.Kube.CoreV1().Events(it.ns)})
 	c, err := New(deps.Deps{
 		Kube: it.env.Kube, Client: it.client, KubeInformers: kubeInf, Informers: flotInf,
 		Clock:        clock.RealClock{},
-		Recorder:     broadcaster.NewRecorder(flotillascheme.Scheme, corev1.EventSource{Component: "broadcastjob-test"}),
+		Recorder:     testenv.EventRecorder(it.t, it.env.Kube, it.ns, "broadcastjob-test", flotillascheme.Scheme),
 		QueueOptions: controller.DefaultQueueOptions(),
 	})
 	require.NoError(it.t, err)
-	kubeInf.Start(ctx.Done())
-	flotInf.Start(ctx.Done())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, 2) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				it.t.Errorf("controller Run: %v", err)
-			}
-			kubeInf.Shutdown()
-			flotInf.Shutdown()
-			broadcaster.Shutdown()
-		})
-	}
-	it.t.Cleanup(stop)
-	return stop
+	return testenv.StartController(it.t, c, 2, kubeInf, flotInf)
 }
 
 // addNodes creates n kwok nodes labelled for this test (plus labels), tainted with the owner taint (plus taints),

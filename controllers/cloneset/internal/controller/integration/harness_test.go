@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,12 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/featuregate"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
@@ -87,8 +83,6 @@ func (h *harness) startController() (stop func()) {
 	for g, v := range h.gates {
 		require.NoError(t, gate.SetFromMap(map[string]bool{string(g): v}))
 	}
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: h.env.Kube.CoreV1().Events(h.ns)})
 	d := controller.Deps{
 		Kube:          h.env.Kube,
 		Client:        h.client,
@@ -97,7 +91,7 @@ func (h *harness) startController() (stop func()) {
 		Namespace:     h.ns,
 		Gates:         gate,
 		Clock:         clock.RealClock{},
-		Recorder:      broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "cloneset-test"}),
+		Recorder:      testenv.EventRecorder(t, h.env.Kube, h.ns, "cloneset-test", scheme),
 		QueueOptions:  kitcontroller.DefaultQueueOptions(),
 		QueueConfig:   kitcontroller.QueueConfig{MetricsProvider: h.queueMetrics},
 	}
@@ -107,28 +101,7 @@ func (h *harness) startController() (stop func()) {
 	c, err := controller.New(d)
 	require.NoError(t, err)
 	h.ctrl = c
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background().WithValues("test", t.Name())))
-	d.KubeInformers.Start(ctx.Done())
-	d.Informers.Start(ctx.Done())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := c.Run(ctx, h.workers()); err != nil {
-			t.Errorf("controller returned: %v", err)
-		}
-	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			<-done
-			d.KubeInformers.Shutdown()
-			d.Informers.Shutdown()
-			broadcaster.Shutdown()
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return testenv.StartController(t, c, h.workers(), d.KubeInformers, d.Informers)
 }
 
 func (h *harness) workers() int {

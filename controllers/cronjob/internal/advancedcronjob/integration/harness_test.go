@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,9 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -72,42 +68,19 @@ func (h *harness) startController() (stop func()) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, flotillascheme.AddToScheme(scheme))
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: h.env.Kube.CoreV1().Events(h.ns)})
 	d := deps.Deps{
 		Kube:          h.env.Kube,
 		Client:        h.client,
 		KubeInformers: informers.NewSharedInformerFactoryWithOptions(h.env.Kube, 0, informers.WithNamespace(h.ns)),
 		Informers:     flotillainformers.NewSharedInformerFactoryWithOptions(h.client, 0, flotillainformers.WithNamespace(h.ns)),
 		Clock:         h.clock,
-		Recorder:      broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "advancedcronjob-test"}),
+		Recorder:      testenv.EventRecorder(t, h.env.Kube, h.ns, "advancedcronjob-test", scheme),
 		QueueOptions:  controller.DefaultQueueOptions(),
 		QueueConfig:   controller.QueueConfig{Clock: h.clock},
 	}
 	c, err := advancedcronjob.New(d)
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background().WithValues("test", t.Name())))
-	d.KubeInformers.Start(ctx.Done())
-	d.Informers.Start(ctx.Done())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := c.Run(ctx, 2); err != nil {
-			t.Errorf("controller returned: %v", err)
-		}
-	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			<-done
-			d.KubeInformers.Shutdown()
-			d.Informers.Shutdown()
-			broadcaster.Shutdown()
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return testenv.StartController(t, c, 2, d.KubeInformers, d.Informers)
 }
 
 // stepTo moves the reconciler's clock; the queue's timers due by then fire.
