@@ -83,6 +83,9 @@ type Controller struct {
 	loop       *controller.Loop[types.NamespacedName]
 	scaleExp   *expectations.Scale[types.NamespacedName]
 	rvExp      *expectations.ResourceVersion
+	// replayInitialList: dependents replayed from an informer's initial list
+	// enqueue their CloneSet (--disable-initial-list-delay; see handlers.go).
+	replayInitialList bool
 	// deletedNames: see podstodelete.go.
 	deletedNames deletedNames
 	synced       []cache.InformerSynced
@@ -137,6 +140,8 @@ func New(d Deps) (*Controller, error) {
 		queue:      controller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
 		scaleExp:   expectations.NewScale[types.NamespacedName](expOpts...),
 		rvExp:      expectations.NewResourceVersion(expOpts...),
+
+		replayInitialList: d.QueueOptions.DisableInitialDelay,
 	}
 	c.loop = controller.NewLoop(Name, c.queue, c.sync)
 	informers := []cache.SharedIndexInformer{setInf.Informer(), podInf, pvcInf, revInf}

@@ -52,9 +52,15 @@ func (c *Controller) forgetSet(obj any) {
 }
 
 // dependentHandler maps pod and PVC events to the controlling CloneSet and
-// settles expectations. Objects replayed from the initial list enqueue their
-// CloneSet with a growing delay instead of once each (reference §2.6); a live
-// create the controller is waiting for enqueues at once.
+// settles expectations.
+//
+// Objects replayed from an informer's initial list enqueue nothing: workers
+// start only once every cache has synced, and each CloneSet is enqueued by
+// its own initial-list event, so its first sync already sees all of them.
+// OpenKruise requeues the CloneSet per replayed pod with a growing delay
+// (reference §2.6), which still costs a second sync of every CloneSet at
+// start-up; here each is reconciled once. With --disable-initial-list-delay
+// they enqueue at once, one event per object, as before OpenKruise v1.3.
 func (c *Controller) dependentHandler() cache.ResourceEventHandler {
 	owner := controller.NewOwnerHandler(Kind, c.queue, c.findSets)
 	return cache.ResourceEventHandlerDetailedFuncs{
@@ -65,7 +71,10 @@ func (c *Controller) dependentHandler() cache.ResourceEventHandler {
 				}
 				c.rvExp.Observe(o)
 			}
-			owner.OnAdd(obj, isInInitialList)
+			if isInInitialList && !c.replayInitialList {
+				return
+			}
+			owner.OnAdd(obj, false)
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			if o, ok := controller.ObjectOf(newObj); ok {
