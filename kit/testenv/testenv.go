@@ -102,6 +102,13 @@ func Main(m *testing.M) {
 	os.Exit(run(m))
 }
 
+// AfterRun registers f to run once the tests have run, while the control
+// plane is still up (e.g. to write a report gathered by several tests). Call
+// it from TestMain before Main. Not called under -short.
+func AfterRun(f func()) { afterRun = append(afterRun, f) }
+
+var afterRun []func()
+
 // short is set by Main under -short: there is no control plane and Get skips the test.
 var short bool
 
@@ -139,7 +146,11 @@ func run(m *testing.M) int {
 			return 1
 		}
 		current = env
-		return m.Run()
+		code := m.Run()
+		for _, f := range afterRun {
+			f()
+		}
+		return code
 	}()
 
 	if private != nil {

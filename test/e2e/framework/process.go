@@ -87,6 +87,9 @@ func (p *Process) Running() bool {
 	}
 }
 
+// PID returns the process id (for /proc accounting).
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
 // Log returns what the process wrote so far.
 func (p *Process) Log() string {
 	b, _ := os.ReadFile(p.logPath)

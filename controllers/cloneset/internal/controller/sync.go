@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,6 +20,10 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/podutil"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
+
+// writeConcurrency bounds the parallel pod writes of one sync (refreshing
+// pods, updating them); the client's QPS/burst still applies on top.
+const writeConcurrency = 16
 
 // syncState is what one sync knows about a CloneSet. Everything in it comes
 // from informer caches and is read-only.
@@ -38,8 +43,10 @@ type syncState struct {
 	// names were not yet trimmed from podsToDelete.
 	deleted sets.Set[string]
 	// requeue is the earliest time-driven requeue any step asked for
-	// (minReadySeconds, grace periods, progress deadline); 0: none.
-	requeue time.Duration
+	// (minReadySeconds, grace periods, progress deadline); 0: none. Steps
+	// that write pods in parallel set it concurrently.
+	requeueMu sync.Mutex
+	requeue   time.Duration
 }
 
 // sync reconciles one CloneSet: gather → refresh pods → scale, or else
@@ -156,6 +163,8 @@ func (c *Controller) staleCache(st *syncState) time.Duration {
 
 // requeueAfter records a time-driven requeue, keeping the earliest.
 func (st *syncState) requeueAfter(d time.Duration) {
+	st.requeueMu.Lock()
+	defer st.requeueMu.Unlock()
 	if d > 0 && (st.requeue == 0 || d < st.requeue) {
 		st.requeue = d
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
@@ -43,12 +44,7 @@ func (c *Controller) update(ctx context.Context, st *syncState) error {
 	pods := st.updateCandidates(d.updateNum > 0)
 	pods = sortForUpdate(st, pods)
 	pods = limitUpdates(st, pods, abs(d.updateNum), d.updateMaxUnavailable)
-	for _, p := range pods {
-		if err := c.updatePod(ctx, st, p, target); err != nil {
-			return err
-		}
-	}
-	return nil
+	return controller.ForEach(pods, writeConcurrency, func(p *corev1.Pod) error { return c.updatePod(ctx, st, p, target) })
 }
 
 // updateCandidates are the pods that may be updated now: going forward, those

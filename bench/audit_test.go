@@ -1,0 +1,37 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// The audit parser counts each request once (a watch logs two stages), by
+// verb, only for the matching identity, and counts writes.
+func TestCountEvents(t *testing.T) {
+	log := strings.Join([]string{
+		`{"auditID":"a","stage":"ResponseComplete","verb":"create","userAgent":"x","user":{"username":"` + clonesetUser + `"}}`,
+		`{"auditID":"b","stage":"ResponseStarted","verb":"watch","userAgent":"x","user":{"username":"` + clonesetUser + `"}}`,
+		`{"auditID":"b","stage":"ResponseComplete","verb":"watch","userAgent":"x","user":{"username":"` + clonesetUser + `"}}`,
+		`{"auditID":"c","stage":"ResponseComplete","verb":"list","userAgent":"x","user":{"username":"` + clonesetUser + `"}}`,
+		`{"auditID":"d","stage":"ResponseComplete","verb":"update","userAgent":"x","user":{"username":"system:serviceaccount:kube-system:replicaset-controller"}}`,
+		`{"auditID":"e","stage":"ResponseComplete","verb":"create","userAgent":"flotilla-bench-raw/v1","user":{"username":"admin"}}`,
+		`not json`,
+	}, "\n")
+	byVerb, writes := countEvents(strings.NewReader(log), isCloneSet)
+	assert.Equal(t, map[string]int{"create": 1, "watch": 1, "list": 1}, byVerb)
+	assert.Equal(t, 1, writes)
+	byVerb, writes = countEvents(strings.NewReader(log), isKCM)
+	assert.Equal(t, map[string]int{"update": 1}, byVerb)
+	assert.Equal(t, 1, writes)
+	byVerb, _ = countEvents(strings.NewReader(log), isRaw)
+	assert.Equal(t, map[string]int{"create": 1}, byVerb)
+}
+
+func TestMetricValue(t *testing.T) {
+	body := "# HELP x\nworkqueue_depth{name=\"cloneset\"} 3\nworkqueue_depth{name=\"replicaset\"} 7\nworkqueue_work_duration_seconds_count{name=\"cloneset\"} 42\n"
+	assert.Equal(t, 3.0, metricValue(body, "workqueue_depth", `name="cloneset"`))
+	assert.Equal(t, 42.0, metricValue(body, "workqueue_work_duration_seconds_count", `name="cloneset"`))
+	assert.Equal(t, 0.0, metricValue(body, "workqueue_depth", `name="deployment"`))
+}

@@ -1,0 +1,273 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/test/e2e/framework"
+)
+
+const (
+	imageV1 = "registry.local/bench:v1"
+	imageV2 = "registry.local/bench:v2"
+)
+
+func template(labels map[string]string, image string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image}}},
+	}
+}
+
+func newCloneSet(name string, n int, labels map[string]string, strategy appsv1alpha1.CloneSetUpdateStrategyType) *appsv1alpha1.CloneSet {
+	return &appsv1alpha1.CloneSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1alpha1.CloneSetSpec{
+			Replicas:       ptr.To(int32(n)),
+			Selector:       &metav1.LabelSelector{MatchLabels: labels},
+			Template:       template(labels, imageV1),
+			UpdateStrategy: appsv1alpha1.CloneSetUpdateStrategy{Type: strategy, MaxUnavailable: ptr.To(intstr.FromString("20%"))},
+		},
+	}
+}
+
+func newDeployment(name string, n int, labels map[string]string) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(n)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: template(labels, imageV1),
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxUnavailable: ptr.To(intstr.FromString("20%")), MaxSurge: ptr.To(intstr.FromInt32(0)),
+			}},
+		},
+	}
+}
+
+// bench is one scenario's handle on the cluster.
+type bench struct {
+	t      *testing.T
+	env    *testenv.Env
+	client versioned.Interface
+	audit  *audit
+	s      sizes
+}
+
+func newBench(t *testing.T) *bench {
+	env := testenv.Get(t)
+	return &bench{t: t, env: env, client: versioned.NewForConfigOrDie(env.Config), audit: newAudit(env), s: size()}
+}
+
+// startCloneSetController runs the built binary under its ServiceAccount,
+// restricted to ns, with the bench's client QPS/burst.
+func (b *bench) startCloneSetController(ns string, extra ...string) *framework.Process {
+	b.t.Helper()
+	bin := framework.Binary(b.t, b.env, "cloneset")
+	framework.InstallLocalOverlay(b.t, b.env)
+	args := append([]string{
+		"--kubeconfig=" + framework.ServiceAccountKubeconfig(b.t, b.env, "cloneset"),
+		"--leader-elect=false", "--namespace=" + ns, "--log-format=console",
+		fmt.Sprintf("--rest-config-qps=%g", *flagQPS), fmt.Sprintf("--rest-config-burst=%d", *flagBurst),
+	}, extra...)
+	p := framework.Start(b.t, bin, args...)
+	testenv.Eventually(b.t, time.Minute, func() (bool, error) { return p.Status("/readyz") == 200 || !p.Running(), nil })
+	require.True(b.t, p.Running(), "cloneset-controller exited:\n%s", p.Log())
+	return p
+}
+
+func scrapeProcess(p *framework.Process) func() (string, error) {
+	return func() (string, error) {
+		resp, err := http.Get(p.MetricsURL + "/metrics")
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return string(body), err
+	}
+}
+
+// cleanup deletes the workloads (kube-controller-manager's garbage collector
+// removes their pods) and waits until the namespace has no pods, so the next
+// measurement starts on a quiet cluster.
+func (b *bench) cleanup(ns string) {
+	b.t.Helper()
+	ctx := context.Background()
+	all := metav1.ListOptions{}
+	_ = b.client.AppsV1alpha1().CloneSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)
+	_ = b.env.Kube.AppsV1().Deployments(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)
+	_ = b.env.Kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}, all)
+	waitNoPods(b.t, b.env, ns, b.s.waitBudget)
+}
+
+// Scenario 1: 0 → N Ready pods as a CloneSet (cloneset-controller), as a
+// Deployment (kube-controller-manager), and as bare pods created by a raw
+// client with the same QPS/burst — the floor set by the API server,
+// kube-scheduler and the (simulated) kubelets.
+func TestScaleUp(t *testing.T) {
+	b := newBench(t)
+	n := b.s.scaleUpPods
+	labels := map[string]string{"bench": "scaleup"}
+	// run measures one subject: prepare (not timed) returns the pid whose
+	// accounting is reported, create starts the timed part.
+	run := func(subject string, match func(string, string) bool, prepare func(ns string) int, create func(ns string)) row {
+		ns := b.env.Namespace(t)
+		w := watchPods(t, b.env, ns, "bench=scaleup")
+		pid := prepare(ns)
+		from := b.audit.mark()
+		_, cpu0, _ := procStats(pid)
+		start := time.Now()
+		create(ns)
+		done := w.waitReady(t, n, imageV1, b.s.waitBudget)
+		rss, cpu1, _ := procStats(pid)
+		reqs, writes := b.audit.count(from, match)
+		b.cleanup(ns)
+		return row{scenario: "scale-up", subject: subject, wall: done.Sub(start), requests: reqs, writes: writes, rssMiB: rss, cpuSec: cpu1 - cpu0}
+	}
+
+	cs := run("CloneSet (cloneset-controller)", isCloneSet, func(ns string) int { return b.startCloneSetController(ns).PID() }, func(ns string) {
+		_, err := b.client.AppsV1alpha1().CloneSets(ns).Create(context.Background(), newCloneSet("scaleup", n, labels, appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType), metav1.CreateOptions{})
+		mustNoErr(t, err, "create CloneSet")
+	})
+	deploy := run("Deployment (kube-controller-manager)", isKCM, func(string) int { return kcmPID(t, b.env) }, func(ns string) {
+		_, err := b.env.Kube.AppsV1().Deployments(ns).Create(context.Background(), newDeployment("scaleup", n, labels), metav1.CreateOptions{})
+		mustNoErr(t, err, "create Deployment")
+	})
+	raw := run(fmt.Sprintf("raw client (%d concurrent)", *flagConcurrency), isRaw, func(string) int { return os.Getpid() }, func(ns string) { b.createRaw(ns, n, labels) })
+
+	cs.ratio = fmt.Sprintf("%.2f× Deployment, %.2f× raw", ratio(cs.wall, deploy.wall), ratio(cs.wall, raw.wall))
+	deploy.ratio, raw.ratio = "baseline", "floor"
+	cs.note = "peak RSS / CPU: cloneset-controller process"
+	deploy.note = "peak RSS / CPU: the whole kube-controller-manager"
+	raw.note = "peak RSS / CPU: the bench process (includes its pod watch)"
+	for _, r := range []row{cs, deploy, raw} {
+		record(r)
+		t.Logf("%s: %.2f s, %s", r.subject, r.wall.Seconds(), formatRequests(r.requests))
+	}
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a.Seconds() / b.Seconds()
+}
+
+// createRaw creates n bare pods with the bench's QPS/burst and concurrency.
+func (b *bench) createRaw(ns string, n int, labels map[string]string) {
+	cfg := rest.CopyConfig(b.env.Config)
+	cfg.QPS, cfg.Burst, cfg.UserAgent = float32(*flagQPS), *flagBurst, rawUserAgent
+	kube, err := kubernetes.NewForConfig(cfg)
+	mustNoErr(b.t, err, "raw client")
+	tmpl := template(labels, imageV1)
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var errOnce sync.Once
+	var firstErr error
+	for range *flagConcurrency {
+		wg.Go(func() {
+			for i := range jobs {
+				pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+				pod.Name = fmt.Sprintf("raw-%d", i)
+				if _, err := kube.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+					errOnce.Do(func() { firstErr = err })
+				}
+			}
+		})
+	}
+	for i := range n {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	mustNoErr(b.t, firstErr, "raw create")
+}
+
+// kcmPID is the running kube-controller-manager's pid (hack/cluster's pid file).
+func kcmPID(t *testing.T, env *testenv.Env) int {
+	raw, err := os.ReadFile(filepath.Join(clusterDir(env), "run", "kube-controller-manager.pid"))
+	mustNoErr(t, err, "kube-controller-manager pid file")
+	var pid int
+	_, err = fmt.Sscan(strings.TrimSpace(string(raw)), &pid)
+	mustNoErr(t, err, "parse pid")
+	return pid
+}
+
+// restartKCM stops kube-controller-manager and starts it again with the same
+// command line, updating hack/cluster's pid file so down.sh still stops it.
+// It returns the new pid and the port serving its metrics.
+func restartKCM(t *testing.T, env *testenv.Env) (int, string) {
+	t.Helper()
+	pid := kcmPID(t, env)
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	mustNoErr(t, err, "kube-controller-manager cmdline")
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	proc, err := os.FindProcess(pid)
+	mustNoErr(t, err, "find kube-controller-manager")
+	mustNoErr(t, proc.Signal(syscall.SIGTERM), "stop kube-controller-manager")
+	testenv.Eventually(t, time.Minute, func() (bool, error) {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+		return os.IsNotExist(err), nil
+	})
+	logf, err := os.OpenFile(filepath.Join(clusterDir(env), "logs", "kube-controller-manager.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	mustNoErr(t, err, "kube-controller-manager log")
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	mustNoErr(t, cmd.Start(), "start kube-controller-manager")
+	go func() { _ = cmd.Wait(); logf.Close() }()
+	mustNoErr(t, os.WriteFile(filepath.Join(clusterDir(env), "run", "kube-controller-manager.pid"), []byte(fmt.Sprint(cmd.Process.Pid)), 0o644), "pid file")
+	port := ""
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--secure-port="); ok {
+			port = v
+		}
+	}
+	require.NotEmpty(t, port, "kube-controller-manager --secure-port")
+	return cmd.Process.Pid, port
+}
+
+// scrapeKCM reads kube-controller-manager's /metrics with the admin's client
+// certificate (its serving certificate is self-signed).
+func scrapeKCM(t *testing.T, env *testenv.Env, port string) func() (string, error) {
+	tlsCfg, err := rest.TLSConfigFor(env.Config)
+	mustNoErr(t, err, "TLS config")
+	tlsCfg = tlsCfg.Clone()
+	tlsCfg.InsecureSkipVerify, tlsCfg.RootCAs = true, nil //nolint:gosec // local self-signed kcm serving cert
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	return func() (string, error) {
+		resp, err := client.Get("https://127.0.0.1:" + port + "/metrics")
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("kube-controller-manager /metrics: %s", resp.Status)
+		}
+		body, err := io.ReadAll(resp.Body)
+		return string(body), err
+	}
+}
