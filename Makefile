@@ -12,7 +12,7 @@ CONTROLLERS := cloneset statefulset daemonset sidecarset pub probe cronjob
 PREFIX := github.com/flotilla-dev/flotilla
 GOTESTFLAGS ?= -count=1 -timeout 30m
 
-.PHONY: help build test unit-test generate verify lint run stop cluster-build cluster-up cluster-down clean
+.PHONY: help build test unit-test generate verify lint run stop bench cluster-build cluster-up cluster-down clean
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
@@ -46,6 +46,15 @@ run: cluster-up build ## local control plane + all seven controllers + a sample
 
 stop: ## stop the controllers started by `make run` (the control plane keeps running)
 	hack/run-local.sh --stop
+
+BENCH_SIZE ?= default
+BENCH_ARGS ?=
+bench: cluster-build ## scale harness at default size on a private control plane (~25 min) + Go micro-benchmarks; table in bench/results/
+	@mkdir -p bench/results
+	cd bench && go test -count=1 -timeout 60m -v . -args -bench.size=$(BENCH_SIZE) \
+	  -bench.report=$(ROOT)/bench/results/latest.md $(BENCH_ARGS) 2>&1 | grep --line-buffered -vE '^[IWE][0-9]{4} ' | tee $(ROOT)/bench/results/latest.log
+	go test -run '^$$' -bench . -benchmem $(PREFIX)/controllers/cloneset/internal/controller $(PREFIX)/kit/podutil \
+	  $(PREFIX)/kit/inplace $(PREFIX)/kit/controller | tee $(ROOT)/bench/results/micro.txt
 
 clean: stop cluster-down ## stop everything; remove build outputs and cluster state (keeps bin/cluster: slow to rebuild)
 	find $(BIN) -mindepth 1 -maxdepth 1 ! -name cluster -exec rm -rf {} +

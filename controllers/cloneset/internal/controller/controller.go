@@ -12,6 +12,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -81,6 +82,9 @@ type Controller struct {
 	recorder   record.EventRecorder
 	queue      *controller.Queue[types.NamespacedName]
 	loop       *controller.Loop[types.NamespacedName]
+	// podQueue and podLoop: new pods' first write (newpods.go).
+	podQueue *controller.Queue[types.NamespacedName]
+	podLoop  *controller.Loop[types.NamespacedName]
 	scaleExp   *expectations.Scale[types.NamespacedName]
 	rvExp      *expectations.ResourceVersion
 	// replayInitialList: dependents replayed from an informer's initial list
@@ -144,6 +148,8 @@ func New(d Deps) (*Controller, error) {
 		replayInitialList: d.QueueOptions.DisableInitialDelay,
 	}
 	c.loop = controller.NewLoop(Name, c.queue, c.sync)
+	c.podQueue = controller.NewQueue[types.NamespacedName](podQueueName, d.QueueOptions, d.QueueConfig)
+	c.podLoop = controller.NewLoop(podQueueName, c.podQueue, c.syncNewPod)
 	informers := []cache.SharedIndexInformer{setInf.Informer(), podInf, pvcInf, revInf}
 	if d.Gates.Enabled(features.PreDownloadImageForInPlaceUpdate) {
 		jobInf := d.Informers.Apps().V1alpha1().ImagePullJobs().Informer()
@@ -158,6 +164,9 @@ func New(d Deps) (*Controller, error) {
 	}
 	if err := c.addHandlers(setInf.Informer(), podInf, pvcInf); err != nil {
 		return nil, err
+	}
+	if _, err := podInf.AddEventHandler(c.newPodHandler()); err != nil {
+		return nil, fmt.Errorf("watch new pods: %w", err)
 	}
 	return c, nil
 }
@@ -192,8 +201,15 @@ func (c *Controller) PodCache() cache.Indexer { return c.pods }
 // Name implements kitapp.Controller.
 func (c *Controller) Name() string { return Name }
 
+// podWorkersPerWorker: each CloneSet worker comes with this many pod-loop
+// workers; their writes are small and independent.
+const podWorkersPerWorker = 4
+
 // Run waits for the informers (started by the shell or a test) and processes
-// CloneSets until ctx ends.
+// CloneSets, and new pods, until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	return c.loop.RunWhenSynced(ctx, workers, c.synced...)
+	errs := make(chan error, 1)
+	go func() { errs <- c.podLoop.RunWhenSynced(ctx, workers*podWorkersPerWorker, c.synced...) }()
+	err := c.loop.RunWhenSynced(ctx, workers, c.synced...)
+	return errors.Join(err, <-errs)
 }
