@@ -76,4 +76,3 @@ func becomeNormal(cs *appsv1alpha1.CloneSet, p *corev1.Pod, atUpdateRevision boo
 	}
 	return lifecycle.Decide(lc, p, req, now), nil
 }
-
