@@ -85,8 +85,8 @@ type Controller struct {
 	// podQueue and podLoop: new pods' first write (newpods.go).
 	podQueue *controller.Queue[types.NamespacedName]
 	podLoop  *controller.Loop[types.NamespacedName]
-	scaleExp   *expectations.Scale[types.NamespacedName]
-	rvExp      *expectations.ResourceVersion
+	scaleExp *expectations.Scale[types.NamespacedName]
+	rvExp    *expectations.ResourceVersion
 	// replayInitialList: dependents replayed from an informer's initial list
 	// enqueue their CloneSet (--disable-initial-list-delay; see handlers.go).
 	replayInitialList bool

@@ -103,7 +103,6 @@ func (c *Controller) syncNewPod(ctx context.Context, key types.NamespacedName) e
 	return nil
 }
 
-
 // initPod writes the conditions of the readiness gates a new pod carries
 // and, in the same pods/status write, its move from PreparingNormal to Normal
 // when that is due (the API server keeps label and annotation changes made
