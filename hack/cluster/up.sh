@@ -158,6 +158,8 @@ start kube-scheduler \
 
 # RBAC of kwok and the provisioner, FlowSchema, default StorageClass (while kcm/scheduler start).
 kc apply -f "$CLUSTER_HACK/manifests/bootstrap.yaml" > "$LOGS/bootstrap.log" 2>&1 || fail bootstrap "applying manifests/bootstrap.yaml failed"
+# Flotilla's controllers at kube-controller-manager's API priority level (deploy/extras/flowschema.yaml).
+kc apply -f "$CLUSTER_HACK/../../deploy/extras/flowschema.yaml" >> "$LOGS/bootstrap.log" 2>&1 || fail bootstrap "applying deploy/extras/flowschema.yaml failed"
 
 # --- kwok -------------------------------------------------------------------------
 # Config mode: the stages are hack/cluster/kwok/*.yaml (see README). A KwokConfiguration document

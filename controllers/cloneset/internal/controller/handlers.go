@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,10 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 )
+
+// podUpdateBatch is how long pod and PVC update events are gathered before
+// their CloneSet is synced.
+const podUpdateBatch = 100 * time.Millisecond
 
 // Kind is the owner kind of the pods, PVCs and revisions a CloneSet controls.
 var Kind = controller.OwnerKind{Group: appsv1alpha1.SchemeGroupVersion.Group, Kind: "CloneSet"}
@@ -63,6 +68,14 @@ func (c *Controller) forgetSet(obj any) {
 // they enqueue at once, one event per object, as before OpenKruise v1.3.
 func (c *Controller) dependentHandler() cache.ResourceEventHandler {
 	owner := controller.NewOwnerHandler(Kind, c.queue, c.findSets)
+	// Updates of existing pods (scheduling, kubelet status, our own writes)
+	// arrive by the thousand while a large CloneSet scales or rolls out, and
+	// every sync looks at all its pods: gather them over a short window, so
+	// a CloneSet is synced a few times per second instead of once per event.
+	// Creations and deletions (which expectations wait for) stay immediate.
+	batched := controller.OwnerHandler{Owner: Kind, FindOwners: c.findSets, Enqueue: func(key types.NamespacedName, _ bool) {
+		c.queue.AddAfter(key, podUpdateBatch)
+	}}
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, isInInitialList bool) {
 			if o, ok := controller.ObjectOf(obj); ok {
@@ -87,7 +100,7 @@ func (c *Controller) dependentHandler() cache.ResourceEventHandler {
 					}
 				}
 			}
-			owner.OnUpdate(oldObj, newObj)
+			batched.OnUpdate(oldObj, newObj)
 		},
 		DeleteFunc: func(obj any) {
 			if o, ok := controller.ObjectOf(obj); ok {
