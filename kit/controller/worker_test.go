@@ -44,6 +44,16 @@ func eventually(t *testing.T, cond func() bool, msg string) {
 	require.Eventually(t, cond, 5*time.Second, time.Millisecond, msg)
 }
 
+// waitRequeueArmed returns once a failed key's delayed requeue holds a timer
+// on clk. NumRequeues counts the failure before AddAfter reads the clock, so
+// a test that moved the clock on that signal alone could push the deadline
+// out by the step and wait forever. The queue's heartbeat ticker is the
+// other waiter.
+func waitRequeueArmed(t *testing.T, clk *testingclock.FakeClock) {
+	t.Helper()
+	eventually(t, func() bool { return clk.Waiters() >= 2 }, "requeue timer armed")
+}
+
 func startLoop(t *testing.T, l *Loop[string], workers int) (cancel func()) {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
@@ -93,6 +103,7 @@ func TestLoopErrorRequeuesWithBackoff(t *testing.T) {
 	defer stop()
 	q.Enqueue("a")
 	eventually(t, func() bool { return r.count() == 1 && q.NumRequeues("a") == 1 }, "failed once, requeue recorded")
+	waitRequeueArmed(t, clk)
 	assert.Equal(t, 0, q.Len(), "not retried before the back-off elapses")
 
 	clk.Step(999 * time.Millisecond)
@@ -115,6 +126,7 @@ func TestLoopRecoversFromPanic(t *testing.T) {
 	defer stop()
 	q.Enqueue("a")
 	eventually(t, func() bool { return r.count() == 1 && q.NumRequeues("a") == 1 }, "panic became a requeue")
+	waitRequeueArmed(t, clk)
 	clk.Step(time.Second)
 	eventually(t, func() bool { clk.Step(0); return r.count() == 2 }, "worker survived the panic and retried")
 }
