@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -42,4 +43,18 @@ func TemplatePatch(template *corev1.PodTemplateSpec) ([]byte, error) {
 		return nil, fmt.Errorf("revision: encoding revision data: %w", err)
 	}
 	return out, nil
+}
+
+// Template decodes the pod template stored in a revision's data by
+// TemplatePatch.
+func Template(rev *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, error) {
+	var data struct {
+		Spec struct {
+			Template corev1.PodTemplateSpec `json:"template"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil {
+		return nil, fmt.Errorf("decode revision %s: %w", rev.Name, err)
+	}
+	return &data.Spec.Template, nil
 }

@@ -29,28 +29,18 @@ func (c *Controller) syncRevisions(ctx context.Context, st *syncState) error {
 		return fmt.Errorf("encode template: %w", err)
 	}
 	st.collisionCount = ptrOr(cs.Status.CollisionCount, 0)
-	next := revision.NextRevisionNumber(st.revisions)
-	if eq := revision.FindEqual(st.revisions, data); len(eq) > 0 {
-		st.update = eq[len(eq)-1]
-		if st.update.Revision != st.revisions[len(st.revisions)-1].Revision {
-			if st.update, err = c.revControl.UpdateRevision(ctx, st.update, next); err != nil {
-				return fmt.Errorf("roll back to revision %s: %w", eq[len(eq)-1].Name, err)
-			}
-			c.rvExp.Expect(st.update)
-		}
-	} else {
-		rev := revision.New(cs, kindCloneSet, cs.Spec.Template.Labels, data, next, &st.collisionCount)
-		if rev.Annotations == nil {
-			rev.Annotations = map[string]string{}
-		}
-		rev.Annotations[pub.CloneSetVolumeClaimTemplateHashKey] = vctHash(cs.Spec.VolumeClaimTemplates)
-		created, err := c.revControl.Create(ctx, cs, rev, &st.collisionCount)
-		if err != nil {
-			return fmt.Errorf("create revision: %w", err)
-		}
-		st.update = created
-		st.revisions = append(st.revisions, created)
-		c.rvExp.Expect(created)
+	want := revision.New(cs, kindCloneSet, cs.Spec.Template.Labels, data, revision.NextRevisionNumber(st.revisions), &st.collisionCount)
+	if want.Annotations == nil {
+		want.Annotations = map[string]string{}
+	}
+	want.Annotations[pub.CloneSetVolumeClaimTemplateHashKey] = vctHash(cs.Spec.VolumeClaimTemplates)
+	res, err := revision.Resolve(ctx, c.revControl, cs, want, st.revisions, &st.collisionCount)
+	if err != nil {
+		return err
+	}
+	st.update, st.revisions = res.Update, res.Revisions
+	if res.Written {
+		c.rvExp.Expect(st.update)
 	}
 	for _, r := range st.revisions {
 		if r.Name == cs.Status.CurrentRevision {
@@ -61,19 +51,6 @@ func (c *Controller) syncRevisions(ctx context.Context, st *syncState) error {
 		st.current = st.update
 	}
 	return nil
-}
-
-// templateOf decodes the pod template stored in a revision's data.
-func templateOf(rev *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, error) {
-	var data struct {
-		Spec struct {
-			Template corev1.PodTemplateSpec `json:"template"`
-		} `json:"spec"`
-	}
-	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil {
-		return nil, fmt.Errorf("decode revision %s: %w", rev.Name, err)
-	}
-	return &data.Spec.Template, nil
 }
 
 // revisionByName returns the CloneSet's revision of that name (or whose

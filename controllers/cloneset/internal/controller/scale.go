@@ -18,6 +18,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
+	"github.com/flotilla-dev/flotilla/kit/revision"
 )
 
 // scale brings the number of pods to replicas (plus the surge in use). It
@@ -200,7 +201,7 @@ func (c *Controller) createPods(ctx context.Context, st *syncState, n, old int) 
 }
 
 func (c *Controller) createPod(ctx context.Context, st *syncState, id string, rev *appsv1.ControllerRevision, existingPVCs sets.Set[string]) error {
-	tmpl, err := templateOf(rev)
+	tmpl, err := revision.Template(rev)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,156 @@
+package controller
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
+)
+
+// podUpdateBatch is how long pod update events are gathered before their
+// set is synced.
+const podUpdateBatch = 100 * time.Millisecond
+
+// Kind is the owner kind of the pods and revisions a set controls.
+var Kind = controller.OwnerKind{Group: appsv1beta1.SchemeGroupVersion.Group, Kind: "StatefulSet"}
+
+func (c *Controller) addHandlers(sets, pods, claims cache.SharedIndexInformer) error {
+	if _, err := sets.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueSet,
+		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },
+		DeleteFunc: c.forgetSet,
+	}); err != nil {
+		return fmt.Errorf("watch StatefulSets: %w", err)
+	}
+	if _, err := pods.AddEventHandler(c.podHandler()); err != nil {
+		return fmt.Errorf("watch pods: %w", err)
+	}
+	if _, err := claims.AddEventHandler(c.claimHandler()); err != nil {
+		return fmt.Errorf("watch PVCs: %w", err)
+	}
+	return nil
+}
+
+func (c *Controller) enqueueSet(obj any) {
+	if key, ok := controller.KeyOf(obj); ok {
+		c.queue.Enqueue(key)
+	}
+}
+
+// forgetSet drops a deleted set's expectations; its pods go with it through
+// garbage collection.
+func (c *Controller) forgetSet(obj any) {
+	if key, ok := controller.KeyOf(obj); ok {
+		c.scaleExp.Delete(key)
+		c.queue.Enqueue(key)
+	}
+}
+
+// podHandler maps pod events to the controlling set and settles
+// expectations. Pods replayed from the informer's initial list enqueue
+// nothing: workers start once every cache has synced and each set is
+// enqueued by its own initial-list event, so its first sync sees them all.
+// Updates are gathered over a short window; creations and deletions, which
+// expectations wait for, are immediate.
+func (c *Controller) podHandler() cache.ResourceEventHandler {
+	owner := controller.NewOwnerHandler(Kind, c.queue, nil)
+	batched := controller.OwnerHandler{Owner: Kind, Enqueue: func(key types.NamespacedName, _ bool) {
+		c.queue.AddAfter(key, podUpdateBatch)
+	}}
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, isInInitialList bool) {
+			if o, ok := controller.ObjectOf(obj); ok {
+				if key, ok := Kind.ControllerKey(o); ok {
+					c.scaleExp.Observe(key, expectations.Create, o.GetName())
+				}
+				c.rvExp.Observe(o)
+			}
+			if !isInInitialList {
+				owner.OnAdd(obj, false)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			if o, ok := controller.ObjectOf(newObj); ok {
+				c.rvExp.Observe(o)
+				if o.GetDeletionTimestamp() != nil {
+					// A pod we deleted that waits for its finalizers is as
+					// good as gone for the expectation.
+					if key, ok := Kind.ControllerKey(o); ok {
+						c.scaleExp.Observe(key, expectations.Delete, o.GetName())
+					}
+				}
+			}
+			batched.OnUpdate(oldObj, newObj)
+		},
+		DeleteFunc: func(obj any) {
+			if o, ok := controller.ObjectOf(obj); ok {
+				if key, ok := Kind.ControllerKey(o); ok {
+					c.scaleExp.Observe(key, expectations.Delete, o.GetName())
+				}
+				c.rvExp.Delete(o.GetUID())
+			}
+			owner.OnDelete(obj)
+		},
+	}
+}
+
+// claimHandler settles claim expectations and wakes the set whose pod
+// waits for a claim: the set named by the claim's owner reference, or, for
+// a retained claim, the sets in its namespace whose claim name pattern it
+// fits.
+func (c *Controller) claimHandler() cache.ResourceEventHandler {
+	wake := func(obj any, created bool) {
+		pvc, ok := obj.(*corev1.PersistentVolumeClaim)
+		if !ok {
+			tomb, isTomb := obj.(cache.DeletedFinalStateUnknown)
+			if !isTomb {
+				return
+			}
+			if pvc, ok = tomb.Obj.(*corev1.PersistentVolumeClaim); !ok {
+				return
+			}
+		}
+		for _, key := range c.setsOfClaim(pvc) {
+			if created {
+				c.scaleExp.Observe(key, expectations.Create, pvc.Name)
+			}
+			c.queue.AddAfter(key, podUpdateBatch)
+		}
+	}
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, isInInitialList bool) {
+			if !isInInitialList {
+				wake(obj, true)
+			}
+		},
+		UpdateFunc: func(_, obj any) { wake(obj, false) },
+		DeleteFunc: func(obj any) { wake(obj, false) },
+	}
+}
+
+// setsOfClaim returns the sets a claim may belong to: those whose
+// volumeClaimTemplates and name produce the claim's name prefix.
+func (c *Controller) setsOfClaim(pvc *corev1.PersistentVolumeClaim) []types.NamespacedName {
+	sets, err := c.sets.StatefulSets(pvc.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []types.NamespacedName
+	for _, set := range sets {
+		for _, vct := range set.Spec.VolumeClaimTemplates {
+			if _, ok := ordinalOf(vct.Name+"-"+set.Name, pvc.Name); ok {
+				out = append(out, types.NamespacedName{Namespace: set.Namespace, Name: set.Name})
+				break
+			}
+		}
+	}
+	return out
+}

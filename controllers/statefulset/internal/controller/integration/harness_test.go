@@ -1,0 +1,331 @@
+// Package integration runs the real Advanced StatefulSet reconciler
+// in-process against the local control plane (kit/testenv: kube-apiserver,
+// kube-scheduler, kube-controller-manager, kwok nodes and kubelets), one
+// namespace per test, and asserts what a user sees: pods, claims, revisions
+// and status.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
+	flotillascheme "github.com/flotilla-dev/flotilla/client/clientset/versioned/scheme"
+	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
+	"github.com/flotilla-dev/flotilla/controllers/statefulset/internal/controller"
+	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// waitTimeout bounds every poll: pods need the scheduler and kwok.
+const waitTimeout = 90 * time.Second
+
+// Images the tests roll between; kwok never pulls them.
+const (
+	imageV1 = "registry.local/db:v1"
+	imageV2 = "registry.local/db:v2"
+)
+
+type harness struct {
+	t      *testing.T
+	env    *testenv.Env
+	ns     string
+	client versioned.Interface
+	gates  map[featuregate.Feature]bool
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	t.Parallel()
+	env := testenv.Get(t)
+	return &harness{t: t, env: env, ns: env.Namespace(t), client: versioned.NewForConfigOrDie(env.Config), gates: map[featuregate.Feature]bool{}}
+}
+
+// startController runs the reconciler over informers limited to the test's
+// namespace; the returned function stops it and waits until it has (also
+// done at cleanup).
+func (h *harness) startController() (stop func()) {
+	t := h.t
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, flotillascheme.AddToScheme(scheme))
+	gate := features.MustNewGate(features.StatefulSetAutoDeletePVC, features.StatefulSetStartOrdinal, features.PodIndexLabel, features.InPlaceUpdateEnvFromMetadata)
+	for g, v := range h.gates {
+		require.NoError(t, gate.SetFromMap(map[string]bool{string(g): v}))
+	}
+	d := controller.Deps{
+		Kube:          h.env.Kube,
+		Client:        h.client,
+		KubeInformers: informers.NewSharedInformerFactoryWithOptions(h.env.Kube, 0, informers.WithNamespace(h.ns), informers.WithTransform(kitcontroller.StripManagedFields)),
+		Informers:     flotillainformers.NewSharedInformerFactoryWithOptions(h.client, 0, flotillainformers.WithNamespace(h.ns)),
+		Namespace:     h.ns,
+		Gates:         gate,
+		Clock:         clock.RealClock{},
+		Recorder:      testenv.EventRecorder(t, h.env.Kube, h.ns, "statefulset-test", scheme),
+		QueueOptions:  kitcontroller.DefaultQueueOptions(),
+	}
+	c, err := controller.New(d)
+	require.NoError(t, err)
+	return testenv.StartController(t, c, 2, d.KubeInformers, d.Informers)
+}
+
+// newSet builds a StatefulSet of replicas pods running imageV1 in one
+// container "main"; mutate adjusts it.
+func newSet(name string, replicas int32, mutate ...func(*appsv1beta1.StatefulSet)) *appsv1beta1.StatefulSet {
+	set := &appsv1beta1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1beta1.StatefulSetSpec{
+			Replicas:    ptr.To(replicas),
+			ServiceName: name,
+			Selector:    &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+				Spec: corev1.PodSpec{
+					Containers:  []corev1.Container{{Name: "main", Image: imageV1}},
+					Tolerations: []corev1.Toleration{testenv.TestNodeToleration()},
+				},
+			},
+		},
+	}
+	for _, m := range mutate {
+		m(set)
+	}
+	return set
+}
+
+func parallel(set *appsv1beta1.StatefulSet) {
+	set.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+}
+
+// withClaim adds volumeClaimTemplate "data" mounted by the container.
+func withClaim(set *appsv1beta1.StatefulSet) {
+	set.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
+		ObjectMeta: metav1.ObjectMeta{Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
+		},
+	}}
+	c := &set.Spec.Template.Spec.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "data", MountPath: "/data"})
+}
+
+func rolling(mutate func(*appsv1beta1.RollingUpdateStatefulSetStrategy)) func(*appsv1beta1.StatefulSet) {
+	return func(set *appsv1beta1.StatefulSet) {
+		if set.Spec.UpdateStrategy.RollingUpdate == nil {
+			set.Spec.UpdateStrategy.RollingUpdate = &appsv1beta1.RollingUpdateStatefulSetStrategy{}
+		}
+		mutate(set.Spec.UpdateStrategy.RollingUpdate)
+	}
+}
+
+func (h *harness) create(set *appsv1beta1.StatefulSet) *appsv1beta1.StatefulSet {
+	h.t.Helper()
+	out, err := h.client.AppsV1beta1().StatefulSets(h.ns).Create(context.Background(), set, metav1.CreateOptions{})
+	require.NoError(h.t, err)
+	return out
+}
+
+func (h *harness) get(name string) *appsv1beta1.StatefulSet {
+	h.t.Helper()
+	set, err := h.client.AppsV1beta1().StatefulSets(h.ns).Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(h.t, err)
+	return set
+}
+
+// modify changes the set's spec (retrying on conflict).
+func (h *harness) modify(name string, mutate func(*appsv1beta1.StatefulSet)) {
+	h.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		set, err := h.client.AppsV1beta1().StatefulSets(h.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(set)
+		_, err = h.client.AppsV1beta1().StatefulSets(h.ns).Update(context.Background(), set, metav1.UpdateOptions{})
+		return err
+	})
+	require.NoError(h.t, err)
+}
+
+func setImage(image string) func(*appsv1beta1.StatefulSet) {
+	return func(set *appsv1beta1.StatefulSet) { set.Spec.Template.Spec.Containers[0].Image = image }
+}
+
+// pods returns the set's live (not terminating) pods, by ordinal.
+func (h *harness) pods(name string) []corev1.Pod {
+	h.t.Helper()
+	list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + name})
+	require.NoError(h.t, err)
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return ordinal(out[i].Name) < ordinal(out[j].Name) })
+	return out
+}
+
+func ordinal(name string) int {
+	var n int
+	fmt.Sscanf(name[strings.LastIndex(name, "-")+1:], "%d", &n)
+	return n
+}
+
+// waitPods polls until cond holds for the set's live pods.
+func (h *harness) waitPods(name, what string, cond func([]corev1.Pod) bool) []corev1.Pod {
+	h.t.Helper()
+	var pods []corev1.Pod
+	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+		pods = h.pods(name)
+		if cond(pods) {
+			return true, nil
+		}
+		return false, fmt.Errorf("pods of %s: %s (last: %s)", name, what, describe(pods))
+	})
+	return pods
+}
+
+// waitStatus polls until cond holds for the set's observed status.
+func (h *harness) waitStatus(name, what string, cond func(appsv1beta1.StatefulSetStatus) bool) *appsv1beta1.StatefulSet {
+	h.t.Helper()
+	var set *appsv1beta1.StatefulSet
+	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+		set = h.get(name)
+		if set.Status.ObservedGeneration == set.Generation && cond(set.Status) {
+			return true, nil
+		}
+		return false, fmt.Errorf("status of %s: %s (last: %+v)", name, what, set.Status)
+	})
+	return set
+}
+
+// describe prints pods compactly for failure messages.
+func describe(pods []corev1.Pod) string {
+	var b strings.Builder
+	for _, p := range pods {
+		fmt.Fprintf(&b, "\n  %s phase=%s ready=%v rev=%s state=%s image=%s", p.Name, p.Status.Phase, podReady(&p),
+			p.Labels[pub.ControllerRevisionHashLabelKey], p.Labels[pub.LifecycleStateKey], p.Spec.Containers[0].Image)
+	}
+	return b.String()
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// readyNames: exactly these pods, all Running and Ready.
+func readyNames(want ...string) func([]corev1.Pod) bool {
+	return func(pods []corev1.Pod) bool {
+		if !equalStrings(names(pods), want) {
+			return false
+		}
+		for i := range pods {
+			if pods[i].Status.Phase != corev1.PodRunning || !podReady(&pods[i]) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	return strings.Join(a, ",") == strings.Join(b, ",")
+}
+
+// settled: status shows n ready, updated replicas and a completed rollout.
+func settled(n int32) func(appsv1beta1.StatefulSetStatus) bool {
+	return func(s appsv1beta1.StatefulSetStatus) bool {
+		return s.Replicas == n && s.ReadyReplicas == n && s.AvailableReplicas == n && s.UpdatedReplicas == n &&
+			s.CurrentReplicas == n && s.CurrentRevision == s.UpdateRevision
+	}
+}
+
+func names(pods []corev1.Pod) []string {
+	out := make([]string, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+func uids(pods []corev1.Pod) map[string]types.UID {
+	out := map[string]types.UID{}
+	for _, p := range pods {
+		out[p.Name] = p.UID
+	}
+	return out
+}
+
+// events returns the events about the set.
+func (h *harness) events(name string) []corev1.Event {
+	h.t.Helper()
+	list, err := h.env.Kube.CoreV1().Events(h.ns).List(context.Background(), metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name).String(),
+	})
+	require.NoError(h.t, err)
+	return list.Items
+}
+
+// patchPod applies a merge patch to a pod.
+func (h *harness) patchPod(name, patch string) {
+	h.t.Helper()
+	_, err := h.env.Kube.CoreV1().Pods(h.ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	require.NoError(h.t, err)
+}
+
+// claim returns the named PVC, or nil if it does not exist.
+func (h *harness) claim(name string) *corev1.PersistentVolumeClaim {
+	h.t.Helper()
+	pvc, err := h.env.Kube.CoreV1().PersistentVolumeClaims(h.ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return pvc
+}
+
+// watchFromNow watches the set's pods from now on: unlike a plain watch it
+// replays no ADDED events for the pods that already exist.
+func (h *harness) watchFromNow(name string) watch.Interface {
+	h.t.Helper()
+	opts := metav1.ListOptions{LabelSelector: "app=" + name}
+	list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), opts)
+	require.NoError(h.t, err)
+	opts.ResourceVersion = list.ResourceVersion
+	w, err := h.env.Kube.CoreV1().Pods(h.ns).Watch(context.Background(), opts)
+	require.NoError(h.t, err)
+	h.t.Cleanup(w.Stop)
+	return w
+}

@@ -1,0 +1,383 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
+	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/lifecycle"
+	"github.com/flotilla-dev/flotilla/kit/podutil"
+	"github.com/flotilla-dev/flotilla/kit/revision"
+)
+
+// scaleInput is what the scale decision looks at: the replica slots and
+// every pod of the set by ordinal (terminating ones included).
+type scaleInput struct {
+	slots []int
+	pods  map[int]*corev1.Pod
+	// monotonic: podManagementPolicy OrderedReady.
+	monotonic bool
+	// maxUnavailable limits, with Parallel, how many slots may be
+	// unavailable while pods are created (scaleStrategy.maxUnavailable);
+	// 0: no limit.
+	maxUnavailable  int
+	minReadySeconds int32
+	now             time.Time
+}
+
+// scalePlan is what one sync does to the replica slots.
+type scalePlan struct {
+	// create are the ordinals whose pod is created now, ascending.
+	create []int
+	// recreate are failed or succeeded pods in a slot: deleted now, created
+	// again by a later sync.
+	recreate []*corev1.Pod
+	// condemn are pods outside the slots, deleted now, highest ordinal first.
+	condemn []*corev1.Pod
+	// waitingFor names the pod an OrderedReady set waits for; "" if none.
+	waitingFor string
+}
+
+func (p scalePlan) empty() bool {
+	return len(p.create) == 0 && len(p.recreate) == 0 && len(p.condemn) == 0
+}
+
+// planScale walks the slots in ordinal order as the upstream controller
+// does. OrderedReady creates or deletes one pod per sync and stops at the
+// first pod that is missing, terminating, not Running and Ready, or not yet
+// available for minReadySeconds; condemned pods go only once every slot is
+// healthy, highest ordinal first, one at a time. Parallel acts on every
+// slot at once, within scaleStrategy.maxUnavailable for creations.
+func planScale(in scaleInput) scalePlan {
+	var plan scalePlan
+	healthy := func(p *corev1.Pod) bool {
+		return p.DeletionTimestamp == nil && podutil.IsRunningAndReady(p) && podutil.IsAvailable(p, in.minReadySeconds, in.now)
+	}
+	budget := in.maxUnavailable
+	if budget > 0 {
+		for _, o := range in.slots {
+			if p := in.pods[o]; p != nil && !healthy(p) {
+				budget--
+			}
+		}
+	}
+	for _, o := range in.slots {
+		p := in.pods[o]
+		switch {
+		case p == nil:
+			if in.maxUnavailable > 0 {
+				if budget <= 0 {
+					continue
+				}
+				budget--
+			}
+			plan.create = append(plan.create, o)
+			if in.monotonic {
+				return plan
+			}
+		case p.DeletionTimestamp == nil && (p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded):
+			plan.recreate = append(plan.recreate, p)
+			if in.monotonic {
+				return plan
+			}
+		case in.monotonic && !healthy(p):
+			plan.waitingFor = p.Name
+			return plan
+		}
+	}
+	condemned := condemnedPods(in.slots, in.pods)
+	if !in.monotonic {
+		for _, p := range condemned {
+			if p.DeletionTimestamp == nil {
+				plan.condemn = append(plan.condemn, p)
+			}
+		}
+		return plan
+	}
+	if len(condemned) == 0 {
+		return plan
+	}
+	// OrderedReady: the highest condemned ordinal goes first, and only when
+	// no other condemned pod is unhealthy (a terminating one is waited for).
+	target := condemned[0]
+	for _, p := range condemned[1:] {
+		if !healthy(p) {
+			plan.waitingFor = p.Name
+			return plan
+		}
+	}
+	if target.DeletionTimestamp != nil {
+		plan.waitingFor = target.Name
+		return plan
+	}
+	plan.condemn = append(plan.condemn, target)
+	return plan
+}
+
+// condemnedPods are the pods whose ordinal is not a slot, highest first.
+func condemnedPods(slots []int, pods map[int]*corev1.Pod) []*corev1.Pod {
+	inSlot := make(map[int]bool, len(slots))
+	for _, o := range slots {
+		inSlot[o] = true
+	}
+	var out []int
+	for o := range pods {
+		if !inSlot[o] {
+			out = append(out, o)
+		}
+	}
+	slices.Sort(out)
+	slices.Reverse(out)
+	res := make([]*corev1.Pod, 0, len(out))
+	for _, o := range out {
+		res = append(res, pods[o])
+	}
+	return res
+}
+
+// scale creates missing pods (claims first), deletes failed ones so they
+// are created again, and deletes condemned pods (through the preDelete
+// hook), as planScale decides. It also keeps every claim's ownerReferences
+// as the retention policy wants them. It returns true when it acted.
+func (c *Controller) scale(ctx context.Context, st *syncState) (bool, error) {
+	plan := planScale(scaleInput{
+		slots:           st.slots,
+		pods:            st.pods,
+		monotonic:       st.set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement,
+		maxUnavailable:  scaleMaxUnavailable(st.set, len(st.slots)),
+		minReadySeconds: st.minReadySeconds,
+		now:             st.now,
+	})
+	if plan.waitingFor != "" {
+		klog.FromContext(ctx).V(4).Info("Waiting for pod to be healthy", "pod", plan.waitingFor)
+		st.requeueAfter(availableIn(st.pods, plan.waitingFor, st.minReadySeconds, st.now))
+	}
+	if err := c.syncClaimOwners(ctx, st); err != nil {
+		return false, err
+	}
+	revs := c.revisionsForNewPods(st, plan.create)
+	err := controller.ForEach(plan.create, writeConcurrency, func(o int) error { return c.createPod(ctx, st, o, revs[o]) })
+	for _, p := range plan.recreate {
+		err = errors.Join(err, c.deletePod(ctx, st, p, "recreate failed pod"))
+	}
+	for _, p := range plan.condemn {
+		_, delErr := c.deleteWithHook(ctx, st, p)
+		err = errors.Join(err, delErr)
+	}
+	return !plan.empty(), err
+}
+
+// scaleMaxUnavailable is scaleStrategy.maxUnavailable (Parallel only),
+// rounded down with a minimum of 1; 0 when unset.
+func scaleMaxUnavailable(set *appsv1beta1.StatefulSet, replicas int) int {
+	ss := set.Spec.ScaleStrategy
+	if ss == nil || ss.MaxUnavailable == nil || set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		return 0
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(ss.MaxUnavailable, replicas, false)
+	if err != nil {
+		return 0
+	}
+	return max(n, 1)
+}
+
+// availableIn is how long until a Ready pod has been Ready for
+// minReadySeconds; 0 when that is not what it waits for.
+func availableIn(pods map[int]*corev1.Pod, name string, minReadySeconds int32, now time.Time) time.Duration {
+	for _, p := range pods {
+		if p.Name != name || !podutil.IsRunningAndReady(p) {
+			continue
+		}
+		if since, ok := podutil.ReadySince(p); ok {
+			return since.Add(time.Duration(minReadySeconds)*time.Second).Sub(now) + 100*time.Millisecond
+		}
+	}
+	return 0
+}
+
+// revisionsForNewPods picks the revision of each pod to create: the current
+// revision for slots below the partition under RollingUpdate (with
+// unorderedUpdate: while fewer than partition pods run it), the update
+// revision otherwise.
+func (c *Controller) revisionsForNewPods(st *syncState, ordinals []int) map[int]*appsv1.ControllerRevision {
+	out := make(map[int]*appsv1.ControllerRevision, len(ordinals))
+	us := st.set.Spec.UpdateStrategy
+	partition := 0
+	if us.Type != appsv1.OnDeleteStatefulSetStrategyType && us.RollingUpdate != nil {
+		partition = int(ptrOr(us.RollingUpdate.Partition, 0))
+	}
+	unordered := us.RollingUpdate != nil && us.RollingUpdate.UnorderedUpdate != nil && st.set.Spec.PodManagementPolicy == appsv1.ParallelPodManagement
+	atCurrent := 0
+	for _, p := range st.slotPods() {
+		if !st.isUpdated(p) {
+			atCurrent++
+		}
+	}
+	for _, o := range ordinals {
+		out[o] = st.update
+		switch {
+		case unordered && atCurrent < partition:
+			out[o] = st.current
+			atCurrent++
+		case !unordered && slices.Index(st.slots, o) < partition:
+			out[o] = st.current
+		}
+	}
+	return out
+}
+
+// createPod creates the claims the ordinal lacks, then its pod. A claim
+// still owned by an earlier pod of the ordinal is about to be garbage
+// collected: the pod waits for it to go.
+func (c *Controller) createPod(ctx context.Context, st *syncState, ordinal int, rev *appsv1.ControllerRevision) error {
+	tmpl, err := revision.Template(rev)
+	if err != nil {
+		return err
+	}
+	pod := newPod(st.set, rev, tmpl, ordinal, c.gates.Enabled(features.PodIndexLabel))
+	r := retentionOf(st.set, c.gates.Enabled(features.StatefulSetAutoDeletePVC))
+	for _, claim := range newClaims(st.set, ordinal) {
+		existing, err := c.claim(st.set.Namespace, claim.Name)
+		if err != nil {
+			return err
+		}
+		if existing != nil {
+			if staleClaim(existing, pod.Name, nil) {
+				klog.FromContext(ctx).V(2).Info("Waiting for the claim of a deleted pod to be garbage collected", "claim", klog.KObj(existing))
+				st.requeueAfter(time.Second)
+				return nil
+			}
+			continue
+		}
+		claim.OwnerReferences, _ = claimOwners(nil, st.set, nil, false, r)
+		c.scaleExp.Expect(st.key, expectations.Create, claim.Name)
+		if _, err := c.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+			c.scaleExp.Observe(st.key, expectations.Create, claim.Name)
+			if !apierrors.IsAlreadyExists(err) {
+				c.recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedCreate", "create Claim %s for Pod %s in StatefulSet %s failed error: %v", claim.Name, pod.Name, st.set.Name, err)
+				return fmt.Errorf("create claim %s: %w", claim.Name, err)
+			}
+		}
+	}
+	c.scaleExp.Expect(st.key, expectations.Create, pod.Name)
+	if _, err := c.kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		c.scaleExp.Observe(st.key, expectations.Create, pod.Name)
+		if apierrors.IsAlreadyExists(err) {
+			return nil // a namesake not yet in the cache (or not ours): the next sync sees it
+		}
+		c.recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedCreate", "create Pod %s in StatefulSet %s failed error: %v", pod.Name, st.set.Name, err)
+		return fmt.Errorf("create pod %s: %w", pod.Name, err)
+	}
+	c.recorder.Eventf(st.set, corev1.EventTypeNormal, "SuccessfulCreate", "create Pod %s in StatefulSet %s successful", pod.Name, st.set.Name)
+	return nil
+}
+
+// claim returns the cached claim of that name, or nil.
+func (c *Controller) claim(namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+	obj, exists, err := c.claims.GetByKey(namespace + "/" + name)
+	if err != nil || !exists {
+		return nil, err
+	}
+	return obj.(*corev1.PersistentVolumeClaim), nil
+}
+
+// syncClaimOwners gives the claims of every pod their ownerReferences under
+// the retention policy, before any condemned pod is deleted.
+func (c *Controller) syncClaimOwners(ctx context.Context, st *syncState) error {
+	if len(st.set.Spec.VolumeClaimTemplates) == 0 {
+		return nil
+	}
+	r := retentionOf(st.set, c.gates.Enabled(features.StatefulSetAutoDeletePVC))
+	inSlot := sets.New(st.slots...)
+	for o, p := range st.pods {
+		for _, vct := range st.set.Spec.VolumeClaimTemplates {
+			claim, err := c.claim(st.set.Namespace, claimName(vct.Name, st.set.Name, o))
+			if err != nil || claim == nil || claim.DeletionTimestamp != nil {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			refs, changed := claimOwners(claim.OwnerReferences, st.set, p, !inSlot.Has(o), r)
+			if !changed {
+				continue
+			}
+			patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": refs, "uid": claim.UID}})
+			if err != nil {
+				return err
+			}
+			if _, err := c.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				return fmt.Errorf("update owners of claim %s: %w", claim.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// deleteWithHook deletes a pod, or moves it into PreparingDelete while a
+// preDelete hook holds it. It returns true when it wrote something.
+func (c *Controller) deleteWithHook(ctx context.Context, st *syncState, p *corev1.Pod) (bool, error) {
+	dec := lifecycle.Decide(st.set.Spec.Lifecycle, p, lifecycle.Request{Op: lifecycle.OpDelete}, st.now)
+	switch dec.Action {
+	case lifecycle.ActionPatch:
+		if err := c.writeLifecycle(ctx, p, dec.Patch); err != nil {
+			return false, err
+		}
+		if dec.Patch.State == pub.LifecycleStatePreparingDelete {
+			c.recorder.Eventf(st.set, corev1.EventTypeNormal, "SuccessfulPreparingDelete", "succeed to update pod %s lifecycle to PreparingDelete", p.Name)
+		}
+		return true, nil
+	case lifecycle.ActionProceed:
+		return true, c.deletePod(ctx, st, p, "")
+	default:
+		return false, nil
+	}
+}
+
+func (c *Controller) deletePod(ctx context.Context, st *syncState, p *corev1.Pod, why string) error {
+	c.scaleExp.Expect(st.key, expectations.Delete, p.Name)
+	uid := p.UID
+	err := c.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		c.scaleExp.Observe(st.key, expectations.Delete, p.Name)
+		c.recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedDelete", "delete Pod %s in StatefulSet %s failed error: %v", p.Name, st.set.Name, err)
+		return fmt.Errorf("delete pod %s: %w", p.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Deleted pod", "pod", klog.KObj(p), "reason", why)
+	c.recorder.Eventf(st.set, corev1.EventTypeNormal, "SuccessfulDelete", "delete Pod %s in StatefulSet %s successful", p.Name, st.set.Name)
+	return nil
+}
+
+func (c *Controller) writeLifecycle(ctx context.Context, p *corev1.Pod, patch lifecycle.Patch) error {
+	out, err := c.lifecycle.Patch(ctx, p, patch)
+	if err != nil {
+		return fmt.Errorf("update lifecycle of pod %s: %w", p.Name, err)
+	}
+	if out != nil {
+		c.rvExp.Expect(out)
+	}
+	return nil
+}
+
+func isControlledBy(o metav1.Object, set *appsv1beta1.StatefulSet) bool {
+	ref := metav1.GetControllerOfNoCopy(o)
+	return ref != nil && ref.UID == set.UID
+}

@@ -1,0 +1,246 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/klog/v2"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/inplace"
+	"github.com/flotilla-dev/flotilla/kit/lifecycle"
+	"github.com/flotilla-dev/flotilla/kit/podreadiness"
+	"github.com/flotilla-dev/flotilla/kit/podutil"
+)
+
+// errInPlaceOnly is permanent until the user changes the template or the
+// policy: reported (Warning event, FailedUpdatePod condition), not retried.
+var errInPlaceOnly = errors.New("podUpdatePolicy InPlaceOnly: the template change cannot be applied in place")
+
+// rollOut moves pods to the update revision within the partition and
+// maxUnavailable (planUpdate): in place where podUpdatePolicy, the pod's
+// InPlaceUpdateReady gate and the template change allow, otherwise by
+// deleting the pod (through the preDelete hook) for scale to create it again.
+func (c *Controller) rollOut(ctx context.Context, st *syncState) error {
+	us := st.set.Spec.UpdateStrategy
+	ru := us.RollingUpdate
+	switch {
+	case us.Type == appsv1.OnDeleteStatefulSetStrategyType:
+		// Only specified-delete pods: every slot is "below the partition".
+		ru = &appsv1beta1.RollingUpdateStatefulSetStrategy{Partition: ptrTo(int32(len(st.slots)))}
+	case ru == nil:
+		ru = &appsv1beta1.RollingUpdateStatefulSetStrategy{}
+	case ru.Paused:
+		return nil
+	}
+	in := updateInput{
+		slots:          st.slots,
+		pods:           st.pods,
+		partition:      int(ptrOr(ru.Partition, 0)),
+		maxUnavailable: updateMaxUnavailable(ru, len(st.slots)),
+		isUpdated:      st.isUpdated,
+		available:      func(p *corev1.Pod) bool { return st.available(p) },
+	}
+	if ru.UnorderedUpdate != nil && st.set.Spec.PodManagementPolicy == appsv1.ParallelPodManagement {
+		in.unordered = ru.UnorderedUpdate.PriorityStrategy
+	}
+	targets := planUpdate(in)
+	return controller.ForEach(targets, writeConcurrency, func(p *corev1.Pod) error { return c.updatePod(ctx, st, p) })
+}
+
+// updateMaxUnavailable is rollingUpdate.maxUnavailable rounded down, at
+// least 1 (default 1).
+func updateMaxUnavailable(ru *appsv1beta1.RollingUpdateStatefulSetStrategy, replicas int) int {
+	if ru.MaxUnavailable == nil {
+		return 1
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, replicas, false)
+	if err != nil {
+		return 1
+	}
+	return max(n, 1)
+}
+
+// available: Running and Ready for minReadySeconds, not terminating,
+// lifecycle Normal, and no in-place update pending.
+func (st *syncState) available(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || !podutil.IsRunningAndReady(p) || !podutil.IsAvailable(p, st.minReadySeconds, st.now) {
+		return false
+	}
+	if s := lifecycle.State(p); s != "" && s != pub.LifecycleStateNormal {
+		return false
+	}
+	if _, grace := pub.GetInPlaceUpdateGrace(p); grace {
+		return false
+	}
+	state, err := inplace.DecodeState(p)
+	return err == nil && (state == nil || inplace.UpdateCompleted(p, state))
+}
+
+// updatePod deletes a specified-delete pod, or moves one pod to the update
+// revision: in place when allowed and possible, otherwise by recreation.
+func (c *Controller) updatePod(ctx context.Context, st *syncState, p *corev1.Pod) error {
+	if podutil.IsSpecifiedDelete(p) {
+		_, err := c.deleteWithHook(ctx, st, p)
+		return err
+	}
+	policy := appsv1beta1.RecreatePodUpdateStrategyType
+	if ru := st.set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.PodUpdatePolicy != "" {
+		policy = ru.PodUpdatePolicy
+	}
+	if policy != appsv1beta1.RecreatePodUpdateStrategyType {
+		if spec, ok := c.inPlaceSpec(st, p); ok {
+			return c.updateInPlace(ctx, st, p, spec)
+		}
+		if policy == appsv1beta1.InPlaceOnlyPodUpdateStrategyType {
+			c.recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedUpdatePodInPlace",
+				"podUpdatePolicy is InPlaceOnly but pod %s cannot be updated to %s in place (the template needs readiness gate InPlaceUpdateReady, and only container images and template labels/annotations may change)", p.Name, st.update.Name)
+			return fmt.Errorf("pod %s: %w", p.Name, errInPlaceOnly)
+		}
+	}
+	_, err := c.deleteWithHook(ctx, st, p)
+	return err
+}
+
+// inPlaceSpec is the in-place change from the pod's revision to the update
+// revision, and whether there is one. As in OpenKruise, only pods carrying
+// the InPlaceUpdateReady readiness gate (from the template) qualify.
+func (c *Controller) inPlaceSpec(st *syncState, p *corev1.Pod) (inplace.Spec, bool) {
+	if !inplace.HasReadinessGate(p) {
+		return inplace.Spec{}, false
+	}
+	var from *appsv1.ControllerRevision
+	for _, r := range st.revisions {
+		if r.Name == p.Labels[pub.ControllerRevisionHashLabelKey] {
+			from = r
+		}
+	}
+	if from == nil {
+		return inplace.Spec{}, false
+	}
+	spec, ok := inplace.Diff(from.Data.Raw, st.update.Data.Raw)
+	if ok && !c.gates.Enabled(features.InPlaceUpdateEnvFromMetadata) {
+		spec = spec.WithoutEnvFromMetadata()
+	}
+	return spec, ok
+}
+
+func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1.Pod, spec inplace.Spec) error {
+	dec := lifecycle.Decide(st.set.Spec.Lifecycle, p, lifecycle.Request{Op: lifecycle.OpInPlaceUpdate}, st.now)
+	switch dec.Action {
+	case lifecycle.ActionPatch:
+		return c.writeLifecycle(ctx, p, dec.Patch)
+	case lifecycle.ActionRefuse:
+		return fmt.Errorf("in-place update pod %s: %s", p.Name, dec.Reason)
+	case lifecycle.ActionProceed:
+	default:
+		return nil
+	}
+	var grace int32
+	if ru := st.set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.InPlaceUpdateStrategy != nil {
+		grace = ru.InPlaceUpdateStrategy.GracePeriodSeconds
+	}
+	out, err := c.inplace.Update(ctx, p, inplace.UpdateRequest{
+		Revision:           st.update.Name,
+		Spec:               spec,
+		Labels:             map[string]string{pub.ControllerRevisionHashLabelKey: st.update.Name},
+		Mutate:             dec.Patch.ApplyMetadata,
+		GracePeriodSeconds: grace,
+	})
+	if err != nil {
+		c.recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "failed to update pod %s in-place: %v", p.Name, err)
+		return err
+	}
+	c.rvExp.Expect(out)
+	c.recorder.Eventf(st.set, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "successfully update pod %s in-place(revision %s)", p.Name, st.update.Name)
+	if grace > 0 {
+		st.requeueAfter(time.Duration(grace) * time.Second)
+	}
+	return nil
+}
+
+// gatedConditions are the readiness gates whose conditions this controller
+// owns: KruisePodReady, which it injects, and InPlaceUpdateReady, which the
+// template carries for in-place updates.
+var gatedConditions = []corev1.PodConditionType{pub.InPlaceUpdateReady, pub.KruisePodReadyConditionType}
+
+// refreshPods advances every pod that has something pending, independent of
+// scaling or updating: the first True conditions of its readiness gates
+// once scheduled, the grace periods and container batches of in-place
+// updates, and the lifecycle towards Normal. It returns true when it wrote
+// anything; the next steps then wait for the cache to show it.
+func (c *Controller) refreshPods(ctx context.Context, st *syncState) (bool, error) {
+	var wrote atomic.Bool
+	pods := make([]*corev1.Pod, 0, len(st.pods))
+	for _, p := range st.pods {
+		if p.DeletionTimestamp == nil {
+			pods = append(pods, p)
+		}
+	}
+	err := controller.ForEach(pods, writeConcurrency, func(p *corev1.Pod) error {
+		w, err := c.refreshPod(ctx, st, p)
+		if w {
+			wrote.Store(true)
+		}
+		if apierrors.IsConflict(err) {
+			return nil // the pod changed meanwhile; its event brings the set back
+		}
+		return err
+	})
+	return wrote.Load(), err
+}
+
+func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Pod) (bool, error) {
+	if changed, conds := podreadiness.InitGateConditions(p, st.now, gatedConditions...); changed {
+		if p.Spec.NodeName == "" {
+			return false, nil // the kubelet reports nothing before scheduling
+		}
+		cp := p.DeepCopy()
+		cp.Status.Conditions = conds
+		out, err := c.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+		if err != nil {
+			return false, fmt.Errorf("initialise readiness conditions of pod %s: %w", p.Name, err)
+		}
+		c.rvExp.Expect(out)
+		return true, nil
+	}
+	res, err := c.inplace.Refresh(ctx, p, st.update.Name)
+	if err != nil {
+		return false, err
+	}
+	st.requeueAfter(res.RequeueAfter)
+	if res.Written {
+		c.rvExp.Expect(res.Pod)
+		return true, nil
+	}
+	state, err := inplace.DecodeState(p)
+	if err != nil {
+		return false, fmt.Errorf("pod %s: %w", p.Name, err)
+	}
+	dec := lifecycle.Decide(st.set.Spec.Lifecycle, p, lifecycle.Request{
+		Op:               lifecycle.OpBecomeNormal,
+		AtUpdateRevision: st.isUpdated(p),
+		UpdateCompleted:  inplace.UpdateCompleted(p, state),
+	}, st.now)
+	if dec.Action != lifecycle.ActionPatch {
+		return false, nil
+	}
+	if err := c.writeLifecycle(ctx, p, dec.Patch); err != nil {
+		return false, err
+	}
+	klog.FromContext(ctx).V(4).Info("Lifecycle moved", "pod", klog.KObj(p), "state", dec.Patch.State)
+	return true, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
