@@ -179,7 +179,7 @@ func (c *Controller) scale(ctx context.Context, st *syncState) (bool, error) {
 		err = errors.Join(err, c.deletePod(ctx, st, p, "recreate failed pod"))
 	}
 	for _, p := range plan.condemn {
-		_, delErr := c.deleteWithHook(ctx, st, p)
+		_, delErr := c.deleteWithHook(ctx, st, p, "condemned")
 		err = errors.Join(err, delErr)
 	}
 	return !plan.empty(), err
@@ -334,7 +334,7 @@ func (c *Controller) syncClaimOwners(ctx context.Context, st *syncState) error {
 
 // deleteWithHook deletes a pod, or moves it into PreparingDelete while a
 // preDelete hook holds it. It returns true when it wrote something.
-func (c *Controller) deleteWithHook(ctx context.Context, st *syncState, p *corev1.Pod) (bool, error) {
+func (c *Controller) deleteWithHook(ctx context.Context, st *syncState, p *corev1.Pod, why string) (bool, error) {
 	dec := lifecycle.Decide(st.set.Spec.Lifecycle, p, lifecycle.Request{Op: lifecycle.OpDelete}, st.now)
 	switch dec.Action {
 	case lifecycle.ActionPatch:
@@ -346,7 +346,7 @@ func (c *Controller) deleteWithHook(ctx context.Context, st *syncState, p *corev
 		}
 		return true, nil
 	case lifecycle.ActionProceed:
-		return true, c.deletePod(ctx, st, p, "")
+		return true, c.deletePod(ctx, st, p, why)
 	default:
 		return false, nil
 	}

@@ -92,7 +92,7 @@ func (st *syncState) available(p *corev1.Pod) bool {
 // revision: in place when allowed and possible, otherwise by recreation.
 func (c *Controller) updatePod(ctx context.Context, st *syncState, p *corev1.Pod) error {
 	if podutil.IsSpecifiedDelete(p) {
-		_, err := c.deleteWithHook(ctx, st, p)
+		_, err := c.deleteWithHook(ctx, st, p, "specified-delete")
 		return err
 	}
 	policy := appsv1beta1.RecreatePodUpdateStrategyType
@@ -109,7 +109,7 @@ func (c *Controller) updatePod(ctx context.Context, st *syncState, p *corev1.Pod
 			return fmt.Errorf("pod %s: %w", p.Name, errInPlaceOnly)
 		}
 	}
-	_, err := c.deleteWithHook(ctx, st, p)
+	_, err := c.deleteWithHook(ctx, st, p, fmt.Sprintf("recreate at revision %s (pod at %s)", st.update.Name, p.Labels[pub.ControllerRevisionHashLabelKey]))
 	return err
 }
 
