@@ -1,0 +1,143 @@
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
+)
+
+// hookLabel is the label a user's controller keeps on a pod while its hook
+// has work to do; the tests put it in the template so pods start hooked and
+// "release" a pod by removing it.
+const hookLabel = "example.com/hooked"
+
+func withHook(kind string, markPodNotReady bool) func(*appsv1beta1.StatefulSet) {
+	return func(set *appsv1beta1.StatefulSet) {
+		hook := &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}, MarkPodNotReady: markPodNotReady}
+		if set.Spec.Lifecycle == nil {
+			set.Spec.Lifecycle = &pub.Lifecycle{}
+		}
+		switch kind {
+		case "preDelete":
+			set.Spec.Lifecycle.PreDelete = hook
+			set.Spec.Template.Labels[hookLabel] = "true"
+		case "inPlaceUpdate":
+			set.Spec.Lifecycle.InPlaceUpdate = hook
+			set.Spec.Template.Labels[hookLabel] = "true"
+		case "preNormal":
+			set.Spec.Lifecycle.PreNormal = &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}}
+		}
+	}
+}
+
+func (h *harness) release(pod string) {
+	h.patchPod(pod, `{"metadata":{"labels":{"`+hookLabel+`":null}}}`)
+}
+
+func condStatus(p *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatus {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+func state(p corev1.Pod) string { return p.Labels[pub.LifecycleStateKey] }
+
+// TestPreDeleteHookMarkPodNotReady: the condemned pod waits in
+// PreparingDelete, NotReady through the KruisePodReady gate the controller
+// injected, until its hook is released; only then is it deleted.
+func TestPreDeleteHookMarkPodNotReady(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	h.create(newSet("pd", 2, withHook("preDelete", true)))
+	pods := h.waitPods("pd", "2 ready", readyNames("pd-0", "pd-1"))
+	for _, p := range pods {
+		assert.Contains(t, p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType}, "gate injected for markPodNotReady")
+		assert.Equal(t, corev1.ConditionTrue, condStatus(&p, pub.KruisePodReadyConditionType))
+	}
+	h.modify("pd", func(s *appsv1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })
+	h.waitPods("pd", "pd-1 PreparingDelete and NotReady", func(ps []corev1.Pod) bool {
+		return len(ps) == 2 && state(ps[1]) == string(pub.LifecycleStatePreparingDelete) &&
+			condStatus(&ps[1], pub.KruisePodReadyConditionType) == corev1.ConditionFalse && !podReady(&ps[1])
+	})
+	testenv.Consistently(t, 2*time.Second, func() error {
+		if !slices.Contains(names(h.pods("pd")), "pd-1") {
+			return fmt.Errorf("hooked pod pd-1 was deleted")
+		}
+		return nil
+	})
+	h.release("pd-1")
+	h.waitPods("pd", "pd-1 deleted once released", readyNames("pd-0"))
+}
+
+// TestInPlaceUpdateHook: PreparingUpdate (NotReady) until released, then
+// updated in place, Updated until the hook is re-applied, then Normal.
+func TestInPlaceUpdateHook(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	h.create(newSet("iu", 1, inPlaceReady, withHook("inPlaceUpdate", true), rolling(func(r *appsv1beta1.RollingUpdateStatefulSetStrategy) {
+		r.PodUpdatePolicy = appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType
+	})))
+	pod := h.waitPods("iu", "ready", readyNames("iu-0"))[0]
+	log := h.watchStates("iu", "iu-0")
+	h.modify("iu", setImage(imageV2))
+	h.waitPods("iu", "PreparingUpdate, NotReady, image unchanged", func(ps []corev1.Pod) bool {
+		return len(ps) == 1 && state(ps[0]) == string(pub.LifecycleStatePreparingUpdate) && !podReady(&ps[0]) && ps[0].Spec.Containers[0].Image == imageV1
+	})
+	h.release("iu-0")
+	h.waitPods("iu", "updated, waiting in Updated for the hook", func(ps []corev1.Pod) bool {
+		return len(ps) == 1 && ps[0].Spec.Containers[0].Image == imageV2 && state(ps[0]) == string(pub.LifecycleStateUpdated)
+	})
+	h.patchPod("iu-0", `{"metadata":{"labels":{"`+hookLabel+`":"true"}}}`)
+	final := h.waitPods("iu", "Normal and ready", func(ps []corev1.Pod) bool {
+		return readyNames("iu-0")(ps) && state(ps[0]) == string(pub.LifecycleStateNormal)
+	})
+	assert.Equal(t, pod.UID, final[0].UID, "updated in place")
+	assert.Equal(t, []string{"Normal", "PreparingUpdate", "Updating", "Updated", "Normal"}, log.get())
+	h.waitStatus("iu", "settled", settled(1))
+}
+
+// watchStates records the lifecycle states a pod goes through.
+func (h *harness) watchStates(set, pod string) *podLog {
+	w := h.watchFromNow(set)
+	l := &podLog{}
+	go func() {
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok || p.Name != pod {
+				continue
+			}
+			l.mu.Lock()
+			if s := state(*p); len(l.entries) == 0 || l.entries[len(l.entries)-1] != s {
+				l.entries = append(l.entries, s)
+			}
+			l.mu.Unlock()
+		}
+	}()
+	l.entries = []string{"Normal"}
+	return l
+}
+
+// TestPreNormalHook: with a preNormal hook new pods start PreparingNormal
+// and become Normal once the hook is all applied.
+func TestPreNormalHook(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	h.create(newSet("pn", 1, withHook("preNormal", false)))
+	h.waitPods("pn", "running, PreparingNormal", func(ps []corev1.Pod) bool {
+		return readyNames("pn-0")(ps) && state(ps[0]) == string(pub.LifecycleStatePreparingNormal)
+	})
+	h.patchPod("pn-0", `{"metadata":{"labels":{"`+hookLabel+`":"true"}}}`)
+	h.waitPods("pn", "Normal", func(ps []corev1.Pod) bool { return len(ps) == 1 && state(ps[0]) == string(pub.LifecycleStateNormal) })
+}

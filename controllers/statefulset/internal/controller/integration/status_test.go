@@ -1,0 +1,69 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+)
+
+// TestStatusAndScaleSubresource: every status field, written only when it
+// changes, and the /scale subresource (what kubectl scale and an HPA use).
+func TestStatusAndScaleSubresource(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	h.create(newSet("st", 2, parallel))
+	set := h.waitStatus("st", "settled", settled(2))
+	s := set.Status
+	assert.Equal(t, set.Generation, s.ObservedGeneration)
+	assert.Equal(t, int32(2), s.UpdatedReadyReplicas)
+	assert.Equal(t, int32(2), s.UpdatedAvailableReplicas)
+	assert.Equal(t, "app=st", s.LabelSelector)
+	assert.NotEmpty(t, s.UpdateRevision)
+	require.NotNil(t, s.CollisionCount)
+	assert.Equal(t, int32(0), *s.CollisionCount)
+
+	ctx := context.Background()
+	scale, err := h.client.AppsV1beta1().StatefulSets(h.ns).GetScale(ctx, "st", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), scale.Status.Replicas)
+	assert.Equal(t, "app=st", scale.Status.Selector)
+	scale.Spec.Replicas = 4
+	_, err = h.client.AppsV1beta1().StatefulSets(h.ns).UpdateScale(ctx, "st", scale, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	h.waitPods("st", "scaled through /scale", readyNames("st-0", "st-1", "st-2", "st-3"))
+	settledSet := h.waitStatus("st", "settled at 4", settled(4))
+
+	// A settled set is left alone: no status write without a change.
+	rv := settledSet.ResourceVersion
+	h.patchPod("st-0", `{"metadata":{"annotations":{"touch":"1"}}}`)
+	assert.Never(t, func() bool { return h.get("st").ResourceVersion != rv }, 2*time.Second, 100*time.Millisecond, "status rewritten without a change")
+}
+
+// TestV1alpha1Served: a StatefulSet written as apps.kruise.io/v1alpha1 (as
+// the seeds' PersistentPodState example does) is read as v1beta1 and
+// reconciled; a v1beta1 object reads back as v1alpha1.
+func TestV1alpha1Served(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	ctx := context.Background()
+	beta := newSet("old", 2, parallel)
+	alpha := &appsv1alpha1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "old"}, Spec: beta.Spec}
+	alpha.Spec.ReserveOrdinals = nil
+	_, err := h.client.AppsV1alpha1().StatefulSets(h.ns).Create(ctx, alpha, metav1.CreateOptions{})
+	require.NoError(t, err)
+	h.waitPods("old", "reconciled from v1alpha1", readyNames("old-0", "old-1"))
+	got := h.waitStatus("old", "settled", settled(2))
+	assert.Equal(t, appsv1.ParallelPodManagement, got.Spec.PodManagementPolicy)
+
+	h.create(newSet("new", 1))
+	back, err := h.client.AppsV1alpha1().StatefulSets(h.ns).Get(ctx, "new", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), *back.Spec.Replicas)
+}
