@@ -104,7 +104,7 @@ func TestInPlaceUpdateHook(t *testing.T) {
 		return readyNames("iu-0")(ps) && state(ps[0]) == string(pub.LifecycleStateNormal)
 	})
 	assert.Equal(t, pod.UID, final[0].UID, "updated in place")
-	assert.Equal(t, []string{"Normal", "PreparingUpdate", "Updating", "Updated", "Normal"}, log.get())
+	log.wait(t, "Normal", "PreparingUpdate", "Updating", "Updated", "Normal")
 	h.waitStatus("iu", "settled", settled(1))
 }
 

@@ -70,6 +70,18 @@ func (l *podLog) observe(t watch.EventType, p *corev1.Pod) {
 	}
 }
 
+// wait polls until the log holds exactly want (the watch may lag behind
+// what a GET already shows).
+func (l *podLog) wait(t *testing.T, want ...string) {
+	t.Helper()
+	testenv.Eventually(t, waitTimeout, func() (bool, error) {
+		if got := l.get(); !equalStrings(got, want) {
+			return false, fmt.Errorf("watch saw %v, want %v", got, want)
+		}
+		return true, nil
+	})
+}
+
 func (l *podLog) get() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -89,8 +101,8 @@ func TestOrderedReadyIdentityAndClaims(t *testing.T) {
 	pods := h.waitPods("web", "web-0..2 ready", readyNames("web-0", "web-1", "web-2"))
 	set := h.waitStatus("web", "settled", settled(3))
 
-	assert.Equal(t, []string{"+web-0", "ready web-0", "+web-1", "ready web-1", "+web-2", "ready web-2"}, log.get(),
-		"OrderedReady creates each pod after its predecessor is Ready")
+	// OrderedReady creates each pod after its predecessor is Ready.
+	log.wait(t, "+web-0", "ready web-0", "+web-1", "ready web-1", "+web-2", "ready web-2")
 	for i, p := range pods {
 		assert.Equal(t, p.Name, p.Labels[pub.StatefulSetPodNameLabel])
 		assert.Equal(t, strconv.Itoa(i), p.Labels[pub.PodIndexLabel])

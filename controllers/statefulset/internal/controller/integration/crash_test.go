@@ -1,0 +1,135 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+
+	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
+)
+
+// invariantWatcher checks, at every pod event of one set from a watch
+// started before the set exists, that no more than maxInTransition pods
+// exist that are not Ready (terminating ones included) and that every pod's
+// ordinal is below replicas.
+type invariantWatcher struct {
+	mu              sync.Mutex
+	maxInTransition int
+	replicas        int
+	pods            map[string]*corev1.Pod
+	peak            int
+	violations      []string
+}
+
+func (h *harness) watchInvariants(name string, replicas, maxInTransition int) *invariantWatcher {
+	w := &invariantWatcher{maxInTransition: maxInTransition, replicas: replicas, pods: map[string]*corev1.Pod{}}
+	ch := h.watchFromNow(name).ResultChan()
+	go func() {
+		for ev := range ch {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				w.observe(ev.Type, p)
+			}
+		}
+	}()
+	return w
+}
+
+func (w *invariantWatcher) observe(t watch.EventType, p *corev1.Pod) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t == watch.Deleted {
+		delete(w.pods, p.Name)
+	} else {
+		w.pods[p.Name] = p
+	}
+	if ordinal(p.Name) >= w.replicas {
+		w.violations = append(w.violations, fmt.Sprintf("pod %s outside the %d slots", p.Name, w.replicas))
+	}
+	var transit []string
+	for n, q := range w.pods {
+		if q.DeletionTimestamp != nil || !podReady(q) {
+			transit = append(transit, n)
+		}
+	}
+	w.peak = max(w.peak, len(transit))
+	if len(transit) > w.maxInTransition {
+		w.violations = append(w.violations, fmt.Sprintf("%d pods in transition at once: %s", len(transit), strings.Join(transit, ",")))
+	}
+}
+
+func (w *invariantWatcher) check(t *testing.T) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	assert.Empty(t, w.violations)
+}
+
+// crashLoop kills the controller (its context cancelled, in-flight requests
+// aborted, caches, expectations and queue discarded) once cond holds for
+// each threshold, and starts a fresh one.
+func (h *harness) crashLoop(name string, stop *func(), thresholds []int, progress func([]corev1.Pod) int) {
+	h.t.Helper()
+	for _, n := range thresholds {
+		testenv.Eventually(h.t, waitTimeout, func() (bool, error) { return progress(h.pods(name)) >= n, nil })
+		(*stop)()
+		h.t.Logf("killed the controller at progress %d", n)
+		*stop = h.startController()
+	}
+}
+
+func onImage(image string) func([]corev1.Pod) int {
+	return func(ps []corev1.Pod) int {
+		n := 0
+		for _, p := range ps {
+			if p.Spec.Containers[0].Image == image && podReady(&p) {
+				n++
+			}
+		}
+		return n
+	}
+}
+
+// TestCrashSafetyOrderedReady: killed and restarted during the ordered
+// scale-up and the rolling update; never two pods in transition, no pod
+// outside the slots, and both complete.
+func TestCrashSafetyOrderedReady(t *testing.T) {
+	const replicas = 5
+	h := newHarness(t)
+	w := h.watchInvariants("oc", replicas, 1)
+	stop := h.startController()
+	h.create(newSet("oc", replicas))
+	h.crashLoop("oc", &stop, []int{2, 4}, func(ps []corev1.Pod) int { return len(ps) })
+	h.waitStatus("oc", "settled", settled(replicas))
+	h.modify("oc", setImage(imageV2))
+	h.crashLoop("oc", &stop, []int{1, 3}, onImage(imageV2))
+	h.waitStatus("oc", "settled on v2", settled(replicas))
+	assert.Equal(t, replicas, onImage(imageV2)(h.pods("oc")))
+	testenv.Consistently(t, time.Second, func() error { return nil }) // trailing events
+	w.check(t)
+}
+
+// TestCrashSafetyParallel: the same for a Parallel rollout with
+// rollingUpdate.maxUnavailable 2: never more than two pods unavailable.
+func TestCrashSafetyParallel(t *testing.T) {
+	const replicas = 6
+	h := newHarness(t)
+	stop := h.startController()
+	two := intstr.FromInt32(2)
+	h.create(newSet("pc", replicas, parallel, rolling(func(r *appsv1beta1.RollingUpdateStatefulSetStrategy) { r.MaxUnavailable = &two })))
+	h.waitStatus("pc", "settled", settled(replicas))
+	w := h.watchInvariants("pc", replicas, 2)
+	h.modify("pc", setImage(imageV2))
+	h.crashLoop("pc", &stop, []int{2, 4}, onImage(imageV2))
+	h.waitStatus("pc", "settled on v2", settled(replicas))
+	testenv.Consistently(t, time.Second, func() error { return nil })
+	w.check(t)
+	assert.Equal(t, 2, w.peak, "the budget was used")
+}
