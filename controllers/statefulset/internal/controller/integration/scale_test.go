@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -80,6 +81,31 @@ func (l *podLog) wait(t *testing.T, want ...string) {
 		}
 		return true, nil
 	})
+}
+
+// caughtUp reports whether the log's last word on every pod agrees with
+// pods (Ready ones seen Ready) and on every other pod it saw that it is gone.
+func (l *podLog) caughtUp(pods []corev1.Pod) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last := map[string]string{}
+	for _, e := range l.entries {
+		name := strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(e, "ready "), "+"), "-")
+		last[name] = e
+	}
+	live := map[string]bool{}
+	for _, p := range pods {
+		live[p.Name] = true
+		if podReady(&p) && last[p.Name] != "ready "+p.Name {
+			return false
+		}
+	}
+	for name, e := range last {
+		if !live[name] && e != "-"+name {
+			return false
+		}
+	}
+	return true
 }
 
 func (l *podLog) get() []string {
