@@ -83,8 +83,11 @@ func setFailure(conds []appsv1.StatefulSetCondition, t appsv1.StatefulSetConditi
 	c := appsv1.StatefulSetCondition{Type: t, Status: corev1.ConditionFalse, Reason: "Succeeded"}
 	if err != nil {
 		c.Status, c.Reason, c.Message = corev1.ConditionTrue, string(t), err.Error()
-		if errors.Is(err, errInPlaceOnly) {
+		switch {
+		case errors.Is(err, errInPlaceOnly):
 			c.Reason = "InPlaceOnly"
+		case errors.Is(err, errInvalidSpec):
+			c.Reason = "InvalidSpec"
 		}
 	}
 	out := make([]appsv1.StatefulSetCondition, 0, len(conds)+1)

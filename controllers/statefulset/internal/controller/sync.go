@@ -25,6 +25,10 @@ import (
 // QPS/burst still applies on top.
 const writeConcurrency = 16
 
+// errInvalidSpec marks a spec the controller cannot act on: reported (Warning
+// event, FailedCreatePod condition), not retried.
+var errInvalidSpec = errors.New("invalid spec")
+
 // syncState is what one sync knows about a set. Everything in it comes from
 // informer caches and is read-only.
 type syncState struct {
@@ -78,6 +82,12 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	}
 
 	var scaleErr, updateErr error
+	if st.invalid != "" {
+		// Admission lets some malformed values through (reserveOrdinals
+		// strings); retrying cannot fix them, the next spec change will.
+		scaleErr = fmt.Errorf("%w: %s", errInvalidSpec, st.invalid)
+		c.recorder.Eventf(set, corev1.EventTypeWarning, "InvalidSpec", "%s", st.invalid)
+	}
 	if set.DeletionTimestamp == nil && st.invalid == "" {
 		refreshed, refreshErr := c.refreshPods(ctx, st)
 		var acted bool
@@ -95,7 +105,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if err := c.truncateHistory(ctx, st); err != nil {
 		return err
 	}
-	if err := errors.Join(scaleErr, updateErr); err != nil && !errors.Is(err, errInPlaceOnly) {
+	if err := errors.Join(scaleErr, updateErr); err != nil && !errors.Is(err, errInPlaceOnly) && !errors.Is(err, errInvalidSpec) {
 		return err
 	}
 	if st.requeue > 0 {

@@ -2,15 +2,21 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
 
 // TestStatusAndScaleSubresource: every status field, written only when it
@@ -66,4 +72,50 @@ func TestV1alpha1Served(t *testing.T) {
 	back, err := h.client.AppsV1alpha1().StatefulSets(h.ns).Get(ctx, "new", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, int32(1), *back.Spec.Replicas)
+}
+
+// TestInvalidSpecReported: what admission lets through but the controller
+// cannot use (a reversed reserveOrdinals range) is reported with a Warning
+// event and a FailedCreatePod condition, not retried in a loop; fixing the
+// spec brings the pods.
+func TestInvalidSpecReported(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	h.create(newSet("bad", 2, func(s *appsv1beta1.StatefulSet) {
+		s.Spec.ReserveOrdinals = []intstr.IntOrString{intstr.FromString("5-3")}
+	}))
+	set := h.waitStatus("bad", "FailedCreatePod InvalidSpec", func(s appsv1beta1.StatefulSetStatus) bool {
+		for _, c := range s.Conditions {
+			if c.Type == appsv1beta1.FailedCreatePod && c.Status == corev1.ConditionTrue && c.Reason == "InvalidSpec" {
+				return strings.Contains(c.Message, "spec.reserveOrdinals[0]")
+			}
+		}
+		return false
+	})
+	assert.Empty(t, h.pods("bad"))
+	found := false
+	for _, e := range h.events("bad") {
+		found = found || (e.Type == corev1.EventTypeWarning && e.Reason == "InvalidSpec")
+	}
+	assert.True(t, found, "Warning event InvalidSpec")
+	rv := set.ResourceVersion
+	testenv.Consistently(t, 2*time.Second, func() error {
+		if got := h.get("bad").ResourceVersion; got != rv {
+			return fmt.Errorf("status rewritten in a loop (%s -> %s)", rv, got)
+		}
+		return nil
+	})
+
+	h.modify("bad", func(s *appsv1beta1.StatefulSet) {
+		s.Spec.ReserveOrdinals = []intstr.IntOrString{intstr.FromString("3-5")}
+	})
+	h.waitPods("bad", "pods once fixed", readyNames("bad-0", "bad-1"))
+	h.waitStatus("bad", "condition cleared", func(s appsv1beta1.StatefulSetStatus) bool {
+		for _, c := range s.Conditions {
+			if c.Type == appsv1beta1.FailedCreatePod {
+				return c.Status == corev1.ConditionFalse
+			}
+		}
+		return false
+	})
 }

@@ -223,3 +223,66 @@ func TestPausedOnDeleteAndSpecifiedDelete(t *testing.T) {
 	h.modify("paused", rolling(func(r *appsv1beta1.RollingUpdateStatefulSetStrategy) { r.Paused = false }))
 	h.waitStatus("paused", "resumed and updated", settled(2))
 }
+
+// TestMinReadySecondsAndRollback: OrderedReady waits minReadySeconds after a
+// pod is Ready before the next one; going back to an earlier template reuses
+// its revision (re-numbered) instead of creating a twin.
+func TestMinReadySecondsAndRollback(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	h.create(newSet("mr", 2, rolling(func(r *appsv1beta1.RollingUpdateStatefulSetStrategy) { r.MinReadySeconds = ptr.To[int32](3) })))
+	pods := h.waitPods("mr", "both ready", readyNames("mr-0", "mr-1"))
+	var readyAt time.Time
+	for _, c := range pods[0].Status.Conditions {
+		if c.Type == corev1.PodReady {
+			readyAt = c.LastTransitionTime.Time
+		}
+	}
+	// Timestamps have one-second resolution: 3 s can show as 2.
+	assert.GreaterOrEqual(t, pods[1].CreationTimestamp.Sub(readyAt), 2*time.Second, "mr-1 waited for mr-0 to be available")
+	first := h.waitStatus("mr", "settled", settled(2)).Status.UpdateRevision
+
+	h.modify("mr", setImage(imageV2))
+	second := h.waitStatus("mr", "on v2", settled(2)).Status.UpdateRevision
+	require.NotEqual(t, first, second)
+	h.modify("mr", setImage(imageV1))
+	back := h.waitStatus("mr", "back on v1", settled(2))
+	assert.Equal(t, first, back.Status.UpdateRevision, "the v1 revision is reused")
+	assert.Equal(t, int64(3), revisionNumber(h, first), "and re-numbered after v2")
+	for _, p := range h.pods("mr") {
+		assert.Equal(t, first, p.Labels[pub.ControllerRevisionHashLabelKey])
+		assert.Equal(t, imageV1, p.Spec.Containers[0].Image)
+	}
+}
+
+// TestUnorderedUpdatePriority: with Parallel and unorderedUpdate, pods are
+// updated by priority instead of by descending ordinal, and no more than
+// replicas − partition of them.
+func TestUnorderedUpdatePriority(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	h.create(newSet("uo", 4, parallel, rolling(func(r *appsv1beta1.RollingUpdateStatefulSetStrategy) {
+		r.Partition = ptr.To[int32](2)
+		r.UnorderedUpdate = &appsv1beta1.UnorderedUpdateStrategy{PriorityStrategy: &pub.UpdatePriorityStrategy{
+			WeightPriority: []pub.UpdatePriorityWeightTerm{{Weight: 50, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "first"}}}},
+		}}
+	})))
+	h.waitStatus("uo", "settled", settled(4))
+	h.patchPod("uo-1", `{"metadata":{"labels":{"tier":"first"}}}`)
+	log := h.watchPods("uo")
+	h.modify("uo", setImage(imageV2))
+	h.waitStatus("uo", "two updated", func(s appsv1beta1.StatefulSetStatus) bool { return s.UpdatedReplicas == 2 && s.ReadyReplicas == 4 })
+	testenv.Eventually(t, waitTimeout, func() (bool, error) {
+		if d := deletions(log.get()); len(d) != 2 {
+			return false, fmt.Errorf("deletions: %v", d)
+		}
+		return true, nil
+	})
+	assert.Equal(t, "-uo-1", deletions(log.get())[0], "the prioritised pod goes first, not the highest ordinal")
+	testenv.Consistently(t, 2*time.Second, func() error {
+		if n := onImage(imageV2)(h.pods("uo")); n != 2 {
+			return fmt.Errorf("%d pods on v2, want replicas - partition = 2", n)
+		}
+		return nil
+	})
+}
