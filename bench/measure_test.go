@@ -28,11 +28,13 @@ import (
 // one ServiceAccount per controller (--use-service-account-credentials) or
 // its own user, the raw client as the admin with its own user agent.
 const (
-	clonesetUser = "system:serviceaccount:flotilla-system:cloneset-controller"
-	rawUserAgent = "flotilla-bench-raw"
+	clonesetUser    = "system:serviceaccount:flotilla-system:cloneset-controller"
+	statefulSetUser = "system:serviceaccount:flotilla-system:statefulset-controller"
+	rawUserAgent    = "flotilla-bench-raw"
 )
 
-func isCloneSet(user, _ string) bool { return user == clonesetUser }
+func isCloneSet(user, _ string) bool    { return user == clonesetUser }
+func isStatefulSet(user, _ string) bool { return user == statefulSetUser }
 func isKCM(user, _ string) bool {
 	return user == "system:kube-controller-manager" || strings.HasPrefix(user, "system:serviceaccount:kube-system:")
 }

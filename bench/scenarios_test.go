@@ -81,20 +81,26 @@ func newBench(t *testing.T) *bench {
 	return &bench{t: t, env: env, client: versioned.NewForConfigOrDie(env.Config), audit: newAudit(env), s: size()}
 }
 
-// startCloneSetController runs the built binary under its ServiceAccount,
-// restricted to ns, with the bench's client QPS/burst.
+// startCloneSetController runs the built cloneset-controller under its
+// ServiceAccount, restricted to ns, with the bench's client QPS/burst.
 func (b *bench) startCloneSetController(ns string, extra ...string) *framework.Process {
+	return b.startController("cloneset", ns, extra...)
+}
+
+// startController runs a built controller binary under its ServiceAccount,
+// restricted to ns, with the bench's client QPS/burst.
+func (b *bench) startController(name, ns string, extra ...string) *framework.Process {
 	b.t.Helper()
-	bin := framework.Binary(b.t, b.env, "cloneset")
+	bin := framework.Binary(b.t, b.env, name)
 	framework.InstallLocalOverlay(b.t, b.env)
 	args := append([]string{
-		"--kubeconfig=" + framework.ServiceAccountKubeconfig(b.t, b.env, "cloneset"),
+		"--kubeconfig=" + framework.ServiceAccountKubeconfig(b.t, b.env, name),
 		"--leader-elect=false", "--namespace=" + ns, "--log-format=console",
 		fmt.Sprintf("--rest-config-qps=%g", *flagQPS), fmt.Sprintf("--rest-config-burst=%d", *flagBurst),
 	}, extra...)
 	p := framework.Start(b.t, bin, args...)
 	testenv.Eventually(b.t, time.Minute, func() (bool, error) { return p.Status("/readyz") == 200 || !p.Running(), nil })
-	require.True(b.t, p.Running(), "cloneset-controller exited:\n%s", p.Log())
+	require.True(b.t, p.Running(), "%s-controller exited:\n%s", name, p.Log())
 	return p
 }
 
@@ -119,6 +125,8 @@ func (b *bench) cleanup(ns string) {
 	all := metav1.ListOptions{}
 	_ = b.client.AppsV1alpha1().CloneSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)
 	_ = b.env.Kube.AppsV1().Deployments(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)
+	_ = b.client.AppsV1beta1().StatefulSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)
+	_ = b.env.Kube.AppsV1().StatefulSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)
 	_ = b.env.Kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}, all)
 	waitNoPods(b.t, b.env, ns, b.s.waitBudget)
 }

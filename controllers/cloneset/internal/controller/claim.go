@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,7 +72,7 @@ func (c *Controller) claimPods(ctx context.Context, cs *appsv1alpha1.CloneSet) (
 			out = append(out, p)
 			continue
 		}
-		if err := c.patchOwner(ctx, p, fmt.Sprintf(`{"metadata":{"ownerReferences":[{"$patch":"delete","uid":%q}],"uid":%q}}`, cs.UID, p.UID)); err != nil {
+		if err := controller.ReleasePod(ctx, c.kube, p, cs.UID); err != nil {
 			return nil, fmt.Errorf("release pod %s: %w", p.Name, err)
 		}
 		logger.Info("Released pod that no longer matches the selector", "pod", klog.KObj(p))
@@ -83,16 +82,12 @@ func (c *Controller) claimPods(ctx context.Context, cs *appsv1alpha1.CloneSet) (
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	ref := controllerRef(cs)
-	refJSON, err := json.Marshal(ref)
-	if err != nil {
-		return nil, err
-	}
 	for _, o := range objs {
 		p := o.(*corev1.Pod)
 		if metav1.GetControllerOfNoCopy(p) != nil || !podutil.IsActive(p) || !sel.Matches(labels.Set(p.Labels)) {
 			continue
 		}
-		if err := c.patchOwner(ctx, p, fmt.Sprintf(`{"metadata":{"ownerReferences":[%s],"uid":%q}}`, refJSON, p.UID)); err != nil {
+		if err := controller.AdoptPod(ctx, c.kube, p, ref); err != nil {
 			if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
 				continue // gone, or adopted by someone else meanwhile
 			}
@@ -103,13 +98,6 @@ func (c *Controller) claimPods(ctx context.Context, cs *appsv1alpha1.CloneSet) (
 		c.queue.AddAfter(types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name}, 0)
 	}
 	return out, nil
-}
-
-// patchOwner applies a strategic merge patch to a pod's ownerReferences; the
-// uid in the patch makes it fail instead of touching a recreated namesake.
-func (c *Controller) patchOwner(ctx context.Context, p *corev1.Pod, patch string) error {
-	_, err := c.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
-	return err
 }
 
 // controllerRef is the ownerReference pods, PVCs and revisions carry.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,8 +62,8 @@ func (c *Controller) forgetSet(obj any) {
 // Updates are gathered over a short window; creations and deletions, which
 // expectations wait for, are immediate.
 func (c *Controller) podHandler() cache.ResourceEventHandler {
-	owner := controller.NewOwnerHandler(Kind, c.queue, nil)
-	batched := controller.OwnerHandler{Owner: Kind, Enqueue: func(key types.NamespacedName, _ bool) {
+	owner := controller.NewOwnerHandler(Kind, c.queue, c.adopters)
+	batched := controller.OwnerHandler{Owner: Kind, FindOwners: c.adopters, Enqueue: func(key types.NamespacedName, _ bool) {
 		c.queue.AddAfter(key, podUpdateBatch)
 	}}
 	return cache.ResourceEventHandlerDetailedFuncs{
@@ -150,6 +151,28 @@ func (c *Controller) setsOfClaim(pvc *corev1.PersistentVolumeClaim) []types.Name
 				out = append(out, types.NamespacedName{Namespace: set.Namespace, Name: set.Name})
 				break
 			}
+		}
+	}
+	return out
+}
+
+// adopters returns the sets that would adopt an orphan pod (adopt.go).
+func (c *Controller) adopters(o metav1.Object) []types.NamespacedName {
+	if _, isPod := o.(*corev1.Pod); !isPod {
+		return nil
+	}
+	sets, err := c.sets.StatefulSets(o.GetNamespace()).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []types.NamespacedName
+	for _, set := range sets {
+		sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(o.GetLabels())) {
+			continue
+		}
+		if _, ok := ordinalOf(set.Name, o.GetName()); ok {
+			out = append(out, types.NamespacedName{Namespace: set.Namespace, Name: set.Name})
 		}
 	}
 	return out

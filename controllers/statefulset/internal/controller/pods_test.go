@@ -1,8 +1,9 @@
 package controller
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
 	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

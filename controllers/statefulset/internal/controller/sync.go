@@ -71,6 +71,12 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	} else if age > 0 {
 		logger.Info("Scale expectations timed out: an event was lost, acting on the cache", "after", age)
 	}
+	if adopted, err := c.adoptOrphans(ctx, set); err != nil || adopted {
+		if adopted {
+			c.queue.AddAfter(key, podUpdateBatch)
+		}
+		return err
+	}
 	st, err := c.gather(ctx, key, set)
 	if err != nil {
 		return err

@@ -210,3 +210,39 @@ func TestUpstreamParity(t *testing.T) {
 	assert.Equal(t, theirs.steps, ours.steps)
 	t.Logf("upstream: %v", theirs.steps)
 }
+
+// TestMigrateFromAppsV1: an apps/v1 StatefulSet deleted with
+// --cascade=orphan and created again as apps.kruise.io/v1beta1 (the
+// migration OpenKruise documents) gets its pods adopted under their names,
+// not duplicated or stuck on names already taken.
+func TestMigrateFromAppsV1(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	ctx := context.Background()
+	upstreamWorkload{h}.create(3)
+	before := h.waitPods("db", "upstream pods", readyNames("db-0", "db-1", "db-2"))
+	orphan := metav1.DeletePropagationOrphan
+	require.NoError(t, h.env.Kube.AppsV1().StatefulSets(h.ns).Delete(ctx, "db", metav1.DeleteOptions{PropagationPolicy: &orphan}))
+	testenv.Eventually(t, waitTimeout, func() (bool, error) {
+		for _, p := range h.pods("db") {
+			if metav1.GetControllerOf(&p) != nil {
+				return false, fmt.Errorf("pod %s still controlled", p.Name)
+			}
+		}
+		return true, nil
+	})
+	set := h.create(newSet("db", 3))
+	pods := h.waitPods("db", "adopted", func(ps []corev1.Pod) bool {
+		if !readyNames("db-0", "db-1", "db-2")(ps) {
+			return false
+		}
+		for _, p := range ps {
+			if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != set.UID {
+				return false
+			}
+		}
+		return true
+	})
+	assert.Equal(t, uids(before)["db-0"], uids(pods)["db-0"], "db-0 adopted, not recreated, before any rollout reaches it")
+	h.waitStatus("db", "settled", settled(3))
+}
