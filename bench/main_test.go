@@ -98,7 +98,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(testenv.EnvNodes) == "" {
 		// 110 pods per kwok node.
 		s := size()
-		pods := max(s.scaleUpPods, s.restartSets*s.restartPodsPerSet, s.inPlacePods)
+		pods := max(s.scaleUpPods, s.restartSets*s.restartPodsPerSet, s.inPlacePods, s.statefulSetPods)
 		_ = os.Setenv(testenv.EnvNodes, fmt.Sprint(max(3, pods/100+1)))
 	}
 	testenv.AfterRun(writeReport)
