@@ -91,17 +91,9 @@ func (b *bench) startCloneSetController(ns string, extra ...string) *framework.P
 // restricted to ns, with the bench's client QPS/burst.
 func (b *bench) startController(name, ns string, extra ...string) *framework.Process {
 	b.t.Helper()
-	bin := framework.Binary(b.t, b.env, name)
-	framework.InstallLocalOverlay(b.t, b.env)
-	args := append([]string{
-		"--kubeconfig=" + framework.ServiceAccountKubeconfig(b.t, b.env, name),
-		"--leader-elect=false", "--namespace=" + ns, "--log-format=console",
+	return framework.StartScoped(b.t, b.env, name, ns, append([]string{
 		fmt.Sprintf("--rest-config-qps=%g", *flagQPS), fmt.Sprintf("--rest-config-burst=%d", *flagBurst),
-	}, extra...)
-	p := framework.Start(b.t, bin, args...)
-	testenv.Eventually(b.t, time.Minute, func() (bool, error) { return p.Status("/readyz") == 200 || !p.Running(), nil })
-	require.True(b.t, p.Running(), "%s-controller exited:\n%s", name, p.Log())
-	return p
+	}, extra...)...)
 }
 
 func scrapeProcess(p *framework.Process) func() (string, error) {

@@ -125,3 +125,17 @@ func rvAtLeast(have, want string) bool {
 	w, err2 := strconv.ParseUint(want, 10, 64)
 	return err1 == nil && err2 == nil && h >= w
 }
+
+// Wait returns how long to wait before acting on objs (typically from an
+// informer cache): 0 when the cache shows every write the controller made to
+// them, else the shortest time until one of the pending expectations times
+// out (at least a millisecond) — their update events normally come sooner.
+func (r *ResourceVersion) Wait(objs ...metav1.Object) time.Duration {
+	var wait time.Duration
+	for _, o := range objs {
+		if ok, d := r.Satisfied(o); !ok && (wait == 0 || d < wait) {
+			wait = max(d, time.Millisecond)
+		}
+	}
+	return wait
+}

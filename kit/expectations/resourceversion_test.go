@@ -214,3 +214,15 @@ func TestRVAtLeast(t *testing.T) {
 		assert.Equal(t, tc.ok, rvAtLeast(tc.have, tc.want), "%q ≥ %q", tc.have, tc.want)
 	}
 }
+
+func TestResourceVersionWait(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	r := NewResourceVersion(WithClock(clk))
+	assert.Zero(t, r.Wait(podRV("a", "1"), podRV("b", "1")), "nothing expected")
+	r.Expect(podRV("a", "5"))
+	clk.Step(time.Minute)
+	r.Expect(podRV("b", "5"))
+	assert.Equal(t, DefaultTimeout-time.Minute, r.Wait(podRV("a", "4"), podRV("b", "4")), "the sooner timeout")
+	assert.Equal(t, DefaultTimeout, r.Wait(podRV("a", "5"), podRV("b", "4")), "a caught up")
+	assert.Zero(t, r.Wait(podRV("b", "6")))
+}

@@ -1,6 +1,7 @@
 package podutil
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -153,4 +154,26 @@ func IsLifecycleNormal(pod *corev1.Pod) bool {
 // count it: IsAvailable(pod, minReadySeconds, now) and IsLifecycleNormal.
 func IsWorkloadAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 	return IsAvailable(pod, minReadySeconds, now) && IsLifecycleNormal(pod)
+}
+
+// AddReadinessGate adds readiness gate t to pod (being built, not from a
+// cache) unless it is there already.
+func AddReadinessGate(pod *corev1.Pod, t corev1.PodConditionType) {
+	if !slices.ContainsFunc(pod.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == t }) {
+		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: t})
+	}
+}
+
+// SetClaimVolume makes the pod's (being built, not from a cache) volume
+// named volume the claim claimName, replacing a template volume of that name
+// or adding it — as workloads do for each volumeClaimTemplate.
+func SetClaimVolume(pod *corev1.Pod, volume, claimName string) {
+	vol := corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName},
+	}}
+	if i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == volume }); i >= 0 {
+		pod.Spec.Volumes[i] = vol
+	} else {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, vol)
+	}
 }

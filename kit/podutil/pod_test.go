@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
@@ -170,4 +171,23 @@ func TestDeletionCost(t *testing.T) {
 			assert.Equal(t, tc.want, DeletionCost(newPod("p", opts...)))
 		})
 	}
+}
+
+func TestAddReadinessGateAndSetClaimVolume(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+		{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "config"},
+	}}}
+	AddReadinessGate(pod, "A")
+	AddReadinessGate(pod, "A")
+	AddReadinessGate(pod, "B")
+	assert.Equal(t, []corev1.PodReadinessGate{{ConditionType: "A"}, {ConditionType: "B"}}, pod.Spec.ReadinessGates)
+
+	SetClaimVolume(pod, "data", "data-web-0")
+	SetClaimVolume(pod, "logs", "logs-web-0")
+	require.Len(t, pod.Spec.Volumes, 3)
+	assert.Equal(t, "data-web-0", pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName, "template volume replaced in place")
+	assert.Nil(t, pod.Spec.Volumes[0].EmptyDir)
+	assert.Equal(t, "config", pod.Spec.Volumes[1].Name)
+	assert.Equal(t, "logs-web-0", pod.Spec.Volumes[2].PersistentVolumeClaim.ClaimName)
 }

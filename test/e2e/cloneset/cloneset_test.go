@@ -39,19 +39,9 @@ func sample(t *testing.T) *appsv1alpha1.CloneSet {
 func TestSampleScalesAndUpdatesInPlace(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	bin := framework.Binary(t, env, "cloneset")
-	framework.InstallLocalOverlay(t, env)
 	client := versioned.NewForConfigOrDie(env.Config)
 	ctx := context.Background()
-
-	p := framework.Start(t, bin,
-		"--kubeconfig="+framework.ServiceAccountKubeconfig(t, env, "cloneset"),
-		"--leader-elect=false",
-		"--namespace="+ns,
-		"--log-format=console",
-	)
-	testenv.Eventually(t, time.Minute, func() (bool, error) { return p.Status("/readyz") == 200 || !p.Running(), nil })
-	require.True(t, p.Running(), "cloneset-controller exited:\n%s", p.Log())
+	p := framework.StartScoped(t, env, "cloneset", ns)
 
 	cs := sample(t)
 	cs.Namespace = ns

@@ -26,14 +26,7 @@ func TestBroadcastJobRunsOncePerSelectedNode(t *testing.T) {
 	client := versioned.NewForConfigOrDie(env.Config)
 	ctx := context.Background()
 
-	p := framework.Start(t, framework.Binary(t, env, "cronjob"),
-		"--kubeconfig="+framework.ServiceAccountKubeconfig(t, env, "cronjob"),
-		"--leader-elect=false",
-		"--namespace="+ns,
-		"--enable-advancedcronjob=false",
-	)
-	testenv.Eventually(t, time.Minute, func() (bool, error) { return p.Status("/readyz") == 200 || !p.Running(), nil })
-	require.True(t, p.Running(), "cronjob-controller exited")
+	p := framework.StartScoped(t, env, "cronjob", ns, "--enable-advancedcronjob=false")
 
 	job := &appsv1alpha1.BroadcastJob{ObjectMeta: metav1.ObjectMeta{Name: "on-every-node", Namespace: ns}}
 	job.Spec.Template.Annotations = map[string]string{"sim.kwok.x-k8s.io/complete": "Succeeded"}

@@ -27,8 +27,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func TestEveryMinuteAdvancedCronJobRunsAJob(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	bin := framework.Binary(t, env, "cronjob")
-	framework.InstallLocalOverlay(t, env)
+	framework.Binary(t, env, "cronjob") // built before the clock offset below is computed
 	client := versioned.NewForConfigOrDie(env.Config)
 	ctx := context.Background()
 
@@ -37,16 +36,8 @@ func TestEveryMinuteAdvancedCronJobRunsAJob(t *testing.T) {
 	start := time.Now()
 	boundary := start.Add(70 * time.Second).Truncate(time.Minute).Add(time.Minute)
 	offset := boundary.Add(-5 * time.Second).Sub(start)
-	p := framework.Start(t, bin,
-		"--kubeconfig="+framework.ServiceAccountKubeconfig(t, env, "cronjob"),
-		"--leader-elect=false",
-		"--namespace="+ns,
-		"--enable-broadcastjob=false",
-		fmt.Sprintf("--clock-offset=%s", offset.Round(time.Millisecond)),
-		"--log-format=console",
-	)
-	testenv.Eventually(t, time.Minute, func() (bool, error) { return p.Status("/readyz") == 200 || !p.Running(), nil })
-	require.True(t, p.Running(), "cronjob-controller exited")
+	p := framework.StartScoped(t, env, "cronjob", ns, "--enable-broadcastjob=false",
+		fmt.Sprintf("--clock-offset=%s", offset.Round(time.Millisecond)))
 
 	acj, err := client.AppsV1alpha1().AdvancedCronJobs(ns).Create(ctx, &appsv1alpha1.AdvancedCronJob{
 		ObjectMeta: metav1.ObjectMeta{Name: "every-minute"},

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -166,4 +167,27 @@ current-context: local
 	path := filepath.Join(t.TempDir(), controller+".kubeconfig")
 	require.NoError(t, os.WriteFile(path, []byte(kc), 0o600))
 	return path
+}
+
+// StartScoped builds the controller's binary, installs deploy/overlays/local,
+// and runs the binary as the controller's ServiceAccount (so its RBAC is
+// what is tested), without leader election, restricted to namespace ns, with
+// extra flags; it returns once the process is ready (failing the test if it
+// exits first).
+func StartScoped(t testing.TB, env *testenv.Env, controller, ns string, extra ...string) *Process {
+	t.Helper()
+	bin := Binary(t, env, controller)
+	InstallLocalOverlay(t, env)
+	args := append([]string{
+		"--kubeconfig=" + ServiceAccountKubeconfig(t, env, controller),
+		"--leader-elect=false",
+		"--namespace=" + ns,
+		"--log-format=console",
+	}, extra...)
+	p := Start(t, bin, args...)
+	testenv.Eventually(t, time.Minute, func() (bool, error) { return p.Status("/readyz") == 200 || !p.Running(), nil })
+	if !p.Running() {
+		t.Fatalf("%s-controller exited:\n%s", controller, p.Log())
+	}
+	return p
 }

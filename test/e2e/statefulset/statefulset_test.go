@@ -42,20 +42,9 @@ func sample(t *testing.T) *appsv1beta1.StatefulSet {
 func TestSampleLifecycle(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	bin := framework.Binary(t, env, "statefulset")
-	framework.InstallLocalOverlay(t, env)
 	client := versioned.NewForConfigOrDie(env.Config)
 	ctx := context.Background()
-
-	p := framework.Start(t, bin,
-		"--kubeconfig="+framework.ServiceAccountKubeconfig(t, env, "statefulset"),
-		"--leader-elect=false",
-		"--namespace="+ns,
-		"--log-format=console",
-		"-v=2",
-	)
-	testenv.Eventually(t, time.Minute, func() (bool, error) { return p.Status("/readyz") == 200 || !p.Running(), nil })
-	require.True(t, p.Running(), "statefulset-controller exited:\n%s", p.Log())
+	p := framework.StartScoped(t, env, "statefulset", ns, "-v=2")
 
 	set := sample(t)
 	set.Namespace = ns

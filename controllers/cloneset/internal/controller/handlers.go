@@ -12,7 +12,6 @@ import (
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
-	"github.com/flotilla-dev/flotilla/kit/expectations"
 )
 
 // podUpdateBatch is how long pod and PVC update events are gathered before
@@ -57,61 +56,15 @@ func (c *Controller) forgetSet(obj any) {
 }
 
 // dependentHandler maps pod and PVC events to the controlling CloneSet and
-// settles expectations.
-//
-// Objects replayed from an informer's initial list enqueue nothing: workers
-// start only once every cache has synced, and each CloneSet is enqueued by
-// its own initial-list event, so its first sync already sees all of them.
-// OpenKruise requeues the CloneSet per replayed pod with a growing delay
-// (reference §2.6), which still costs a second sync of every CloneSet at
-// start-up; here each is reconciled once. With --disable-initial-list-delay
-// they enqueue at once, one event per object, as before OpenKruise v1.3.
+// settles expectations (kit/controller.DependentHandler): pods replayed from
+// the initial list enqueue nothing, so each CloneSet is reconciled once at
+// start-up; with --disable-initial-list-delay they enqueue at once, one event
+// per object, as before OpenKruise v1.3.
 func (c *Controller) dependentHandler() cache.ResourceEventHandler {
-	owner := controller.NewOwnerHandler(Kind, c.queue, c.findSets)
-	// Updates of existing pods (scheduling, kubelet status, our own writes)
-	// arrive by the thousand while a large CloneSet scales or rolls out, and
-	// every sync looks at all its pods: gather them over a short window, so
-	// a CloneSet is synced a few times per second instead of once per event.
-	// Creations and deletions (which expectations wait for) stay immediate.
-	batched := controller.OwnerHandler{Owner: Kind, FindOwners: c.findSets, Enqueue: func(key types.NamespacedName, _ bool) {
-		c.queue.AddAfter(key, podUpdateBatch)
-	}}
-	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, isInInitialList bool) {
-			if o, ok := controller.ObjectOf(obj); ok {
-				if key, ok := Kind.ControllerKey(o); ok {
-					c.scaleExp.Observe(key, expectations.Create, o.GetName())
-				}
-				c.rvExp.Observe(o)
-			}
-			if isInInitialList && !c.replayInitialList {
-				return
-			}
-			owner.OnAdd(obj, false)
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			if o, ok := controller.ObjectOf(newObj); ok {
-				c.rvExp.Observe(o)
-				if o.GetDeletionTimestamp() != nil {
-					// A pod we deleted that waits for its finalizers is as
-					// good as gone for the expectation.
-					if key, ok := Kind.ControllerKey(o); ok {
-						c.scaleExp.Observe(key, expectations.Delete, o.GetName())
-					}
-				}
-			}
-			batched.OnUpdate(oldObj, newObj)
-		},
-		DeleteFunc: func(obj any) {
-			if o, ok := controller.ObjectOf(obj); ok {
-				if key, ok := Kind.ControllerKey(o); ok {
-					c.scaleExp.Observe(key, expectations.Delete, o.GetName())
-				}
-				c.rvExp.Delete(o.GetUID())
-			}
-			owner.OnDelete(obj)
-		},
-	}
+	return controller.DependentHandler{
+		Owner: Kind, Queue: c.queue, Scale: c.scaleExp, RV: c.rvExp, FindOwners: c.findSets,
+		ReplayInitialList: c.replayInitialList, UpdateDelay: podUpdateBatch,
+	}.Handler()
 }
 
 // findSets returns the CloneSets whose selector matches an orphan's labels:

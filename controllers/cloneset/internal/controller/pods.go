@@ -3,7 +3,6 @@ package controller
 import (
 	"fmt"
 	"maps"
-	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,7 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
+	"github.com/flotilla-dev/flotilla/kit/podutil"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
 
@@ -49,27 +49,14 @@ func newPod(cs *appsv1alpha1.CloneSet, rev *appsv1.ControllerRevision, tmpl *cor
 	pod.Labels[pub.PodTemplateHashLabelKey] = hash
 	pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingNormal)
 
-	addGate(pod, pub.InPlaceUpdateReady)
+	podutil.AddReadinessGate(pod, pub.InPlaceUpdateReady)
 	if lifecycle.MarksPodNotReady(cs.Spec.Lifecycle) {
-		addGate(pod, pub.KruisePodReadyConditionType)
+		podutil.AddReadinessGate(pod, pub.KruisePodReadyConditionType)
 	}
 	for _, vct := range cs.Spec.VolumeClaimTemplates {
-		vol := corev1.Volume{Name: vct.Name, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvcName(vct.Name, cs.Name, id)},
-		}}
-		if i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == vct.Name }); i >= 0 {
-			pod.Spec.Volumes[i] = vol
-		} else {
-			pod.Spec.Volumes = append(pod.Spec.Volumes, vol)
-		}
+		podutil.SetClaimVolume(pod, vct.Name, pvcName(vct.Name, cs.Name, id))
 	}
 	return pod
-}
-
-func addGate(pod *corev1.Pod, t corev1.PodConditionType) {
-	if !slices.ContainsFunc(pod.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == t }) {
-		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: t})
-	}
 }
 
 // pvcName is the PVC of one volumeClaimTemplate for one instance.

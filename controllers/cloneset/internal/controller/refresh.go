@@ -46,7 +46,7 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 	if err != nil {
 		return false, err
 	}
-	st.requeueAfter(res.RequeueAfter)
+	st.requeue.After(res.RequeueAfter)
 	if res.Written {
 		c.rvExp.Expect(res.Pod)
 		return true, nil // the lifecycle step waits for the cache to show this write

@@ -234,10 +234,10 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaled boo
 		missingPodsToDelete: st.missingPodsToDelete(c.allPods(st.cs)),
 	})
 	if d := minReadyRequeue(st); d > 0 {
-		st.requeueAfter(d)
+		st.requeue.After(d)
 	}
 	if d := st.cs.Spec.ProgressDeadlineSeconds; d != nil && *d != math.MaxInt32 && status.UpdatedAvailableReplicas != ptrOr(st.cs.Spec.Replicas, 1) {
-		st.requeueAfter(time.Duration(*d) * time.Second)
+		st.requeue.After(time.Duration(*d) * time.Second)
 	}
 	if apiequality.Semantic.DeepEqual(st.cs.Status, status) {
 		return nil

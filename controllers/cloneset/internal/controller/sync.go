@@ -4,18 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
 	"github.com/flotilla-dev/flotilla/kit/revision"
@@ -42,11 +43,8 @@ type syncState struct {
 	// deleted are the pods this process deleted for the CloneSet whose
 	// names were not yet trimmed from podsToDelete.
 	deleted sets.Set[string]
-	// requeue is the earliest time-driven requeue any step asked for
-	// (minReadySeconds, grace periods, progress deadline); 0: none. Steps
-	// that write pods in parallel set it concurrently.
-	requeueMu sync.Mutex
-	requeue   time.Duration
+	// requeue collects the time-driven requeues the steps ask for.
+	requeue controller.Requeue
 }
 
 // sync reconciles one CloneSet: gather → refresh pods → scale, or else
@@ -106,8 +104,8 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if updateErr != nil && !errors.Is(updateErr, errInPlaceOnly) {
 		return updateErr
 	}
-	if st.requeue > 0 {
-		c.queue.AddAfter(key, st.requeue)
+	if d := st.requeue.Earliest(); d > 0 {
+		c.queue.AddAfter(key, d)
 	}
 	return nil
 }
@@ -147,27 +145,12 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, cs *a
 // staleCache returns how long to wait when the cache does not yet show a
 // write this controller made to the update revision or to one of the pods.
 func (c *Controller) staleCache(st *syncState) time.Duration {
-	var wait time.Duration
-	check := func(ok bool, d time.Duration) {
-		if !ok && (wait == 0 || d < wait) {
-			wait = max(d, time.Millisecond)
-		}
-	}
-	check(c.rvExp.Satisfied(st.cs))
-	check(c.rvExp.Satisfied(st.update))
+	objs := make([]metav1.Object, 0, len(st.pods)+2)
+	objs = append(objs, st.cs, st.update)
 	for _, p := range st.pods {
-		check(c.rvExp.Satisfied(p))
+		objs = append(objs, p)
 	}
-	return wait
-}
-
-// requeueAfter records a time-driven requeue, keeping the earliest.
-func (st *syncState) requeueAfter(d time.Duration) {
-	st.requeueMu.Lock()
-	defer st.requeueMu.Unlock()
-	if d > 0 && (st.requeue == 0 || d < st.requeue) {
-		st.requeue = d
-	}
+	return c.rvExp.Wait(objs...)
 }
 
 // isUpdated reports whether the pod runs the update revision (its

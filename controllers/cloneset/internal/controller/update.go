@@ -196,7 +196,7 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1
 	c.rvExp.Expect(out)
 	c.recorder.Eventf(st.cs, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "successfully update pod %s in-place(revision %s)", p.Name, target.Name)
 	if grace > 0 {
-		st.requeueAfter(time.Duration(grace) * time.Second)
+		st.requeue.After(time.Duration(grace) * time.Second)
 	}
 	return nil
 }

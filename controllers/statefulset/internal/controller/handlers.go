@@ -55,52 +55,13 @@ func (c *Controller) forgetSet(obj any) {
 	}
 }
 
-// podHandler maps pod events to the controlling set and settles
-// expectations. Pods replayed from the informer's initial list enqueue
-// nothing: workers start once every cache has synced and each set is
-// enqueued by its own initial-list event, so its first sync sees them all.
-// Updates are gathered over a short window; creations and deletions, which
-// expectations wait for, are immediate.
+// podHandler maps pod events to the controlling set (or, for an orphan, the
+// sets that would adopt it) and settles expectations
+// (kit/controller.DependentHandler).
 func (c *Controller) podHandler() cache.ResourceEventHandler {
-	owner := controller.NewOwnerHandler(Kind, c.queue, c.adopters)
-	batched := controller.OwnerHandler{Owner: Kind, FindOwners: c.adopters, Enqueue: func(key types.NamespacedName, _ bool) {
-		c.queue.AddAfter(key, podUpdateBatch)
-	}}
-	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, isInInitialList bool) {
-			if o, ok := controller.ObjectOf(obj); ok {
-				if key, ok := Kind.ControllerKey(o); ok {
-					c.scaleExp.Observe(key, expectations.Create, o.GetName())
-				}
-				c.rvExp.Observe(o)
-			}
-			if !isInInitialList {
-				owner.OnAdd(obj, false)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			if o, ok := controller.ObjectOf(newObj); ok {
-				c.rvExp.Observe(o)
-				if o.GetDeletionTimestamp() != nil {
-					// A pod we deleted that waits for its finalizers is as
-					// good as gone for the expectation.
-					if key, ok := Kind.ControllerKey(o); ok {
-						c.scaleExp.Observe(key, expectations.Delete, o.GetName())
-					}
-				}
-			}
-			batched.OnUpdate(oldObj, newObj)
-		},
-		DeleteFunc: func(obj any) {
-			if o, ok := controller.ObjectOf(obj); ok {
-				if key, ok := Kind.ControllerKey(o); ok {
-					c.scaleExp.Observe(key, expectations.Delete, o.GetName())
-				}
-				c.rvExp.Delete(o.GetUID())
-			}
-			owner.OnDelete(obj)
-		},
-	}
+	return controller.DependentHandler{
+		Owner: Kind, Queue: c.queue, Scale: c.scaleExp, RV: c.rvExp, FindOwners: c.adopters, UpdateDelay: podUpdateBatch,
+	}.Handler()
 }
 
 // claimHandler settles claim expectations and wakes the set whose pod

@@ -12,6 +12,7 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
+	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
 
 // kindStatefulSet is the kind pods, revisions and claims point their
@@ -56,25 +57,12 @@ func newPod(set *appsv1beta1.StatefulSet, rev *appsv1.ControllerRevision, tmpl *
 	pod.Spec.Subdomain = set.Spec.ServiceName
 
 	if lifecycle.MarksPodNotReady(set.Spec.Lifecycle) {
-		addGate(pod, pub.KruisePodReadyConditionType)
+		podutil.AddReadinessGate(pod, pub.KruisePodReadyConditionType)
 	}
 	for _, vct := range set.Spec.VolumeClaimTemplates {
-		vol := corev1.Volume{Name: vct.Name, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName(vct.Name, set.Name, ordinal)},
-		}}
-		if i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == vct.Name }); i >= 0 {
-			pod.Spec.Volumes[i] = vol
-		} else {
-			pod.Spec.Volumes = append(pod.Spec.Volumes, vol)
-		}
+		podutil.SetClaimVolume(pod, vct.Name, claimName(vct.Name, set.Name, ordinal))
 	}
 	return pod
-}
-
-func addGate(pod *corev1.Pod, t corev1.PodConditionType) {
-	if !slices.ContainsFunc(pod.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == t }) {
-		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: t})
-	}
 }
 
 // newClaims returns the claims of one ordinal, one per

@@ -168,7 +168,7 @@ func (c *Controller) scale(ctx context.Context, st *syncState) (bool, error) {
 	})
 	if plan.waitingFor != "" {
 		klog.FromContext(ctx).V(4).Info("Waiting for pod to be healthy", "pod", plan.waitingFor)
-		st.requeueAfter(availableIn(st.pods, plan.waitingFor, st.minReadySeconds, st.now))
+		st.requeue.After(availableIn(st.pods, plan.waitingFor, st.minReadySeconds, st.now))
 	}
 	if err := c.syncClaimOwners(ctx, st); err != nil {
 		return false, err
@@ -262,7 +262,7 @@ func (c *Controller) createPod(ctx context.Context, st *syncState, ordinal int, 
 		if existing != nil {
 			if staleClaim(existing, pod.Name, nil) {
 				klog.FromContext(ctx).V(2).Info("Waiting for the claim of a deleted pod to be garbage collected", "claim", klog.KObj(existing))
-				st.requeueAfter(time.Second)
+				st.requeue.After(time.Second)
 				return nil
 			}
 			continue

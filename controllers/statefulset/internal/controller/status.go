@@ -137,7 +137,7 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaleErr, 
 		updateErr:       updateErr,
 	})
 	if st.minReadySeconds > 0 && s.AvailableReplicas < s.ReadyReplicas {
-		st.requeueAfter(time.Second)
+		st.requeue.After(time.Second)
 	}
 	if apiequality.Semantic.DeepEqual(s, st.set.Status) {
 		return nil

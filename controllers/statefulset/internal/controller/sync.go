@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
@@ -46,10 +46,8 @@ type syncState struct {
 	minReadySeconds int32
 	// invalid says why the spec cannot be acted on ("" if it can).
 	invalid string
-	// requeue is the earliest time-driven requeue a step asked for; steps
-	// writing pods in parallel set it concurrently.
-	requeueMu sync.Mutex
-	requeue   time.Duration
+	// requeue collects the time-driven requeues the steps ask for.
+	requeue controller.Requeue
 }
 
 // sync reconciles one set: gather → refresh pods → scale, or else roll
@@ -114,8 +112,8 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if err := errors.Join(scaleErr, updateErr); err != nil && !errors.Is(err, errInPlaceOnly) && !errors.Is(err, errInvalidSpec) {
 		return err
 	}
-	if st.requeue > 0 {
-		c.queue.AddAfter(key, st.requeue)
+	if d := st.requeue.Earliest(); d > 0 {
+		c.queue.AddAfter(key, d)
 	}
 	return nil
 }
@@ -188,27 +186,12 @@ func (c *Controller) syncRevisions(ctx context.Context, st *syncState) error {
 // staleCache returns how long to wait when the cache does not yet show a
 // write this controller made to the set, its update revision or a pod.
 func (c *Controller) staleCache(st *syncState) time.Duration {
-	var wait time.Duration
-	check := func(ok bool, d time.Duration) {
-		if !ok && (wait == 0 || d < wait) {
-			wait = max(d, time.Millisecond)
-		}
-	}
-	check(c.rvExp.Satisfied(st.set))
-	check(c.rvExp.Satisfied(st.update))
+	objs := make([]metav1.Object, 0, len(st.pods)+2)
+	objs = append(objs, st.set, st.update)
 	for _, p := range st.pods {
-		check(c.rvExp.Satisfied(p))
+		objs = append(objs, p)
 	}
-	return wait
-}
-
-// requeueAfter records a time-driven requeue, keeping the earliest.
-func (st *syncState) requeueAfter(d time.Duration) {
-	st.requeueMu.Lock()
-	defer st.requeueMu.Unlock()
-	if d > 0 && (st.requeue == 0 || d < st.requeue) {
-		st.requeue = d
-	}
+	return c.rvExp.Wait(objs...)
 }
 
 // isUpdated reports whether the pod runs the update revision.

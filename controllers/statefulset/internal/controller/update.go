@@ -165,7 +165,7 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1
 	c.rvExp.Expect(out)
 	c.recorder.Eventf(st.set, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "successfully update pod %s in-place(revision %s)", p.Name, st.update.Name)
 	if grace > 0 {
-		st.requeueAfter(time.Duration(grace) * time.Second)
+		st.requeue.After(time.Duration(grace) * time.Second)
 	}
 	return nil
 }
@@ -219,7 +219,7 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 	if err != nil {
 		return false, err
 	}
-	st.requeueAfter(res.RequeueAfter)
+	st.requeue.After(res.RequeueAfter)
 	if res.Written {
 		c.rvExp.Expect(res.Pod)
 		return true, nil

@@ -16,9 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/util/retry"
@@ -229,15 +227,6 @@ func describe(pods *[]corev1.Pod) fmt.Stringer {
 	})
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // allReady: n pods, all Running and Ready.
 func allReady(n int) func([]corev1.Pod) bool {
 	return func(pods []corev1.Pod) bool {
@@ -261,22 +250,6 @@ func settled(n int32) func(appsv1alpha1.CloneSetStatus) bool {
 	}
 }
 
-func names(pods []corev1.Pod) []string {
-	out := make([]string, 0, len(pods))
-	for _, p := range pods {
-		out = append(out, p.Name)
-	}
-	return out
-}
-
-func uids(pods []corev1.Pod) map[string]types.UID {
-	out := map[string]types.UID{}
-	for _, p := range pods {
-		out[p.Name] = p.UID
-	}
-	return out
-}
-
 // revisions returns the CloneSet's ControllerRevisions.
 func (h *harness) revisions(cs *appsv1alpha1.CloneSet) []appsv1.ControllerRevision {
 	h.t.Helper()
@@ -290,16 +263,6 @@ func (h *harness) revisions(cs *appsv1alpha1.CloneSet) []appsv1.ControllerRevisi
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Revision < out[j].Revision })
 	return out
-}
-
-// events returns the reasons and messages of events about the CloneSet.
-func (h *harness) events(name string) []corev1.Event {
-	h.t.Helper()
-	list, err := h.env.Kube.CoreV1().Events(h.ns).List(context.Background(), metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name).String(),
-	})
-	require.NoError(h.t, err)
-	return list.Items
 }
 
 // waitEvent polls until an event with reason about the CloneSet exists.
@@ -318,9 +281,13 @@ func (h *harness) waitEvent(name, reason string) corev1.Event {
 	return ev
 }
 
-// patchPod applies a merge patch to a pod.
-func (h *harness) patchPod(name, patch string) {
-	h.t.Helper()
-	_, err := h.env.Kube.CoreV1().Pods(h.ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	require.NoError(h.t, err)
-}
+// Shared pod helpers (kit/testenv).
+var (
+	podReady = testenv.PodReady
+	names    = testenv.PodNames
+	uids     = testenv.PodUIDs
+)
+
+func (h *harness) events(name string) []corev1.Event { return h.env.Events(h.t, h.ns, name) }
+
+func (h *harness) patchPod(name, patch string) { h.env.PatchPod(h.t, h.ns, name, patch) }

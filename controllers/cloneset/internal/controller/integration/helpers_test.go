@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
 
 // unreadyAnnotation makes kwok report the listed containers not ready
@@ -204,15 +205,6 @@ func (w *watcher) deletedPods() []string {
 	return out
 }
 
-func condStatus(p *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatus {
-	for _, c := range p.Status.Conditions {
-		if c.Type == t {
-			return c.Status
-		}
-	}
-	return ""
-}
-
 // expect is a testenv.Eventually result: done when ok, else the reason.
 func expect(ok bool, format string, args ...any) (bool, error) {
 	if ok {
@@ -220,3 +212,5 @@ func expect(ok bool, format string, args ...any) (bool, error) {
 	}
 	return false, fmt.Errorf(format, args...)
 }
+
+var condStatus = testenv.ConditionStatus

@@ -18,9 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -237,15 +235,6 @@ func describe(pods []corev1.Pod) string {
 	return b.String()
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // readyNames: exactly these pods, all Running and Ready.
 func readyNames(want ...string) func([]corev1.Pod) bool {
 	return func(pods []corev1.Pod) bool {
@@ -273,39 +262,6 @@ func settled(n int32) func(appsv1beta1.StatefulSetStatus) bool {
 	}
 }
 
-func names(pods []corev1.Pod) []string {
-	out := make([]string, 0, len(pods))
-	for _, p := range pods {
-		out = append(out, p.Name)
-	}
-	return out
-}
-
-func uids(pods []corev1.Pod) map[string]types.UID {
-	out := map[string]types.UID{}
-	for _, p := range pods {
-		out[p.Name] = p.UID
-	}
-	return out
-}
-
-// events returns the events about the set.
-func (h *harness) events(name string) []corev1.Event {
-	h.t.Helper()
-	list, err := h.env.Kube.CoreV1().Events(h.ns).List(context.Background(), metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name).String(),
-	})
-	require.NoError(h.t, err)
-	return list.Items
-}
-
-// patchPod applies a merge patch to a pod.
-func (h *harness) patchPod(name, patch string) {
-	h.t.Helper()
-	_, err := h.env.Kube.CoreV1().Pods(h.ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	require.NoError(h.t, err)
-}
-
 // claim returns the named PVC, or nil if it does not exist.
 func (h *harness) claim(name string) *corev1.PersistentVolumeClaim {
 	h.t.Helper()
@@ -329,3 +285,14 @@ func (h *harness) watchFromNow(name string) watch.Interface {
 	h.t.Cleanup(w.Stop)
 	return w
 }
+
+// Shared pod helpers (kit/testenv).
+var (
+	podReady = testenv.PodReady
+	names    = testenv.PodNames
+	uids     = testenv.PodUIDs
+)
+
+func (h *harness) events(name string) []corev1.Event { return h.env.Events(h.t, h.ns, name) }
+
+func (h *harness) patchPod(name, patch string) { h.env.PatchPod(h.t, h.ns, name, patch) }

@@ -43,15 +43,6 @@ func (h *harness) release(pod string) {
 	h.patchPod(pod, `{"metadata":{"labels":{"`+hookLabel+`":null}}}`)
 }
 
-func condStatus(p *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatus {
-	for _, c := range p.Status.Conditions {
-		if c.Type == t {
-			return c.Status
-		}
-	}
-	return ""
-}
-
 func state(p corev1.Pod) string { return p.Labels[pub.LifecycleStateKey] }
 
 // TestPreDeleteHookMarkPodNotReady: the condemned pod waits in
@@ -141,3 +132,5 @@ func TestPreNormalHook(t *testing.T) {
 	h.patchPod("pn-0", `{"metadata":{"labels":{"`+hookLabel+`":"true"}}}`)
 	h.waitPods("pn", "Normal", func(ps []corev1.Pod) bool { return len(ps) == 1 && state(ps[0]) == string(pub.LifecycleStateNormal) })
 }
+
+var condStatus = testenv.ConditionStatus

@@ -220,7 +220,7 @@ func TestMigrateFromAppsV1(t *testing.T) {
 	h.startController()
 	ctx := context.Background()
 	upstreamWorkload{h}.create(3)
-	before := h.waitPods("db", "upstream pods", readyNames("db-0", "db-1", "db-2"))
+	h.waitPods("db", "upstream pods", readyNames("db-0", "db-1", "db-2"))
 	orphan := metav1.DeletePropagationOrphan
 	require.NoError(t, h.env.Kube.AppsV1().StatefulSets(h.ns).Delete(ctx, "db", metav1.DeleteOptions{PropagationPolicy: &orphan}))
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
@@ -231,6 +231,7 @@ func TestMigrateFromAppsV1(t *testing.T) {
 		}
 		return true, nil
 	})
+	before := h.waitPods("db", "orphans ready", readyNames("db-0", "db-1", "db-2"))
 	set := h.create(newSet("db", 3))
 	pods := h.waitPods("db", "adopted", func(ps []corev1.Pod) bool {
 		if !readyNames("db-0", "db-1", "db-2")(ps) {
