@@ -168,7 +168,11 @@ func (c *Controller) scale(ctx context.Context, st *syncState) (bool, error) {
 	})
 	if plan.waitingFor != "" {
 		klog.FromContext(ctx).V(4).Info("Waiting for pod to be healthy", "pod", plan.waitingFor)
-		st.requeue.After(availableIn(st.pods, plan.waitingFor, st.minReadySeconds, st.now))
+		for _, p := range st.pods {
+			if p.Name == plan.waitingFor {
+				st.requeue.After(availableIn(p, st.minReadySeconds, st.now))
+			}
+		}
 	}
 	if err := c.syncClaimOwners(ctx, st); err != nil {
 		return false, err
@@ -200,15 +204,17 @@ func scaleMaxUnavailable(set *appsv1beta1.StatefulSet, replicas int) int {
 }
 
 // availableIn is how long until a Ready pod has been Ready for
-// minReadySeconds; 0 when that is not what it waits for.
-func availableIn(pods map[int]*corev1.Pod, name string, minReadySeconds int32, now time.Time) time.Duration {
-	for _, p := range pods {
-		if p.Name != name || !podutil.IsRunningAndReady(p) {
-			continue
-		}
-		if since, ok := podutil.ReadySince(p); ok {
-			return since.Add(time.Duration(minReadySeconds)*time.Second).Sub(now) + 100*time.Millisecond
-		}
+// minReadySeconds (plus a margin); 0 when it is not Ready or already is.
+func availableIn(p *corev1.Pod, minReadySeconds int32, now time.Time) time.Duration {
+	if minReadySeconds == 0 || p.DeletionTimestamp != nil || !podutil.IsRunningAndReady(p) {
+		return 0
+	}
+	since, ok := podutil.ReadySince(p)
+	if !ok {
+		return 0
+	}
+	if d := since.Add(time.Duration(minReadySeconds) * time.Second).Sub(now); d > 0 {
+		return d + 100*time.Millisecond
 	}
 	return 0
 }

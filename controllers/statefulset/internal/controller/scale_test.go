@@ -95,3 +95,10 @@ func TestScaleMaxUnavailable(t *testing.T) {
 	assert.Equal(t, 0, scaleMaxUnavailable(set(appsv1.OrderedReadyPodManagement, &two), 10), "Parallel only")
 	assert.Equal(t, 0, scaleMaxUnavailable(set(appsv1.ParallelPodManagement, nil), 10), "unset: no limit")
 }
+
+func TestAvailableIn(t *testing.T) {
+	assert.Zero(t, availableIn(testPod(0), 0, t0), "no minReadySeconds")
+	assert.Zero(t, availableIn(testPod(0, notReady), 30, t0), "not Ready")
+	assert.Zero(t, availableIn(testPod(0, readySince(31*time.Second)), 30, t0), "available already")
+	assert.Equal(t, 20*time.Second+100*time.Millisecond, availableIn(testPod(0, readySince(10*time.Second)), 30, t0))
+}

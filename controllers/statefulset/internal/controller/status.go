@@ -123,7 +123,7 @@ func b2i(b bool) int32 {
 }
 
 // updateStatus writes the computed status when it differs from the cached
-// one, and asks for a requeue when a Ready pod becomes available later.
+// one, and asks for a requeue for when a Ready pod becomes available.
 func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaleErr, updateErr error) error {
 	s := calculateStatus(statusInput{
 		set:             st.set,
@@ -136,8 +136,8 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaleErr, 
 		scaleErr:        scaleErr,
 		updateErr:       updateErr,
 	})
-	if st.minReadySeconds > 0 && s.AvailableReplicas < s.ReadyReplicas {
-		st.requeue.After(time.Second)
+	for _, p := range st.pods {
+		st.requeue.After(availableIn(p, st.minReadySeconds, st.now)) // status changes then
 	}
 	if apiequality.Semantic.DeepEqual(s, st.set.Status) {
 		return nil
