@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
@@ -213,8 +215,9 @@ func TestUpstreamParity(t *testing.T) {
 
 // TestMigrateFromAppsV1: an apps/v1 StatefulSet deleted with
 // --cascade=orphan and created again as apps.kruise.io/v1beta1 (the
-// migration OpenKruise documents) gets its pods adopted under their names,
-// not duplicated or stuck on names already taken.
+// migration OpenKruise documents) gets its pods adopted under their names —
+// each orphan is seen with the new set as its controller — not duplicated or
+// stuck on names already taken; the set then settles.
 func TestMigrateFromAppsV1(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
@@ -231,19 +234,47 @@ func TestMigrateFromAppsV1(t *testing.T) {
 		}
 		return true, nil
 	})
-	before := h.waitPods("db", "orphans ready", readyNames("db-0", "db-1", "db-2"))
+	orphans := uids(h.waitPods("db", "orphans ready", readyNames("db-0", "db-1", "db-2")))
+	owners := h.watchControllers("db")
 	set := h.create(newSet("db", 3))
-	pods := h.waitPods("db", "adopted", func(ps []corev1.Pod) bool {
-		if !readyNames("db-0", "db-1", "db-2")(ps) {
-			return false
-		}
-		for _, p := range ps {
-			if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != set.UID {
-				return false
+	h.waitStatus("db", "settled", settled(3))
+	testenv.Eventually(t, waitTimeout, func() (bool, error) {
+		for name, uid := range orphans {
+			if owners.get(uid) != set.UID {
+				return false, fmt.Errorf("orphan %s (%s) not seen adopted", name, uid)
 			}
 		}
-		return true
+		return true, nil
 	})
-	assert.Equal(t, uids(before)["db-0"], uids(pods)["db-0"], "db-0 adopted, not recreated, before any rollout reaches it")
-	h.waitStatus("db", "settled", settled(3))
+	assert.Equal(t, []string{"db-0", "db-1", "db-2"}, names(h.pods("db")))
+}
+
+// controllerLog records, from a watch, the last controller UID seen on each
+// pod UID.
+type controllerLog struct {
+	mu     sync.Mutex
+	owners map[types.UID]types.UID
+}
+
+func (h *harness) watchControllers(name string) *controllerLog {
+	l := &controllerLog{owners: map[types.UID]types.UID{}}
+	ch := h.watchFromNow(name).ResultChan()
+	go func() {
+		for ev := range ch {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				if ref := metav1.GetControllerOf(p); ref != nil {
+					l.mu.Lock()
+					l.owners[p.UID] = ref.UID
+					l.mu.Unlock()
+				}
+			}
+		}
+	}()
+	return l
+}
+
+func (l *controllerLog) get(pod types.UID) types.UID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.owners[pod]
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
@@ -71,48 +69,6 @@ func TestRollingUpdatePartitionOrderedReady(t *testing.T) {
 	}
 }
 
-// unavailability follows a set's pods through a watch and records the most
-// pods that were at once not Ready (terminating, or not yet Ready again).
-type unavailability struct {
-	mu    sync.Mutex
-	ready map[string]bool
-	peak  int
-}
-
-func (h *harness) watchUnavailable(name string, pods []corev1.Pod) *unavailability {
-	h.t.Helper()
-	u := &unavailability{ready: map[string]bool{}}
-	for _, p := range pods {
-		u.ready[p.Name] = true
-	}
-	w := h.watchFromNow(name)
-	go func() {
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			u.mu.Lock()
-			u.ready[p.Name] = ev.Type != watch.Deleted && p.DeletionTimestamp == nil && podReady(p)
-			n := 0
-			for _, r := range u.ready {
-				if !r {
-					n++
-				}
-			}
-			u.peak = max(u.peak, n)
-			u.mu.Unlock()
-		}
-	}()
-	return u
-}
-
-func (u *unavailability) max() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.peak
-}
-
 // TestParallelRollingUpdateMaxUnavailable: with Parallel, rollingUpdate.
 // maxUnavailable pods are updated at once, never more.
 func TestParallelRollingUpdateMaxUnavailable(t *testing.T) {
@@ -121,10 +77,12 @@ func TestParallelRollingUpdateMaxUnavailable(t *testing.T) {
 	two := intstr.FromInt32(2)
 	h.create(newSet("par", 6, parallel, rolling(func(r *appsv1beta1.RollingUpdateStatefulSetStrategy) { r.MaxUnavailable = &two })))
 	h.waitStatus("par", "settled", settled(6))
-	u := h.watchUnavailable("par", h.pods("par"))
+	w := h.watchInvariants("par", 6, 2)
 	h.modify("par", setImage(imageV2))
 	h.waitStatus("par", "all updated", settled(6))
-	assert.Equal(t, 2, u.max(), "two pods at a time, never more")
+	testenv.Consistently(t, time.Second, func() error { return nil }) // trailing events
+	w.check(t)
+	assert.Equal(t, 2, w.maxSeen(), "two pods at a time")
 }
 
 // inPlaceReady adds the InPlaceUpdateReady readiness gate in-place updates
