@@ -85,3 +85,10 @@ func TestSetFailure(t *testing.T) {
 	require.Len(t, conds, 2)
 	assert.Equal(t, "InPlaceOnly", conds[1].Reason)
 }
+
+func TestRetryable(t *testing.T) {
+	assert.NoError(t, retryable(nil))
+	assert.NoError(t, retryable(fmt.Errorf("pod web-0: %w", errInPlaceOnly)), "reported, not retried")
+	assert.NoError(t, retryable(fmt.Errorf("%w: spec.reserveOrdinals[0]", errInvalidSpec)))
+	assert.Error(t, retryable(errors.New("connection refused")))
+}

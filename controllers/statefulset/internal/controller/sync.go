@@ -109,13 +109,22 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if err := c.truncateHistory(ctx, st); err != nil {
 		return err
 	}
-	if err := errors.Join(scaleErr, updateErr); err != nil && !errors.Is(err, errInPlaceOnly) && !errors.Is(err, errInvalidSpec) {
+	if err := errors.Join(retryable(scaleErr), retryable(updateErr)); err != nil {
 		return err
 	}
 	if d := st.requeue.Earliest(); d > 0 {
 		c.queue.AddAfter(key, d)
 	}
 	return nil
+}
+
+// retryable drops the errors a retry cannot fix (reported in status and
+// events; the next spec change brings the set back).
+func retryable(err error) error {
+	if errors.Is(err, errInPlaceOnly) || errors.Is(err, errInvalidSpec) {
+		return nil
+	}
+	return err
 }
 
 // gather reads the set's pods and revisions from the caches and syncs the
