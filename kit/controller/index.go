@@ -58,3 +58,20 @@ func StripManagedFields(obj any) (any, error) {
 }
 
 var _ cache.TransformFunc = StripManagedFields
+
+// OrphanIndex is the name of the index built by IndexOrphanByNamespace.
+const OrphanIndex = "orphanNamespace"
+
+// IndexOrphanByNamespace is a cache.IndexFunc that indexes an object without
+// a controller under its namespace, so adoption looks at the few orphans of
+// a namespace instead of every object in it on each sync.
+func IndexOrphanByNamespace(obj any) ([]string, error) {
+	o, ok := ObjectOf(obj)
+	if !ok {
+		return nil, fmt.Errorf("object %T has no metadata", obj)
+	}
+	if metav1.GetControllerOfNoCopy(o) != nil {
+		return nil, nil
+	}
+	return []string{o.GetNamespace()}, nil
+}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"sort"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 )
 
 func TestIndexByOwnerUID(t *testing.T) {
@@ -97,4 +99,23 @@ func TestInformerWiring(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return q.Len() == 1 }, 5*time.Second, time.Millisecond)
 	assert.Equal(t, 0, q.initial.NumRequeues(nn("cs")), "live add forgot the initial back-off")
+}
+
+func TestIndexOrphanByNamespace(t *testing.T) {
+	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}
+	owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", OwnerReferences: []metav1.OwnerReference{
+		{UID: "x", Controller: ptr.To(true)}}}}
+	notController := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", OwnerReferences: []metav1.OwnerReference{{UID: "y"}}}}
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{OrphanIndex: IndexOrphanByNamespace})
+	for _, p := range []*corev1.Pod{orphan, owned, notController} {
+		require.NoError(t, idx.Add(p))
+	}
+	got, err := idx.ByIndex(OrphanIndex, "ns")
+	require.NoError(t, err)
+	var names []string
+	for _, o := range got {
+		names = append(names, o.(*corev1.Pod).Name)
+	}
+	sort.Strings(names)
+	assert.Equal(t, []string{"a", "c"}, names)
 }

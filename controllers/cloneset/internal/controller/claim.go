@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
@@ -77,7 +76,7 @@ func (c *Controller) claimPods(ctx context.Context, cs *appsv1alpha1.CloneSet) (
 		}
 		logger.Info("Released pod that no longer matches the selector", "pod", klog.KObj(p))
 	}
-	objs, err := c.pods.ByIndex(cache.NamespaceIndex, cs.Namespace)
+	objs, err := c.pods.ByIndex(controller.OrphanIndex, cs.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}

@@ -179,7 +179,7 @@ type filteredInformer func(kubernetes.Interface, string, time.Duration, cache.In
 func labelledInformer(namespace string, newInformer filteredInformer) func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
 	return func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return newInformer(client, namespace, resync,
-			cache.Indexers{controller.OwnerUIDIndex: controller.IndexByOwnerUID, cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+			cache.Indexers{controller.OwnerUIDIndex: controller.IndexByOwnerUID, controller.OrphanIndex: controller.IndexOrphanByNamespace},
 			func(o *metav1.ListOptions) { o.LabelSelector = pub.CloneSetInstanceID })
 	}
 }

@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
@@ -30,7 +29,7 @@ func (c *Controller) adoptOrphans(ctx context.Context, set *appsv1beta1.Stateful
 	if err != nil || sel.Empty() {
 		return false, nil // rejected at admission; never claim the whole namespace
 	}
-	objs, err := c.pods.ByIndex(cache.NamespaceIndex, set.Namespace)
+	objs, err := c.pods.ByIndex(controller.OrphanIndex, set.Namespace)
 	if err != nil {
 		return false, fmt.Errorf("list pods: %w", err)
 	}

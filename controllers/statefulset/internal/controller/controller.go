@@ -104,9 +104,9 @@ func New(d Deps) (*Controller, error) {
 	}
 	setInf := d.Informers.Apps().V1beta1().StatefulSets()
 	podInf := d.KubeInformers.InformerFor(&corev1.Pod{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		// The namespace index serves adoption (adopt.go).
+		// The orphan index serves adoption (adopt.go).
 		return coreinformers.NewFilteredPodInformer(client, d.Namespace, resync,
-			cache.Indexers{controller.OwnerUIDIndex: controller.IndexByOwnerUID, cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+			cache.Indexers{controller.OwnerUIDIndex: controller.IndexByOwnerUID, controller.OrphanIndex: controller.IndexOrphanByNamespace},
 			func(o *metav1.ListOptions) { o.LabelSelector = pub.StatefulSetPodNameLabel })
 	})
 	claimInf := d.KubeInformers.Core().V1().PersistentVolumeClaims().Informer()
