@@ -131,21 +131,8 @@ func TestScaleUp(t *testing.T) {
 	b := newBench(t)
 	n := b.s.scaleUpPods
 	labels := map[string]string{"bench": "scaleup"}
-	// run measures one subject: prepare (not timed) returns the pid whose
-	// accounting is reported, create starts the timed part.
 	run := func(subject string, match func(string, string) bool, prepare func(ns string) int, create func(ns string)) row {
-		ns := b.env.Namespace(t)
-		w := watchPods(t, b.env, ns, "bench=scaleup")
-		pid := prepare(ns)
-		from := b.audit.mark()
-		_, cpu0, _ := procStats(pid)
-		start := time.Now()
-		create(ns)
-		done := w.waitReady(t, n, imageV1, b.s.waitBudget)
-		rss, cpu1, _ := procStats(pid)
-		reqs, writes := b.audit.count(from, match)
-		b.cleanup(ns)
-		return row{scenario: "scale-up", subject: subject, wall: done.Sub(start), requests: reqs, writes: writes, rssMiB: rss, cpuSec: cpu1 - cpu0}
+		return b.measureReady("scale-up", subject, "bench=scaleup", n, match, prepare, create)
 	}
 
 	cs := run("CloneSet (cloneset-controller)", isCloneSet, func(ns string) int { return b.startCloneSetController(ns).PID() }, func(ns string) {
@@ -167,6 +154,25 @@ func TestScaleUp(t *testing.T) {
 		record(r)
 		t.Logf("%s: %.2f s, %s", r.subject, r.wall.Seconds(), formatRequests(r.requests))
 	}
+}
+
+// measureReady measures one subject of a scale-up: prepare (not timed)
+// returns the pid whose accounting is reported, create starts the timed
+// part, which ends when n pods matching selector are Ready on imageV1.
+func (b *bench) measureReady(scenario, subject, selector string, n int, match func(string, string) bool, prepare func(ns string) int, create func(ns string)) row {
+	t := b.t
+	ns := b.env.Namespace(t)
+	w := watchPods(t, b.env, ns, selector)
+	pid := prepare(ns)
+	from := b.audit.mark()
+	_, cpu0, _ := procStats(pid)
+	start := time.Now()
+	create(ns)
+	done := w.waitReady(t, n, imageV1, b.s.waitBudget)
+	rss, cpu1, _ := procStats(pid)
+	reqs, writes := b.audit.count(from, match)
+	b.cleanup(ns)
+	return row{scenario: scenario, subject: subject, wall: done.Sub(start), requests: reqs, writes: writes, rssMiB: rss, cpuSec: cpu1 - cpu0}
 }
 
 func ratio(a, b time.Duration) float64 {

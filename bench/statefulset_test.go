@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,18 +20,7 @@ func TestStatefulSetScaleUp(t *testing.T) {
 	n := b.s.statefulSetPods
 	labels := map[string]string{"bench": "sts"}
 	run := func(subject string, match func(string, string) bool, prepare func(ns string) int, create func(ns string)) row {
-		ns := b.env.Namespace(t)
-		w := watchPods(t, b.env, ns, "bench=sts")
-		pid := prepare(ns)
-		from := b.audit.mark()
-		_, cpu0, _ := procStats(pid)
-		start := time.Now()
-		create(ns)
-		done := w.waitReady(t, n, imageV1, b.s.waitBudget)
-		rss, cpu1, _ := procStats(pid)
-		reqs, writes := b.audit.count(from, match)
-		b.cleanup(ns)
-		return row{scenario: "statefulset scale-up", subject: subject, wall: done.Sub(start), requests: reqs, writes: writes, rssMiB: rss, cpuSec: cpu1 - cpu0}
+		return b.measureReady("statefulset scale-up", subject, "bench=sts", n, match, prepare, create)
 	}
 	ours := run("Advanced StatefulSet (statefulset-controller)", isStatefulSet, func(ns string) int { return b.startController("statefulset", ns).PID() }, func(ns string) {
 		set := &appsv1beta1.StatefulSet{

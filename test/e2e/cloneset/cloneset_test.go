@@ -48,24 +48,9 @@ func TestSampleScalesAndUpdatesInPlace(t *testing.T) {
 	_, err := client.AppsV1alpha1().CloneSets(ns).Create(ctx, cs, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	pods := func() []corev1.Pod {
-		list, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=sample"})
-		require.NoError(t, err)
-		return list.Items
-	}
+	pods := func() []corev1.Pod { return framework.Pods(t, env, ns, "app=sample") }
 	readyOn := func(image string, n int) func() (bool, error) {
-		return func() (bool, error) {
-			ps := pods()
-			ready := 0
-			for _, p := range ps {
-				for _, c := range p.Status.Conditions {
-					if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.Spec.Containers[0].Image == image && p.DeletionTimestamp == nil {
-						ready++
-					}
-				}
-			}
-			return ready == n && len(ps) == n, nil
-		}
+		return framework.ReadyOn(t, env, ns, "app=sample", image, n)
 	}
 	testenv.Eventually(t, 2*time.Minute, readyOn("registry.example/sample:v1", 3))
 	before := map[types.UID]bool{}

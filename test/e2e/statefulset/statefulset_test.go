@@ -51,24 +51,9 @@ func TestSampleLifecycle(t *testing.T) {
 	_, err := client.AppsV1beta1().StatefulSets(ns).Create(ctx, set, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	pods := func() []corev1.Pod {
-		list, err := env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=sample-db"})
-		require.NoError(t, err)
-		return list.Items
-	}
+	pods := func() []corev1.Pod { return framework.Pods(t, env, ns, "app=sample-db") }
 	readyOn := func(image string, n int) func() (bool, error) {
-		return func() (bool, error) {
-			ps := pods()
-			ready := 0
-			for _, p := range ps {
-				for _, c := range p.Status.Conditions {
-					if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.Spec.Containers[0].Image == image && p.DeletionTimestamp == nil {
-						ready++
-					}
-				}
-			}
-			return ready == n && len(ps) == n, nil
-		}
+		return framework.ReadyOn(t, env, ns, "app=sample-db", image, n)
 	}
 	claimExists := func(name string) bool {
 		_, err := env.Kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
