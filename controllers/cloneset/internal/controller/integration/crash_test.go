@@ -2,7 +2,6 @@ package integration
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
@@ -62,8 +61,7 @@ func TestCrashSafety(t *testing.T) {
 	}
 	pods := h.waitPods("crash", "all on v2", func(ps []corev1.Pod) bool { return allReady(replicas)(ps) && allImage(ps, imageV2) })
 	h.waitStatus("crash", "settled on v2", settled(replicas))
-	// Let trailing events arrive before the final check.
-	testenv.Consistently(t, time.Second, func() error { return nil })
+	w.waitCaughtUp(h, "crash")
 	w.check(t)
 	assert.LessOrEqual(t, len(w.deletedPods()), 1, "at most the surplus pod")
 	assert.Len(t, pods, replicas)

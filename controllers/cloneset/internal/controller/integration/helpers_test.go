@@ -94,6 +94,8 @@ type watcher struct {
 	// history holds a copy of every pod version observed, in order.
 	history []*corev1.Pod
 	deleted map[string]bool
+	// live is the last observed version of every pod not deleted yet.
+	live map[string]*corev1.Pod
 }
 
 // watchInvariants starts a pod informer on the CloneSet's pods that checks
@@ -131,6 +133,14 @@ func (w *watcher) observe(event string, p *corev1.Pod, objs []any) {
 	defer w.mu.Unlock()
 	w.events++
 	w.history = append(w.history, p.DeepCopy())
+	if w.live == nil {
+		w.live = map[string]*corev1.Pod{}
+	}
+	if event == "delete" {
+		delete(w.live, p.Name)
+	} else {
+		w.live[p.Name] = p
+	}
 	live, ready := 0, 0
 	for _, o := range objs {
 		q := o.(*corev1.Pod)
@@ -161,6 +171,37 @@ func (w *watcher) observe(event string, p *corev1.Pod, objs []any) {
 			w.violations = append(w.violations, fmt.Sprintf("pod %s deleted unexpectedly (%d live pods before)", p.Name, live+1))
 		}
 	}
+}
+
+// waitCaughtUp polls until the watcher has observed exactly the pods the API
+// server lists now (same UIDs and resourceVersions), so a final check sees
+// every event up to the end state.
+func (w *watcher) waitCaughtUp(h *harness, name string) {
+	h.t.Helper()
+	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+		list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + name})
+		if err != nil {
+			return false, err
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return sameVersions(w.live, list.Items), nil
+	})
+}
+
+// sameVersions reports whether seen holds exactly the listed pods at their
+// listed versions.
+func sameVersions(seen map[string]*corev1.Pod, listed []corev1.Pod) bool {
+	if len(seen) != len(listed) {
+		return false
+	}
+	for _, p := range listed {
+		q := seen[p.Name]
+		if q == nil || q.UID != p.UID || q.ResourceVersion != p.ResourceVersion {
+			return false
+		}
+	}
+	return true
 }
 
 // check fails the test if any invariant was broken.

@@ -1,14 +1,15 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
@@ -77,6 +78,30 @@ func (w *invariantWatcher) observe(t watch.EventType, p *corev1.Pod) {
 	}
 }
 
+// waitCaughtUp polls until the watcher has observed exactly the pods the API
+// server lists now (same UIDs and resourceVersions), so a final check sees
+// every event up to the end state.
+func (w *invariantWatcher) waitCaughtUp(h *harness, name string) {
+	h.t.Helper()
+	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+		list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + name})
+		if err != nil {
+			return false, err
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if len(w.pods) != len(list.Items) {
+			return false, fmt.Errorf("watcher has %d pods, API %d", len(w.pods), len(list.Items))
+		}
+		for _, p := range list.Items {
+			if q := w.pods[p.Name]; q == nil || q.UID != p.UID || q.ResourceVersion != p.ResourceVersion {
+				return false, fmt.Errorf("watcher behind on %s", p.Name)
+			}
+		}
+		return true, nil
+	})
+}
+
 func (w *invariantWatcher) maxSeen() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -130,7 +155,7 @@ func TestCrashSafetyOrderedReady(t *testing.T) {
 	h.crashLoop("oc", &stop, []int{1, 3}, onImage(imageV2))
 	h.waitStatus("oc", "settled on v2", settled(replicas))
 	assert.Equal(t, replicas, onImage(imageV2)(h.pods("oc")))
-	testenv.Consistently(t, time.Second, func() error { return nil }) // trailing events
+	w.waitCaughtUp(h, "oc")
 	w.check(t)
 }
 
@@ -147,7 +172,7 @@ func TestCrashSafetyParallel(t *testing.T) {
 	h.modify("pc", setImage(imageV2))
 	h.crashLoop("pc", &stop, []int{2, 4}, onImage(imageV2))
 	h.waitStatus("pc", "settled on v2", settled(replicas))
-	testenv.Consistently(t, time.Second, func() error { return nil })
+	w.waitCaughtUp(h, "pc")
 	w.check(t)
 	assert.Equal(t, 2, w.maxSeen(), "the budget was used")
 }

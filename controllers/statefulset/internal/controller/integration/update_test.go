@@ -80,7 +80,7 @@ func TestParallelRollingUpdateMaxUnavailable(t *testing.T) {
 	w := h.watchInvariants("par", 6, 2)
 	h.modify("par", setImage(imageV2))
 	h.waitStatus("par", "all updated", settled(6))
-	testenv.Consistently(t, time.Second, func() error { return nil }) // trailing events
+	w.waitCaughtUp(h, "par")
 	w.check(t)
 	assert.Equal(t, 2, w.maxSeen(), "two pods at a time")
 }
