@@ -23,7 +23,9 @@ const (
 	PodWebhook featuregate.Feature = "PodWebhook"
 	// KruiseDaemon says a node agent implementing kruise-daemon's contract
 	// (image pre-pull, container restarts for env-from-metadata, probing) runs
-	// in the cluster. Flotilla does not ship one; see DependencyRules.
+	// in the cluster. Flotilla does not ship one, so it defaults to false
+	// (OpenKruise: true) and the features that need one are off unless an
+	// operator who runs such an agent turns it on; see DependencyRules.
 	KruiseDaemon featuregate.Feature = "KruiseDaemon"
 	// CloneSetShortHash makes CloneSet write only the short hash into the pod
 	// label controller-revision-hash.
@@ -102,7 +104,7 @@ const (
 // package initialisation; NewGate copies entries into a fresh gate.
 var specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	PodWebhook:                                {Default: true, PreRelease: featuregate.Beta},
-	KruiseDaemon:                              {Default: true, PreRelease: featuregate.Beta},
+	KruiseDaemon:                              {Default: false, PreRelease: featuregate.Beta},
 	CloneSetShortHash:                         {Default: false, PreRelease: featuregate.Alpha},
 	KruisePodReadinessGate:                    {Default: false, PreRelease: featuregate.Alpha},
 	PreDownloadImageForInPlaceUpdate:          {Default: false, PreRelease: featuregate.Alpha},
@@ -150,7 +152,7 @@ type Rule struct {
 //   - KruiseDaemon=false ⇒ PreDownloadImageForInPlaceUpdate,
 //     PreDownloadImageForDaemonSetUpdate, InPlaceUpdateEnvFromMetadata,
 //     PodProbeMarkerGate, SidecarTerminator are off (they need a node agent;
-//     Flotilla ships none, so set KruiseDaemon=false on clusters without one).
+//     Flotilla ships none, so KruiseDaemon defaults to false).
 //
 // Dropped, because Flotilla has no component they would affect:
 // DaemonWatchingPod, ImagePullJobGate (and "either PreDownload gate ⇒

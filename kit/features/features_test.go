@@ -54,7 +54,9 @@ func TestFeatureGatesFlag(t *testing.T) {
 }
 
 func TestDefaultsMatchReference(t *testing.T) {
-	on := []featuregate.Feature{PodWebhook, KruiseDaemon, PodUnavailableBudgetDeleteGate, InPlaceUpdateEnvFromMetadata,
+	// KruiseDaemon is the one deliberate difference: true in OpenKruise,
+	// false here because Flotilla ships no node agent (see its doc).
+	on := []featuregate.Feature{PodWebhook, PodUnavailableBudgetDeleteGate, InPlaceUpdateEnvFromMetadata,
 		StatefulSetAutoDeletePVC, PodProbeMarkerGate, PodIndexLabel}
 	for _, f := range Known() {
 		s, ok := Spec(f)
@@ -95,10 +97,18 @@ func TestResolve(t *testing.T) {
 		assert.Empty(t, forced)
 		assert.True(t, g.Enabled(InPlaceUpdateEnvFromMetadata))
 	})
-	t.Run("defaults force nothing", func(t *testing.T) {
+	t.Run("defaults: no node agent, so its features are off", func(t *testing.T) {
 		g := MustNewGate(Known()...)
 		forced, err := Resolve(g)
 		require.NoError(t, err)
+		assert.Equal(t, []featuregate.Feature{InPlaceUpdateEnvFromMetadata, PodProbeMarkerGate}, forced)
+	})
+	t.Run("KruiseDaemon=true keeps node-agent features at their defaults", func(t *testing.T) {
+		g := MustNewGate(Known()...)
+		require.NoError(t, g.Set("KruiseDaemon=true"))
+		forced, err := Resolve(g)
+		require.NoError(t, err)
 		assert.Empty(t, forced)
+		assert.True(t, g.Enabled(InPlaceUpdateEnvFromMetadata))
 	})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
+	"github.com/flotilla-dev/flotilla/kit/revision"
 )
 
 // Control performs in-place updates through the API server: the client half
@@ -171,17 +172,21 @@ type RefreshResult struct {
 // Refresh advances an in-place update already started on pod, one step per
 // call, and is meant to run on every pod at every sync:
 //   - a grace period that has elapsed: the parked spec is applied (dropped
-//     instead when it was for another revision than updateRevision);
+//     instead when it was parked for another revision than the one the pod
+//     is labelled with — the pod's own controller-revision-hash, never the
+//     workload's current target: the label already names the parked
+//     revision, so dropping the spec because the target moved on would
+//     leave a pod labelled with a revision whose images it never got);
 //   - a finished batch whose containers are Ready: the next batch is applied;
 //   - a finished update: InPlaceUpdateReady=True and Ready recomputed.
-func (c *Control) Refresh(ctx context.Context, pod *corev1.Pod, updateRevision string) (RefreshResult, error) {
+func (c *Control) Refresh(ctx context.Context, pod *corev1.Pod) (RefreshResult, error) {
 	now := c.clock.Now()
 	state, err := DecodeState(pod)
 	if err != nil {
 		return RefreshResult{Pod: pod}, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	if raw, ok := pub.GetInPlaceUpdateGrace(pod); ok {
-		return c.finishGrace(ctx, pod, state, raw, updateRevision, now)
+		return c.finishGrace(ctx, pod, state, raw, now)
 	}
 	if state == nil {
 		return RefreshResult{Pod: pod}, nil
@@ -210,9 +215,9 @@ func (c *Control) Refresh(ctx context.Context, pod *corev1.Pod, updateRevision s
 	return RefreshResult{Pod: pod}, nil
 }
 
-func (c *Control) finishGrace(ctx context.Context, pod *corev1.Pod, state *pub.InPlaceUpdateState, raw, updateRevision string, now time.Time) (RefreshResult, error) {
+func (c *Control) finishGrace(ctx context.Context, pod *corev1.Pod, state *pub.InPlaceUpdateState, raw string, now time.Time) (RefreshResult, error) {
 	g, err := DecodeGrace(raw)
-	if err != nil || g.Revision != updateRevision || state == nil {
+	if err != nil || state == nil || !revision.HashMatches(pod.Labels[pub.ControllerRevisionHashLabelKey], g.Revision) {
 		// Unreadable, or parked for a revision that is no longer wanted: drop
 		// it; the workload's update step will start afresh.
 		cp := pod.DeepCopy()

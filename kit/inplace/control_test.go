@@ -250,7 +250,7 @@ func TestControlGracePeriod(t *testing.T) {
 	// Within the grace period: nothing written, refresh after the rest.
 	client.ClearActions()
 	clk.SetTime(t0.Add(10 * time.Second))
-	res, err := ctl.Refresh(ctx, p, ctlNewRev)
+	res, err := ctl.Refresh(ctx, p)
 	require.NoError(t, err)
 	assert.False(t, res.Written)
 	assert.Equal(t, 20*time.Second, res.RequeueAfter)
@@ -259,7 +259,7 @@ func TestControlGracePeriod(t *testing.T) {
 
 	// Elapsed: the parked spec is applied and the grace annotation removed.
 	clk.SetTime(t0.Add(31 * time.Second))
-	res, err = ctl.Refresh(ctx, p, ctlNewRev)
+	res, err = ctl.Refresh(ctx, p)
 	require.NoError(t, err)
 	assert.True(t, res.Written)
 	assert.Zero(t, res.RequeueAfter)
@@ -287,21 +287,21 @@ func TestControlRefreshMarksReady(t *testing.T) {
 	// The kubelet still reports the old container: not done.
 	p := stored(t, client)
 	client.ClearActions()
-	res, err := ctl.Refresh(ctx, p, ctlNewRev)
+	res, err := ctl.Refresh(ctx, p)
 	require.NoError(t, err)
 	assert.False(t, res.Written)
 	assert.Empty(t, client.Actions())
 
 	// The same imageID with the old image: still not done.
 	p = kubeletRuns(t, client, "nginx:1.27", "sha-main-1")
-	res, err = ctl.Refresh(ctx, p, ctlNewRev)
+	res, err = ctl.Refresh(ctx, p)
 	require.NoError(t, err)
 	assert.False(t, res.Written)
 	assert.Empty(t, client.Actions())
 
 	// A new imageID: InPlaceUpdateReady=True and Ready back to True.
 	p = kubeletRuns(t, client, "docker.io/library/nginx:1.28", "sha-main-2")
-	res, err = ctl.Refresh(ctx, p, ctlNewRev)
+	res, err = ctl.Refresh(ctx, p)
 	require.NoError(t, err)
 	assert.True(t, res.Written)
 	assert.Equal(t, []string{"update/status"}, ctlVerbs(client))
@@ -316,23 +316,36 @@ func TestControlRefreshMarksReady(t *testing.T) {
 
 	// Nothing left to do.
 	client.ClearActions()
-	res, err = ctl.Refresh(ctx, p, ctlNewRev)
+	res, err = ctl.Refresh(ctx, p)
 	require.NoError(t, err)
 	assert.False(t, res.Written)
 	assert.Empty(t, client.Actions())
 }
 
-func TestControlRefreshDropsStaleGrace(t *testing.T) {
+// The parked spec belongs to the revision the pod is labelled with: whatever
+// the workload's target is by the time the grace period ends, the pod must
+// get the images its label promises (a template change or a rollback during
+// the grace period used to drop them and leave the pod labelled with a
+// revision it never ran).
+func TestControlRefreshGraceFollowsPodLabel(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		grace string
+		name      string
+		podLabel  string
+		grace     string
+		wantImage string
 	}{
-		{"parked for another revision", `{"revision":"` + ctlNewRev + `","containerImages":{"main":"nginx:1.28"},"graceSeconds":30}`},
-		{"unreadable", `{not json`},
+		{"pod labelled with the parked revision: applied", ctlNewRev,
+			`{"revision":"` + ctlNewRev + `","containerImages":{"main":"nginx:1.28"},"graceSeconds":30}`, "nginx:1.28"},
+		{"pod labelled with its short hash: applied", "6c8d9f7b5",
+			`{"revision":"` + ctlNewRev + `","containerImages":{"main":"nginx:1.28"},"graceSeconds":30}`, "nginx:1.28"},
+		{"pod relabelled to another revision: dropped", "web-7a8b9c0d1",
+			`{"revision":"` + ctlNewRev + `","containerImages":{"main":"nginx:1.28"},"graceSeconds":30}`, "nginx:1.27"},
+		{"unreadable: dropped", ctlNewRev, `{not json`, "nginx:1.27"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			pod := ctlPod()
+			pod.Labels[pub.ControllerRevisionHashLabelKey] = tc.podLabel
 			state := NewState(ctlNewRev, Spec{ContainerImages: map[string]string{"main": "nginx:1.28"}}, t0)
 			v, err := EncodeState(&state)
 			require.NoError(t, err)
@@ -340,21 +353,21 @@ func TestControlRefreshDropsStaleGrace(t *testing.T) {
 			client := fake.NewClientset(pod.DeepCopy())
 			ctl := NewControl(client, clocktesting.NewFakeClock(t0.Add(time.Hour))) // grace long over
 
-			res, err := ctl.Refresh(ctx, pod, "web-7a8b9c0d1") // the update revision moved on
+			res, err := ctl.Refresh(ctx, pod)
 			require.NoError(t, err)
 			assert.True(t, res.Written)
 			assert.Equal(t, []string{"update/"}, ctlVerbs(client))
 			p := stored(t, client)
 			assert.NotContains(t, p.Annotations, pub.InPlaceUpdateGraceKey)
-			assert.Equal(t, v, p.Annotations[pub.InPlaceUpdateStateKey], "state kept")
-			assert.Equal(t, "nginx:1.27", image(p, "main"), "the parked image is not applied")
+			assert.Equal(t, tc.wantImage, image(p, "main"))
+			assert.Equal(t, tc.podLabel, p.Labels[pub.ControllerRevisionHashLabelKey], "the label is not touched")
 		})
 	}
 }
 
 func TestControlRefreshWithoutUpdate(t *testing.T) {
 	client := fake.NewClientset(ctlPod())
-	res, err := NewControl(client, clocktesting.NewFakeClock(t0)).Refresh(context.Background(), ctlPod(), ctlNewRev)
+	res, err := NewControl(client, clocktesting.NewFakeClock(t0)).Refresh(context.Background(), ctlPod())
 	require.NoError(t, err)
 	assert.False(t, res.Written)
 	assert.Zero(t, res.RequeueAfter)

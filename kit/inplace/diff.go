@@ -51,23 +51,30 @@ func (s Spec) Empty() bool {
 // because env it reads from labels/annotations changes.
 func (s Spec) UpdateEnvFromMetadata() bool { return len(s.ContainerRefMetadata) > 0 }
 
-// WithoutEnvFromMetadata folds ContainerRefMetadata back into the pod-wide
-// Metadata: the keys are still written, but no container is scheduled for a
-// restart and they no longer influence batching. Use it when the feature
-// gate InPlaceUpdateEnvFromMetadata is off (always the case without a node
-// agent, see kit/features). The receiver is not modified.
-func (s Spec) WithoutEnvFromMetadata() Spec {
-	out := s.DeepCopy()
-	for _, meta := range out.ContainerRefMetadata {
-		for k, v := range meta.Labels {
-			out.Metadata.Labels = setKey(out.Metadata.Labels, k, v)
-		}
-		for k, v := range meta.Annotations {
-			out.Metadata.Annotations = setKey(out.Metadata.Annotations, k, v)
-		}
+// Why a Diff result cannot be applied in place, for events and logs.
+const (
+	// NotInPlaceable: the revisions differ in more than images and labels/annotations.
+	NotInPlaceable = "only container images and template labels/annotations may change in place"
+	// NotInPlaceEnvFromMetadata: the change reaches container env through
+	// fieldRef metadata.labels/annotations.
+	NotInPlaceEnvFromMetadata = "the change alters labels/annotations that container env reads " +
+		"(fieldRef metadata.labels/annotations), and no node agent restarts containers for that"
+)
+
+// Refusal says why spec (the result of Diff, with ok) cannot be applied in
+// place, or "" when it can. Flotilla ships no node agent, so nothing would
+// restart a container whose env reads a changed label or annotation: the
+// pod would be declared updated while its containers keep the stale value.
+// Such a change is therefore never in-place-able, whatever the feature
+// gates say (InPlaceUpdateEnvFromMetadata is accepted for compatibility).
+func Refusal(spec Spec, ok bool) string {
+	switch {
+	case !ok:
+		return NotInPlaceable
+	case spec.UpdateEnvFromMetadata():
+		return NotInPlaceEnvFromMetadata
 	}
-	out.ContainerRefMetadata = nil
-	return out
+	return ""
 }
 
 // DeepCopy returns a copy sharing no maps or slices with s.

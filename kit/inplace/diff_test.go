@@ -293,29 +293,21 @@ func TestDiffDoesNotModifyInput(t *testing.T) {
 	assert.Equal(t, newC, newB)
 }
 
-func TestSpecWithoutEnvFromMetadata(t *testing.T) {
-	s := Spec{
-		ContainerImages: map[string]string{"main": "web:v2"},
-		Metadata:        MetadataChange{Annotations: map[string]string{"owner": "b"}, RemovedLabels: []string{"x"}},
-		ContainerRefMetadata: map[string]metav1.ObjectMeta{
-			"sidecar": {Annotations: map[string]string{"app-config": "v2"}},
-			"logs":    {Labels: map[string]string{"track": "canary"}},
-		},
+func TestRefusal(t *testing.T) {
+	env := Spec{ContainerRefMetadata: map[string]metav1.ObjectMeta{"main": {Labels: map[string]string{"tier": "b"}}}}
+	for _, tc := range []struct {
+		name string
+		spec Spec
+		ok   bool
+		want string
+	}{
+		{"images", Spec{ContainerImages: map[string]string{"main": "nginx:1.28"}}, true, ""},
+		{"labels no env reads", Spec{Metadata: MetadataChange{Labels: map[string]string{"tier": "b"}}}, true, ""},
+		{"labels env reads: no node agent to restart the container", env, true, NotInPlaceEnvFromMetadata},
+		{"other fields", Spec{}, false, NotInPlaceable},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, Refusal(tc.spec, tc.ok)) })
 	}
-	before := s.DeepCopy()
-	got := s.WithoutEnvFromMetadata()
-	assert.Equal(t, Spec{
-		ContainerImages: map[string]string{"main": "web:v2"},
-		Metadata: MetadataChange{
-			Labels:        map[string]string{"track": "canary"},
-			Annotations:   map[string]string{"owner": "b", "app-config": "v2"},
-			RemovedLabels: []string{"x"},
-		},
-	}, got)
-	assert.False(t, got.UpdateEnvFromMetadata())
-	assert.Equal(t, before, s, "receiver modified")
-	got.ContainerImages["main"] = "changed"
-	assert.Equal(t, "web:v2", s.ContainerImages["main"], "result shares maps with the receiver")
 }
 
 func TestSpecEmpty(t *testing.T) {

@@ -19,8 +19,9 @@
 // metadata change, and, per container, the changed labels/annotations its
 // env reads through the downward API (those containers must be restarted:
 // "update env from metadata", a node agent's job — Flotilla only records
-// it). Without a node agent (feature gate InPlaceUpdateEnvFromMetadata off)
-// use Spec.WithoutEnvFromMetadata.
+// it). Flotilla ships no node agent, so Refusal turns such a change down:
+// the workload recreates the pod (InPlaceIfPossible) or refuses
+// (InPlaceOnly) instead of declaring an update it cannot carry out.
 //
 // # Batches
 //
@@ -33,10 +34,8 @@
 //
 // # Usage (one pod, from a workload's update and refresh steps)
 //
-//	spec, ok := inplace.Diff(oldRev.Data.Raw, newRev.Data.Raw)   // !ok: recreate the pod
-//	if !gates.Enabled(features.InPlaceUpdateEnvFromMetadata) {
-//		spec = spec.WithoutEnvFromMetadata()
-//	}
+//	spec, ok := inplace.Diff(oldRev.Data.Raw, newRev.Data.Raw)
+//	if why := inplace.Refusal(spec, ok); why != "" { … }         // recreate the pod, or refuse
 //	if inplace.HasReadinessGate(pod) {
 //		conds, changed := inplace.StartConditions(pod, now)       // write status first (+ Ready recompute)
 //	}

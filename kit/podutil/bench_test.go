@@ -50,7 +50,7 @@ func benchPods(n int) []*corev1.Pod {
 // handful per sort (keys, index and result slices), none per comparison.
 func BenchmarkSortForDeletion5000(b *testing.B) {
 	pods := benchPods(5000)
-	rank := RankByNodeCount(pods)
+	rank := RankBySameNode(pods)
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = SortForDeletion(pods, rank, t0)
@@ -59,7 +59,7 @@ func BenchmarkSortForDeletion5000(b *testing.B) {
 
 func TestSortForDeletionAllocations(t *testing.T) {
 	pods := benchPods(1000)
-	rank := RankByNodeCount(pods)
+	rank := RankBySameNode(pods)
 	allocs := testing.AllocsPerRun(5, func() { _ = SortForDeletion(pods, rank, t0) })
 	if allocs > 5 {
 		t.Fatalf("SortForDeletion of %d pods made %v allocations, want a constant few", len(pods), allocs)

@@ -20,7 +20,8 @@ import (
 //  2. phase Pending before Unknown before Running (any other phase, including
 //     "", ranks with Pending);
 //  3. unavailable before available, where available means
-//     IsWorkloadAvailable(pod, MinReadySeconds, Now);
+//     IsWorkloadAvailable(pod, MinReadySeconds, Now) (skipped with
+//     IgnoreAvailability);
 //  4. not ready before ready (separates unavailable pods);
 //  5. lower DeletionCost first;
 //  6. higher Rank first;
@@ -33,8 +34,11 @@ import (
 // The zero DeletionOrder is usable: no ranks, minReadySeconds 0.
 type DeletionOrder struct {
 	// Rank returns a pod's rank; pods with a higher rank are deleted first
-	// (e.g. RankByNodeCount). Nil ranks every pod 0.
-	Rank func(*corev1.Pod) int
+	// (RankBySameNode, RankBySpread). Nil ranks every pod 0.
+	Rank func(*corev1.Pod) float64
+	// IgnoreAvailability leaves rule 3 out, as OpenKruise does when it orders
+	// the pods of one node or one topology domain to rank them.
+	IgnoreAvailability bool
 	// MinReadySeconds is the workload's spec.minReadySeconds (rule 3).
 	MinReadySeconds int32
 	// Now is the time availability is judged at (rule 3). It matters only
@@ -47,7 +51,7 @@ type DeletionOrder struct {
 // and the pods are not modified, so pods straight from an informer cache are
 // fine. rank may be nil. Availability is judged with minReadySeconds 0; use
 // DeletionOrder directly to pass the workload's minReadySeconds.
-func SortForDeletion(pods []*corev1.Pod, rank func(*corev1.Pod) int, now time.Time) []*corev1.Pod {
+func SortForDeletion(pods []*corev1.Pod, rank func(*corev1.Pod) float64, now time.Time) []*corev1.Pod {
 	return DeletionOrder{Rank: rank, Now: now}.Sort(pods)
 }
 
@@ -80,25 +84,6 @@ func (o DeletionOrder) Less(a, b *corev1.Pod) bool {
 	return compareDeletionKeys(&ka, &kb) < 0
 }
 
-// RankByNodeCount returns a rank function for DeletionOrder.Rank: a pod's
-// rank is the number of the given pods on the same node, so pods on crowded
-// nodes are deleted first. Pass the workload's active pods. Unassigned pods,
-// and pods on nodes none of the given pods are on, rank 0.
-func RankByNodeCount(pods []*corev1.Pod) func(*corev1.Pod) int {
-	perNode := make(map[string]int)
-	for _, p := range pods {
-		if n := p.Spec.NodeName; n != "" {
-			perNode[n]++
-		}
-	}
-	return func(p *corev1.Pod) int {
-		if p.Spec.NodeName == "" {
-			return 0
-		}
-		return perNode[p.Spec.NodeName]
-	}
-}
-
 // deletionKey is everything DeletionOrder compares, extracted once per pod.
 type deletionKey struct {
 	assigned  bool
@@ -106,7 +91,7 @@ type deletionKey struct {
 	available bool
 	ready     bool
 	cost      int32
-	rank      int
+	rank      float64
 	readyAt   int64 // unix nanos; math.MaxInt64 when ready with no transition time
 	restarts  int64
 	createdAt int64 // unix nanos; math.MaxInt64 when unset
@@ -127,7 +112,7 @@ func (o DeletionOrder) key(p *corev1.Pod) deletionKey {
 	since, k.ready = ReadySince(p)
 	if k.ready {
 		k.readyAt = nanosOrMax(since)
-		k.available = readyLongEnough(since, o.MinReadySeconds, o.Now) && IsLifecycleNormal(p)
+		k.available = !o.IgnoreAvailability && IsWorkloadAvailable(p, o.MinReadySeconds, o.Now)
 	}
 	if o.Rank != nil {
 		k.rank = o.Rank(p)

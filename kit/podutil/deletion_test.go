@@ -1,6 +1,7 @@
 package podutil
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -134,7 +135,7 @@ func TestDeletionOrderRules(t *testing.T) {
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			o := DeletionOrder{
-				Rank:            func(p *corev1.Pod) int { return ranks[p.Labels["rank"]] },
+				Rank:            func(p *corev1.Pod) float64 { return float64(ranks[p.Labels["rank"]]) },
 				MinReadySeconds: tc.minReady,
 				Now:             t0,
 			}
@@ -169,12 +170,13 @@ func TestSortForDeletionCombined(t *testing.T) {
 		run("fresh", "n2", func(p *corev1.Pod) { p.Status.Conditions = nil }, readyAt(ago(10*time.Second))), // < minReadySeconds
 		run("updating", "n2", lifecycle(pub.LifecycleStateUpdating)),
 		run("cheap", "n3", cost("-5")),
-		run("crowded", "n1"), // n1 holds 3 pods
+		run("crowded", "n10"), // shares n10 with "keeper" and goes first there: rank 1
 		run("recently-ready", "n4", func(p *corev1.Pod) { p.Status.Conditions = nil }, readyAt(ago(time.Minute))),
 		run("restarting", "n5", restarts(0, 4)),
 		run("new", "n6", created(ago(time.Minute))),
 		run("old", "n7", created(ago(3*time.Hour))),
 		run("old-b", "n8", created(ago(3*time.Hour))),
+		run("keeper", "n10", created(ago(4*time.Hour))), // the last pod of n10: rank 0
 		run("expensive", "n9", cost("5"), restarts(9), created(ago(time.Second))),
 	}
 	want := make([]string, len(pods))
@@ -192,7 +194,7 @@ func TestSortForDeletionCombined(t *testing.T) {
 		r.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
 		inBefore := append([]*corev1.Pod(nil), in...)
 
-		o := DeletionOrder{Rank: RankByNodeCount(in), MinReadySeconds: 30, Now: t0}
+		o := DeletionOrder{Rank: RankBySameNode(in), MinReadySeconds: 30, Now: t0}
 		got := o.Sort(in)
 		require.Equal(t, want, names(got))
 		assert.Equal(t, inBefore, in, "input slice must not be reordered")
@@ -201,11 +203,11 @@ func TestSortForDeletionCombined(t *testing.T) {
 
 	// SortForDeletion judges availability with minReadySeconds 0, so "fresh"
 	// is available there and moves behind "cheap" (cost -5); it ties with
-	// "crowded" on rank (n1 and n2 both hold 3 pods) and goes first as the
-	// more recently ready.
-	got := names(SortForDeletion(pods, RankByNodeCount(pods), t0))
+	// "crowded" on rank (1: the middle of n2's three pods, the first of
+	// n10's two) and goes first as the more recently ready.
+	got := names(SortForDeletion(pods, RankBySameNode(pods), t0))
 	assert.Equal(t, []string{"ns/unscheduled", "ns/pending", "ns/unknown", "ns/not-ready", "ns/updating",
-		"ns/cheap", "ns/fresh", "ns/crowded", "ns/recently-ready", "ns/restarting", "ns/new", "ns/old", "ns/old-b", "ns/expensive"}, got)
+		"ns/cheap", "ns/fresh", "ns/crowded", "ns/recently-ready", "ns/restarting", "ns/new", "ns/old", "ns/old-b", "ns/keeper", "ns/expensive"}, got)
 }
 
 func TestSortForDeletionEdgeCases(t *testing.T) {
@@ -226,23 +228,86 @@ func TestSortForDeletionEdgeCases(t *testing.T) {
 	assert.Same(t, b, got[0])
 }
 
-func TestRankByNodeCount(t *testing.T) {
-	pods := []*corev1.Pod{
-		newPod("a", onNode("n1")), newPod("b", onNode("n1")), newPod("c", onNode("n1")),
-		newPod("d", onNode("n2")),
-		newPod("e"), newPod("f"),
+func TestRankBySameNode(t *testing.T) {
+	ready := func(name, node string, age time.Duration) *corev1.Pod {
+		return newPod(name, onNode(node), phase(corev1.PodRunning), readyAt(ago(age)), created(ago(2*time.Hour)))
 	}
-	rank := RankByNodeCount(pods)
+	// n1 holds three pods: the one to delete first there ranks 2, the one
+	// that would go last ranks 0 — a crowded node keeps its last pod on
+	// rank alone. A pod alone on its node and an unassigned pod rank 0.
+	pods := []*corev1.Pod{
+		ready("n1-old", "n1", time.Hour), ready("n1-new", "n1", time.Minute),
+		newPod("n1-pending", onNode("n1"), phase(corev1.PodPending)),
+		ready("n2-only", "n2", time.Hour),
+		newPod("unassigned"),
+	}
+	rank := RankBySameNode(pods)
 	for _, tc := range []struct {
 		pod  *corev1.Pod
-		want int
+		want float64
 	}{
-		{pods[0], 3}, {pods[2], 3}, {pods[3], 1},
-		{pods[4], 0}, // unassigned pods are not counted as sharing a node
-		{newPod("elsewhere", onNode("n3")), 0},
-		{newPod("late", onNode("n2")), 1}, // counts are fixed when the rank func is built
+		{pods[2], 2}, {pods[1], 1}, {pods[0], 0},
+		{pods[3], 0}, {pods[4], 0},
+		{ready("stranger", "n1", time.Second), 0}, // not among the ranked pods
 	} {
 		assert.Equal(t, tc.want, rank(tc.pod), tc.pod.Name)
 	}
-	assert.Equal(t, 0, RankByNodeCount(nil)(newPod("x", onNode("n1"))))
+	assert.Zero(t, RankBySameNode(nil)(newPod("x", onNode("n1"))))
+}
+
+// Ranks only within the group handed over: the same node counted across
+// both revisions would make an old pod alone among old pods look crowded.
+func TestRankBySameNodeWithinGroup(t *testing.T) {
+	oldPod := newPod("old", onNode("n1"), phase(corev1.PodRunning), readyAt(ago(time.Hour)))
+	otherOld := newPod("other-old", onNode("n2"), phase(corev1.PodRunning), readyAt(ago(time.Minute)))
+	updated := newPod("updated", onNode("n1"), phase(corev1.PodRunning), readyAt(ago(time.Minute)))
+	all := RankBySameNode([]*corev1.Pod{oldPod, otherOld, updated})
+	assert.Equal(t, 0.0, all(oldPod), "last on n1 among all pods")
+	group := []*corev1.Pod{oldPod, otherOld}
+	assert.Zero(t, RankBySameNode(group)(oldPod))
+	assert.Equal(t, []string{"ns/other-old", "ns/old"}, names(SortForDeletion(group, RankBySameNode(group), t0)),
+		"within the old group no node is crowded: the more recently ready goes first")
+}
+
+func TestRankBySpread(t *testing.T) {
+	nodes := map[string]map[string]string{
+		"a1": {"zone": "a", corev1.LabelHostname: "a1"},
+		"a2": {"zone": "a", corev1.LabelHostname: "a2"},
+		"b1": {"zone": "b", corev1.LabelHostname: "b1"},
+		"x1": {corev1.LabelHostname: "x1"}, // no zone label
+	}
+	labels := func(n string) (map[string]string, bool) { l, ok := nodes[n]; return l, ok }
+	at := func(name, node string, readyFor time.Duration) *corev1.Pod {
+		return newPod(name, onNode(node), phase(corev1.PodRunning), readyAt(ago(readyFor)), created(ago(2*time.Hour)))
+	}
+	// Zone a holds three pods, zone b one: a's pods rank 3, 2, 1 — a1-new
+	// first (within the zone it carries a same-node rank: it goes first on
+	// a1), then a2 (more recently ready than a1-old) — b's pod 1, each
+	// times ln(2 domains + 2).
+	pods := []*corev1.Pod{
+		at("a1-old", "a1", time.Hour), at("a1-new", "a1", time.Minute), at("a2", "a2", 30*time.Minute),
+		at("b1", "b1", time.Hour), at("x1", "x1", time.Hour), at("lost", "gone", time.Hour),
+	}
+	w := math.Log(4)
+	rank := RankBySpread(pods, []string{"zone"}, labels)
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want float64
+	}{
+		{pods[1], 3 * w}, {pods[2], 2 * w}, {pods[0], 1 * w}, {pods[3], 1 * w},
+		{pods[4], 0}, // its node has no zone
+		{pods[5], 0}, // its node is unknown
+	} {
+		assert.InDelta(t, tc.want, rank(tc.pod), 1e-9, tc.pod.Name)
+	}
+	// v0.10 seed: "Higher spread rank < lower spread rank": the pods of the
+	// most populated zone are deleted first.
+	got := names(SortForDeletion(pods[:4], RankBySpread(pods[:4], []string{"zone"}, labels), t0))
+	assert.Equal(t, []string{"ns/a1-new", "ns/a2", "ns/a1-old", "ns/b1"}, got)
+
+	// Two keys add up: by hostname (each of 4 hosts is a domain, weight
+	// ln 6) a1's pods rank 2 and 1, the others 1.
+	both := RankBySpread(pods[:4], []string{"zone", corev1.LabelHostname}, labels)
+	assert.InDelta(t, 3*w+2*math.Log(5), both(pods[1]), 1e-9)
+	assert.InDelta(t, 1*w+1*math.Log(5), both(pods[3]), 1e-9)
 }

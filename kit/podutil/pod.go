@@ -150,10 +150,18 @@ func IsLifecycleNormal(pod *corev1.Pod) bool {
 	return s == "" || s == pub.LifecycleStateNormal
 }
 
-// IsWorkloadAvailable is availability as CloneSet and Advanced StatefulSet
-// count it: IsAvailable(pod, minReadySeconds, now) and IsLifecycleNormal.
+// IsWorkloadAvailable is availability as OpenKruise's CloneSet counts it:
+// phase Running, ready for minReadySeconds (IsAvailable), lifecycle state
+// empty or Normal, and — when the pod has an InPlaceUpdateReady condition —
+// that condition True, so a pod whose in-place update has not finished is
+// not available even while the kubelet still reports it Ready. With
+// minReadySeconds 0 it is the "ready" OpenKruise limits deletions with.
 func IsWorkloadAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	return IsAvailable(pod, minReadySeconds, now) && IsLifecycleNormal(pod)
+	if pod.Status.Phase != corev1.PodRunning || !IsAvailable(pod, minReadySeconds, now) || !IsLifecycleNormal(pod) {
+		return false
+	}
+	c := GetCondition(pod, pub.InPlaceUpdateReady)
+	return c == nil || c.Status == corev1.ConditionTrue
 }
 
 // AddReadinessGate adds readiness gate t to pod (being built, not from a

@@ -191,3 +191,26 @@ func TestAddReadinessGateAndSetClaimVolume(t *testing.T) {
 	assert.Equal(t, "config", pod.Spec.Volumes[1].Name)
 	assert.Equal(t, "logs-web-0", pod.Spec.Volumes[2].PersistentVolumeClaim.ClaimName)
 }
+
+// OpenKruise's CloneSet availability: Running, ready for minReadySeconds,
+// lifecycle Normal, and InPlaceUpdateReady True when the pod has it.
+func TestIsWorkloadAvailable(t *testing.T) {
+	running := []podOpt{phase(corev1.PodRunning), readyAt(ago(time.Minute))}
+	for _, tc := range []struct {
+		name string
+		opts []podOpt
+		want bool
+	}{
+		{"running and ready", running, true},
+		{"ready but Pending", []podOpt{phase(corev1.PodPending), readyAt(ago(time.Minute))}, false},
+		{"ready but Unknown", []podOpt{phase(corev1.PodUnknown), readyAt(ago(time.Minute))}, false},
+		{"InPlaceUpdateReady True", with(running, condition(pub.InPlaceUpdateReady, corev1.ConditionTrue, ago(time.Minute))), true},
+		{"InPlaceUpdateReady False", with(running, condition(pub.InPlaceUpdateReady, corev1.ConditionFalse, ago(time.Second))), false},
+		{"InPlaceUpdateReady Unknown", with(running, condition(pub.InPlaceUpdateReady, corev1.ConditionUnknown, ago(time.Second))), false},
+		{"not ready", []podOpt{phase(corev1.PodRunning)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, IsWorkloadAvailable(newPod("p", tc.opts...), 0, t0))
+		})
+	}
+}

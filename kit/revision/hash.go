@@ -56,3 +56,10 @@ func Name(parent, hash string) string {
 func ShortHash(name string) string {
 	return name[strings.LastIndexByte(name, '-')+1:]
 }
+
+// HashMatches reports whether a controller-revision-hash label value names
+// the revision revisionName: the full name, or its ShortHash (pods labelled
+// under CloneSetShortHash). An empty label matches nothing.
+func HashMatches(label, revisionName string) bool {
+	return label != "" && (label == revisionName || label == ShortHash(revisionName))
+}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -72,6 +73,7 @@ type Controller struct {
 	sets       appslisters.CloneSetLister
 	pods       cache.Indexer
 	pvcs       cache.Indexer
+	nodes      corelisters.NodeLister // labels only (keepNodeLabels): topology ranks on scale-in
 	jobs       cache.Indexer // nil unless PreDownloadImageForInPlaceUpdate
 	revisions  *revision.Lister
 	revControl revision.Control
@@ -115,6 +117,10 @@ func New(d Deps) (*Controller, error) {
 	podInf := d.KubeInformers.InformerFor(&corev1.Pod{}, labelledInformer(d.Namespace, coreinformers.NewFilteredPodInformer))
 	pvcInf := d.KubeInformers.InformerFor(&corev1.PersistentVolumeClaim{}, labelledInformer(d.Namespace, coreinformers.NewFilteredPersistentVolumeClaimInformer))
 	revInf := d.KubeInformers.Apps().V1().ControllerRevisions().Informer()
+	nodeInf := d.KubeInformers.Core().V1().Nodes()
+	if err := nodeInf.Informer().SetTransform(keepNodeLabels); err != nil {
+		return nil, fmt.Errorf("set node informer transform: %w", err)
+	}
 	for _, inf := range []cache.SharedIndexInformer{podInf, pvcInf, revInf} {
 		if err := ensureOwnerIndex(inf); err != nil {
 			return nil, err
@@ -134,6 +140,7 @@ func New(d Deps) (*Controller, error) {
 		sets:       setInf.Lister(),
 		pods:       podInf.GetIndexer(),
 		pvcs:       pvcInf.GetIndexer(),
+		nodes:      nodeInf.Lister(),
 		revisions:  revision.NewLister(revInf.GetIndexer()),
 		revControl: revision.NewControl(d.Kube),
 		inplace:    inplace.NewControl(d.Kube, d.Clock),
@@ -150,7 +157,7 @@ func New(d Deps) (*Controller, error) {
 	c.loop = controller.NewLoop(Name, c.queue, c.sync)
 	c.podQueue = controller.NewQueue[types.NamespacedName](podQueueName, d.QueueOptions, d.QueueConfig)
 	c.podLoop = controller.NewLoop(podQueueName, c.podQueue, c.syncNewPod)
-	informers := []cache.SharedIndexInformer{setInf.Informer(), podInf, pvcInf, revInf}
+	informers := []cache.SharedIndexInformer{setInf.Informer(), podInf, pvcInf, revInf, nodeInf.Informer()}
 	if d.Gates.Enabled(features.PreDownloadImageForInPlaceUpdate) {
 		jobInf := d.Informers.Apps().V1alpha1().ImagePullJobs().Informer()
 		if err := ensureOwnerIndex(jobInf); err != nil {
@@ -192,6 +199,28 @@ func ensureOwnerIndex(inf cache.SharedIndexInformer) error {
 		return fmt.Errorf("add owner index: %w", err)
 	}
 	return nil
+}
+
+// keepNodeLabels is the node informer's transform: scale-in ranks pods by
+// their nodes' topology labels and reads nothing else, so the cache keeps a
+// node's name and labels only (a node's status alone can weigh tens of KiB).
+func keepNodeLabels(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels, DeletionTimestamp: n.DeletionTimestamp,
+	}}, nil
+}
+
+// nodeLabels reads a node's labels from the cache, for podutil.RankBySpread.
+func (c *Controller) nodeLabels(name string) (map[string]string, bool) {
+	n, err := c.nodes.Get(name)
+	if err != nil {
+		return nil, false
+	}
+	return n.Labels, true
 }
 
 // PodCache is the controller's pod cache (read-only: never modify what it

@@ -12,7 +12,6 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
@@ -25,8 +24,10 @@ const instanceIDLength = 5
 //     controller-revision-hash (revision name, or hash with shortHash),
 //     pod-template-hash, lifecycle state PreparingNormal;
 //   - the controllerRef to the CloneSet;
-//   - readiness gate InPlaceUpdateReady, and KruisePodReady when a lifecycle
-//     hook marks pods NotReady (the controller owns both conditions);
+//   - readiness gates InPlaceUpdateReady and KruisePodReady, on every pod as
+//     OpenKruise puts them, so that a markPodNotReady hook added later
+//     works on pods that exist already (the controller owns both
+//     conditions and writes them in the pod's one first status write);
 //   - one volume per volumeClaimTemplate, bound to the instance's PVC.
 func newPod(cs *appsv1alpha1.CloneSet, rev *appsv1.ControllerRevision, tmpl *corev1.PodTemplateSpec, id string, shortHash bool) *corev1.Pod {
 	pod := &corev1.Pod{
@@ -50,9 +51,7 @@ func newPod(cs *appsv1alpha1.CloneSet, rev *appsv1.ControllerRevision, tmpl *cor
 	pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingNormal)
 
 	podutil.AddReadinessGate(pod, pub.InPlaceUpdateReady)
-	if lifecycle.MarksPodNotReady(cs.Spec.Lifecycle) {
-		podutil.AddReadinessGate(pod, pub.KruisePodReadyConditionType)
-	}
+	podutil.AddReadinessGate(pod, pub.KruisePodReadyConditionType)
 	for _, vct := range cs.Spec.VolumeClaimTemplates {
 		podutil.SetClaimVolume(pod, vct.Name, pvcName(vct.Name, cs.Name, id))
 	}

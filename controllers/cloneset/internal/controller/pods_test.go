@@ -62,19 +62,19 @@ func TestNewPod(t *testing.T) {
 		{
 			name:      "full revision name, no hooks",
 			wantHash:  updateRev,
-			wantGates: []corev1.PodConditionType{pub.InPlaceUpdateReady},
+			wantGates: []corev1.PodConditionType{pub.InPlaceUpdateReady, pub.KruisePodReadyConditionType},
 		},
 		{
 			name:      "short hash",
 			shortHash: true,
 			wantHash:  "6c8d9f7b5",
-			wantGates: []corev1.PodConditionType{pub.InPlaceUpdateReady},
+			wantGates: []corev1.PodConditionType{pub.InPlaceUpdateReady, pub.KruisePodReadyConditionType},
 		},
 		{
-			name:      "preDelete hook without markPodNotReady: no KruisePodReady",
+			name:      "preDelete hook without markPodNotReady: KruisePodReady all the same",
 			lifecycle: &pub.Lifecycle{PreDelete: &pub.LifecycleHook{FinalizersHandler: []string{"example.com/drain"}}},
 			wantHash:  updateRev,
-			wantGates: []corev1.PodConditionType{pub.InPlaceUpdateReady},
+			wantGates: []corev1.PodConditionType{pub.InPlaceUpdateReady, pub.KruisePodReadyConditionType},
 		},
 		{
 			name:      "preDelete hook marks pods NotReady: KruisePodReady gate",
@@ -94,7 +94,7 @@ func TestNewPod(t *testing.T) {
 				t.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/ready"}, {ConditionType: pub.InPlaceUpdateReady}}
 			},
 			wantHash:  updateRev,
-			wantGates: []corev1.PodConditionType{"example.com/ready", pub.InPlaceUpdateReady},
+			wantGates: []corev1.PodConditionType{"example.com/ready", pub.InPlaceUpdateReady, pub.KruisePodReadyConditionType},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

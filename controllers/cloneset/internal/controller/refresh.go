@@ -39,7 +39,7 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 	if needsInit(p) {
 		return false, nil // the pod loop (newpods.go) owns its first steps
 	}
-	res, err := c.inplace.Refresh(ctx, p, st.update.Name)
+	res, err := c.inplace.Refresh(ctx, p)
 	if apierrors.IsConflict(err) {
 		return true, nil // the kubelet wrote the pod meanwhile; its event brings us back
 	}

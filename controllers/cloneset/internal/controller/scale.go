@@ -38,12 +38,16 @@ func (c *Controller) scale(ctx context.Context, st *syncState) (bool, error) {
 	d := calculateDiffs(st.diffInput())
 	if d.scaleUp > 0 {
 		if d.scaleUp > d.scaleUpLimit {
-			c.recorder.Eventf(st.cs, corev1.EventTypeNormal, "ScaleUpLimited",
+			c.recorder.Eventf(st.cs, corev1.EventTypeWarning, "ScaleUpLimited",
 				"scaleStrategy.maxUnavailable allows %d of %d pod creations while pods are unavailable", d.scaleUpLimit, d.scaleUp)
 		}
-		if d.scaleUpLimit > 0 {
-			return true, c.createPods(ctx, st, d.scaleUpLimit, d.scaleUpOld)
+		// A pass that is short of pods deletes nothing, even when
+		// maxUnavailable lets it create none now (OpenKruise does the same):
+		// deleting while the set is already short would only deepen the gap.
+		if d.scaleUpLimit <= 0 {
+			return false, nil
 		}
+		return true, c.createPods(ctx, st, d.scaleUpLimit, d.scaleUpOld)
 	}
 
 	var preDelete, specified []*corev1.Pod
@@ -117,11 +121,13 @@ func (c *Controller) cancelPreparingDelete(ctx context.Context, st *syncState) (
 	return wrote, nil
 }
 
-// limitAvailable keeps every unavailable pod and at most limit available ones.
+// limitAvailable keeps every pod that is not ready and at most limit ready
+// ones. "Ready" is availability without minReadySeconds, as OpenKruise
+// counts this budget: a pod that became ready a second ago already costs.
 func limitAvailable(st *syncState, pods []*corev1.Pod, limit int) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range pods {
-		if !podutil.IsWorkloadAvailable(p, st.cs.Spec.MinReadySeconds, st.now) {
+		if !podutil.IsWorkloadAvailable(p, 0, st.now) {
 			out = append(out, p)
 		} else if limit > 0 {
 			out = append(out, p)
@@ -132,8 +138,9 @@ func limitAvailable(st *syncState, pods []*corev1.Pod, limit int) []*corev1.Pod 
 }
 
 // choosePodsToDelete picks d.scaleDown pods for scale-in: pods at the current
-// revision first (up to d.scaleDownOld), each group in deletion order, then
-// limits available ones to d.deleteReadyLimit.
+// revision first (up to d.scaleDownOld), then updated ones, each group in
+// deletion order with ranks computed within the group, then limits ready
+// ones to d.deleteReadyLimit.
 func (c *Controller) choosePodsToDelete(st *syncState, d diffs) []*corev1.Pod {
 	var updated, old []*corev1.Pod
 	for _, p := range st.pods {
@@ -143,23 +150,35 @@ func (c *Controller) choosePodsToDelete(st *syncState, d diffs) []*corev1.Pod {
 			old = append(old, p)
 		}
 	}
-	order := podutil.DeletionOrder{Rank: podutil.RankByNodeCount(st.pods), MinReadySeconds: st.cs.Spec.MinReadySeconds, Now: st.now}
-	take := func(pods []*corev1.Pod, n int) []*corev1.Pod {
-		if n <= 0 {
-			return nil
-		}
-		pods = order.Sort(pods)
-		return pods[:min(n, len(pods))]
-	}
 	fromOld := min(d.scaleDownOld, d.scaleDown)
-	chosen := take(old, fromOld)
-	chosen = append(chosen, take(updated, d.scaleDown-len(chosen))...)
-	if len(chosen) < d.scaleDown {
-		// Not enough updated pods: fall back to more old ones.
-		rest := order.Sort(old)[len(take(old, fromOld)):]
-		chosen = append(chosen, rest[:min(d.scaleDown-len(chosen), len(rest))]...)
-	}
+	chosen := c.pickForDeletion(st, old, fromOld)
+	chosen = append(chosen, c.pickForDeletion(st, updated, d.scaleDown-len(chosen))...)
 	return limitAvailable(st, chosen, d.deleteReadyLimit)
+}
+
+// pickForDeletion returns the first n of pods in deletion order. The rank
+// (reference §1.1, v0.10 seed) is computed over this group only: by
+// topology domain when the template has topologySpreadConstraints, else by
+// node.
+func (c *Controller) pickForDeletion(st *syncState, pods []*corev1.Pod, n int) []*corev1.Pod {
+	if n <= 0 {
+		return nil
+	}
+	// Sorted even when all of them go: deleteReadyLimit then keeps the
+	// ready pods that sort last, not whichever the cache listed last.
+	order := podutil.DeletionOrder{Rank: podutil.RankBySameNode(pods), MinReadySeconds: st.cs.Spec.MinReadySeconds, Now: st.now}
+	if keys := spreadKeys(&st.cs.Spec.Template.Spec); len(keys) > 0 {
+		order.Rank = podutil.RankBySpread(pods, keys, c.nodeLabels)
+	}
+	return order.Sort(pods)[:min(n, len(pods))]
+}
+
+func spreadKeys(spec *corev1.PodSpec) []string {
+	var keys []string
+	for _, c := range spec.TopologySpreadConstraints {
+		keys = append(keys, c.TopologyKey)
+	}
+	return keys
 }
 
 // createPods creates n pods in slow-start batches (1, 2, 4, …), stopping at

@@ -5,9 +5,18 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
 )
 
 func TestLimitAvailable(t *testing.T) {
@@ -24,11 +33,13 @@ func TestLimitAvailable(t *testing.T) {
 		minReady int32
 		want     []string
 	}{
-		{limit: 0, minReady: 10, want: []string{"bad", "young", "updating"}},
-		{limit: 1, minReady: 10, want: []string{"ok-1", "bad", "young", "updating"}},
-		{limit: 2, minReady: 10, want: []string{"ok-1", "bad", "ok-2", "young", "updating"}},
+		// A ready pod costs as soon as it is ready: minReadySeconds plays no
+		// part in this budget (OpenKruise's deleteReadyLimit counts ready pods).
+		{limit: 0, minReady: 10, want: []string{"bad", "updating"}},
+		{limit: 1, minReady: 10, want: []string{"ok-1", "bad", "updating"}},
+		{limit: 3, minReady: 10, want: []string{"ok-1", "bad", "ok-2", "young", "updating"}},
 		{limit: 9, minReady: 10, want: podNames(pods)},
-		{limit: 1, minReady: 0, want: []string{"ok-1", "bad", "updating"}}, // young is available without minReadySeconds
+		{limit: 1, minReady: 0, want: []string{"ok-1", "bad", "updating"}},
 	} {
 		cs := testCloneSet(6)
 		cs.Spec.MinReadySeconds = tc.minReady
@@ -70,10 +81,24 @@ func TestChoosePodsToDelete(t *testing.T) {
 			want: []string{"new-b"},
 		},
 		{
-			name: "too few updated pods: more old ones",
+			// The diff never asks for more updated pods than there are; if it
+			// did, no extra old pod is taken in their place (as OpenKruise).
+			name: "too few updated pods: no more old ones",
 			pods: []*corev1.Pod{old("old-a", deletionCost("5")), old("old-b"), old("old-c", deletionCost("9")), testPod("new-a")},
 			d:    diffs{scaleDown: 3, scaleDownOld: 1, deleteReadyLimit: 9},
-			want: []string{"old-b", "new-a", "old-a"},
+			want: []string{"old-b", "new-a"},
+		},
+		{
+			// Same-node ranks count the group being trimmed only: old-a shares
+			// "busy" with two updated pods, but among the old pods it is alone
+			// there, so the more recently ready old-b goes first.
+			name: "same-node rank within the group",
+			pods: []*corev1.Pod{
+				old("old-a", onNode("busy")), old("old-b", onNode("quiet"), readyFor(time.Minute)),
+				testPod("new-a", onNode("busy")), testPod("new-b", onNode("busy")),
+			},
+			d:    diffs{scaleDown: 1, scaleDownOld: 1, deleteReadyLimit: 9},
+			want: []string{"old-b"},
 		},
 		{
 			name: "deletion order within a group",
@@ -135,4 +160,45 @@ func TestChoosePodsToDelete(t *testing.T) {
 			assert.Equal(t, before, podNames(st.pods), "st.pods reordered")
 		})
 	}
+}
+
+// v0.10 seed: with topologySpreadConstraints, scale-in takes pods from the
+// most populated topology domain first ("higher spread rank < lower spread
+// rank"), even over a pod that would go first on the other rules.
+func TestChoosePodsToDeleteSpread(t *testing.T) {
+	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for name, zone := range map[string]string{"a1": "a", "a2": "a", "b1": "b"} {
+		require.NoError(t, nodes.Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"zone": zone}}}))
+	}
+	c := &Controller{nodes: corelisters.NewNodeLister(nodes)}
+	pods := []*corev1.Pod{
+		testPod("p-a1", onNode("a1")), testPod("p-a2", onNode("a2")),
+		testPod("p-b1", onNode("b1"), readyFor(time.Minute)), // ready most recently: first without spread
+	}
+	cs := testCloneSet(2)
+	d := diffs{scaleDown: 1, deleteReadyLimit: 9}
+	assert.Equal(t, []string{"p-b1"}, podNames(c.choosePodsToDelete(testState(cs, pods...), d)), "no constraints")
+
+	cs.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{TopologyKey: "zone", MaxSkew: 1}}
+	assert.Equal(t, []string{"p-a1"}, podNames(c.choosePodsToDelete(testState(cs, pods...), d)), "zone a holds two pods")
+}
+
+// A pass that is short of pods but may create none (scaleStrategy.
+// maxUnavailable spent) deletes nothing either — not even a pod already in
+// PreparingDelete — and says so with a Warning event.
+func TestScaleUpLimitedDeletesNothing(t *testing.T) {
+	kube := fake.NewClientset()
+	rec := record.NewFakeRecorder(10)
+	c := &Controller{kube: kube, recorder: rec, scaleExp: expectations.NewScale[types.NamespacedName]()}
+	cs := testCloneSet(3, func(cs *appsv1alpha1.CloneSet) { cs.Spec.ScaleStrategy.MaxUnavailable = ios("1") })
+	st := testState(cs,
+		testPod("unready", notReady()),
+		testPod("leaving", inState(pub.LifecycleStatePreparingDelete), withLabel(pub.SpecifiedDeleteKey, "true")),
+	)
+	wrote, err := c.scale(t.Context(), st)
+	require.NoError(t, err)
+	assert.False(t, wrote)
+	assert.Empty(t, kube.Actions(), "no create, no delete")
+	require.Len(t, rec.Events, 1)
+	assert.Contains(t, <-rec.Events, "Warning ScaleUpLimited")
 }

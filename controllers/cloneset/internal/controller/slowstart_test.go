@@ -68,7 +68,7 @@ func TestCreatePodsSlowStart(t *testing.T) {
 			assert.Len(t, list.Items, tc.pods)
 			for _, p := range list.Items {
 				assert.Equal(t, fmt.Sprintf("web-%s", p.Labels["apps.kruise.io/cloneset-instance-id"]), p.Name)
-				assert.Equal(t, []corev1.PodReadinessGate{{ConditionType: "InPlaceUpdateReady"}}, p.Spec.ReadinessGates)
+				assert.Equal(t, []corev1.PodReadinessGate{{ConditionType: "InPlaceUpdateReady"}, {ConditionType: "KruisePodReady"}}, p.Spec.ReadinessGates)
 			}
 			// Every failed create released its expectation; successful ones wait for the informer.
 			ok, _ := c.scaleExp.Satisfied(st.key)

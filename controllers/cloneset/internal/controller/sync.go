@@ -161,8 +161,7 @@ func (st *syncState) isUpdated(p *corev1.Pod) bool {
 }
 
 func revisionMatches(p *corev1.Pod, revisionName string) bool {
-	h := p.Labels[pub.ControllerRevisionHashLabelKey]
-	return h != "" && (h == revisionName || h == revision.ShortHash(revisionName))
+	return revision.HashMatches(p.Labels[pub.ControllerRevisionHashLabelKey], revisionName)
 }
 
 // isSpecifiedDelete: labelled apps.kruise.io/specified-delete or named in

@@ -43,20 +43,23 @@ func (c *Controller) update(ctx context.Context, st *syncState) error {
 	}
 	pods := st.updateCandidates(d.updateNum > 0)
 	pods = sortForUpdate(st, pods)
-	pods = limitUpdates(st, pods, abs(d.updateNum), d.updateMaxUnavailable)
+	pods = limitUpdates(st, pods, abs(d.updateNum), d.updateMaxUnavailable, target)
 	return controller.ForEach(pods, writeConcurrency, func(p *corev1.Pod) error { return c.updatePod(ctx, st, p, target) })
 }
 
 // updateCandidates are the pods that may be updated now: going forward, those
-// not at the update revision; rolling back, those at it. Pods being deleted,
-// specified-delete or waiting out an in-place grace period are left alone.
+// not at the update revision; rolling back, those at it. Pods in
+// PreparingDelete are left alone, and so are pods waiting out an in-place
+// grace period — unless their lifecycle already says Updated, as
+// OpenKruise decides. Specified-delete pods are candidates like any other
+// (OpenKruise does not skip them either; scale deletes them anyway).
 func (st *syncState) updateCandidates(forward bool) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range st.pods {
-		if forward == st.isUpdated(p) || isPreparingDelete(p) || st.isSpecifiedDelete(p) {
+		if forward == st.isUpdated(p) || isPreparingDelete(p) {
 			continue
 		}
-		if _, grace := pub.GetInPlaceUpdateGrace(p); grace {
+		if _, grace := pub.GetInPlaceUpdateGrace(p); grace && lifecycle.State(p) != pub.LifecycleStateUpdated {
 			continue
 		}
 		out = append(out, p)
@@ -84,18 +87,28 @@ func sortForUpdate(st *syncState, pods []*corev1.Pod) []*corev1.Pod {
 	return pods
 }
 
-// limitUpdates keeps at most n pods and stops before an available pod would
-// push the number of unavailable pods to maxUnavailable; updating a pod
-// that is already unavailable costs nothing.
-func limitUpdates(st *syncState, pods []*corev1.Pod, n, maxUnavailable int) []*corev1.Pod {
+// limitUpdates keeps at most n pods and stops before the pass could make
+// more than maxUnavailable pods unavailable, counting two ways as OpenKruise
+// does: pods already unavailable at the target revision plus the pods
+// updated in this pass may not reach maxUnavailable (so crash-looping pods
+// are not all rolled at once), and an available pod is updated only while
+// the unavailable pods of all revisions stay below it (updating a pod that
+// is already unavailable costs nothing there).
+func limitUpdates(st *syncState, pods []*corev1.Pod, n, maxUnavailable int, target *appsv1.ControllerRevision) []*corev1.Pod {
 	pods = pods[:min(n, len(pods))]
-	unavailable := 0
+	unavailable, targetUnavailable := 0, 0
 	for _, p := range st.pods {
 		if !podutil.IsWorkloadAvailable(p, st.cs.Spec.MinReadySeconds, st.now) {
 			unavailable++
+			if revisionMatches(p, target.Name) {
+				targetUnavailable++
+			}
 		}
 	}
 	for i, p := range pods {
+		if targetUnavailable+i >= maxUnavailable {
+			return pods[:i]
+		}
 		if podutil.IsWorkloadAvailable(p, st.cs.Spec.MinReadySeconds, st.now) {
 			if unavailable >= maxUnavailable {
 				return pods[:i]
@@ -111,15 +124,16 @@ func limitUpdates(st *syncState, pods []*corev1.Pod, n, maxUnavailable int) []*c
 func (c *Controller) updatePod(ctx context.Context, st *syncState, p *corev1.Pod, target *appsv1.ControllerRevision) error {
 	us := st.cs.Spec.UpdateStrategy
 	if us.Type == appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType || us.Type == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType {
-		if spec, ok := c.inPlaceSpec(st, p, target); ok {
+		spec, why := c.inPlaceSpec(st, p, target)
+		if why == "" {
 			return c.updateInPlace(ctx, st, p, target, spec)
 		}
 		if us.Type == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType {
 			c.recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedUpdatePodInPlace",
-				"updateStrategy.type is InPlaceOnly but pod %s cannot be updated to %s in place (only container images and template labels/annotations may change)", p.Name, target.Name)
-			return fmt.Errorf("pod %s: %w", p.Name, errInPlaceOnly)
+				"updateStrategy.type is InPlaceOnly but pod %s cannot be updated to %s in place: %s", p.Name, target.Name, why)
+			return fmt.Errorf("pod %s: %w: %s", p.Name, errInPlaceOnly, why)
 		}
-		klog.FromContext(ctx).V(2).Info("Cannot update in place, recreating", "pod", klog.KObj(p), "revision", target.Name)
+		klog.FromContext(ctx).V(2).Info("Cannot update in place, recreating", "pod", klog.KObj(p), "revision", target.Name, "reason", why)
 	}
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, pub.SpecifiedDeleteKey)
 	out, err := c.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
@@ -135,25 +149,19 @@ func (c *Controller) updatePod(ctx context.Context, st *syncState, p *corev1.Pod
 // retried, since the template change will bring the CloneSet back anyway.
 var errInPlaceOnly = errors.New("updateStrategy.type InPlaceOnly: the template change cannot be applied in place")
 
-// inPlaceSpec is the in-place change from the pod's revision to target, and
-// whether there is one.
-func (c *Controller) inPlaceSpec(st *syncState, p *corev1.Pod, target *appsv1.ControllerRevision) (inplace.Spec, bool) {
+// inPlaceSpec is the in-place change from the pod's revision to target, or
+// why there is none.
+func (c *Controller) inPlaceSpec(st *syncState, p *corev1.Pod, target *appsv1.ControllerRevision) (inplace.Spec, string) {
 	from := st.revisionByName(p.Labels[pub.ControllerRevisionHashLabelKey])
 	if from == nil {
-		return inplace.Spec{}, false
+		return inplace.Spec{}, "the pod's revision is gone"
 	}
 	if c.gates.Enabled(features.RecreatePodWhenChangeVCTInCloneSetGate) &&
 		from.Annotations[pub.CloneSetVolumeClaimTemplateHashKey] != target.Annotations[pub.CloneSetVolumeClaimTemplateHashKey] {
-		return inplace.Spec{}, false
+		return inplace.Spec{}, "volumeClaimTemplates changed (RecreatePodWhenChangeVCTInCloneSetGate)"
 	}
 	spec, ok := inplace.Diff(from.Data.Raw, target.Data.Raw)
-	if !ok {
-		return inplace.Spec{}, false
-	}
-	if !c.gates.Enabled(features.InPlaceUpdateEnvFromMetadata) {
-		spec = spec.WithoutEnvFromMetadata()
-	}
-	return spec, true
+	return spec, inplace.Refusal(spec, ok)
 }
 
 func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1.Pod, target *appsv1.ControllerRevision, spec inplace.Spec) error {

@@ -16,6 +16,7 @@ func TestLimitUpdates(t *testing.T) {
 	ok := func(name string) *corev1.Pod { return testPod(name, atRev(currentRev)) }
 	bad := func(name string) *corev1.Pod { return testPod(name, atRev(currentRev), notReady()) }
 	young := func(name string) *corev1.Pod { return testPod(name, atRev(currentRev), readyFor(5*time.Second)) }
+	badNew := func(name string) *corev1.Pod { return testPod(name, notReady()) } // at the update revision
 
 	for _, tc := range []struct {
 		name           string
@@ -47,8 +48,14 @@ func TestLimitUpdates(t *testing.T) {
 		{
 			name: "already unavailable candidates cost nothing",
 			all:  []*corev1.Pod{bad("x"), bad("y"), ok("a"), ok("b")}, candidates: []string{"x", "y", "a", "b"},
-			n: 4, maxUnavailable: 3,
-			want: []string{"x", "y", "a"}, // 2 unavailable already, a makes 3, b would make 4
+			n: 4, maxUnavailable: 4,
+			want: []string{"x", "y", "a", "b"}, // 2 unavailable already, a makes 3, b makes 4; 4 updated this pass
+		},
+		{
+			name: "already unavailable candidates cost nothing, available ones do",
+			all:  []*corev1.Pod{bad("x"), ok("a"), ok("b"), ok("c")}, candidates: []string{"x", "a", "b"},
+			n: 3, maxUnavailable: 3,
+			want: []string{"x", "a", "b"}, // x costs nothing of the all-revisions budget: a makes 2, b 3
 		},
 		{
 			name: "budget already spent: nothing, not even after an unavailable one",
@@ -57,10 +64,25 @@ func TestLimitUpdates(t *testing.T) {
 			want: []string{},
 		},
 		{
-			name: "maxUnavailable 0 allows only unavailable pods",
+			// Five crash-looping old pods, maxUnavailable 1: one is updated per
+			// pass, so a template that does not fix the crash is not rolled
+			// onto every pod at once.
+			name: "unavailable candidates: updated this pass count",
+			all:  []*corev1.Pod{bad("a"), bad("b"), bad("c"), bad("d"), bad("e")}, candidates: []string{"a", "b", "c", "d", "e"},
+			n: 5, maxUnavailable: 1,
+			want: []string{"a"},
+		},
+		{
+			name: "unavailable pods at the target revision spend the budget",
+			all:  []*corev1.Pod{badNew("n1"), bad("x"), bad("y"), ok("a")}, candidates: []string{"x", "y", "a"},
+			n: 3, maxUnavailable: 2,
+			want: []string{"x"}, // n1 (target, unavailable) + x make 2
+		},
+		{
+			name: "maxUnavailable 0 updates nothing",
 			all:  []*corev1.Pod{bad("x"), ok("a")}, candidates: []string{"x", "a"},
 			n: 2, maxUnavailable: 0,
-			want: []string{"x"},
+			want: []string{},
 		},
 		{
 			name: "minReadySeconds: a pod ready for 5s of 10 is unavailable",
@@ -87,7 +109,7 @@ func TestLimitUpdates(t *testing.T) {
 			for _, n := range tc.candidates {
 				cands = append(cands, byName[n])
 			}
-			assert.Equal(t, tc.want, podNames(limitUpdates(st, cands, tc.n, tc.maxUnavailable)))
+			assert.Equal(t, tc.want, podNames(limitUpdates(st, cands, tc.n, tc.maxUnavailable, st.update)))
 		})
 	}
 }
@@ -180,6 +202,7 @@ func TestUpdateCandidates(t *testing.T) {
 		testPod("old-marked", atRev(currentRev), withLabel(pub.SpecifiedDeleteKey, "true")),
 		testPod("old-named", atRev(currentRev)), // in podsToDelete
 		testPod("old-grace", atRev(currentRev), grace),
+		testPod("old-grace-updated", atRev(currentRev), grace, inState(pub.LifecycleStateUpdated)), // candidate: Updated ignores the grace
 		testPod("old-waiting", atRev(currentRev), inState(pub.LifecycleStatePreparingUpdate)), // candidate
 		testPod("new-leaving", inState(pub.LifecycleStatePreparingDelete)),
 		testPod("new-marked", withLabel(pub.SpecifiedDeleteKey, "")),
@@ -189,10 +212,12 @@ func TestUpdateCandidates(t *testing.T) {
 	st := testState(cs, pods...)
 
 	t.Run("forward: pods not at the update revision", func(t *testing.T) {
-		assert.Equal(t, []string{"old", "old-short", "old-unready", "old-waiting"}, podNames(st.updateCandidates(true)))
+		// Specified-delete pods are not skipped (as OpenKruise).
+		assert.Equal(t, []string{"old", "old-short", "old-unready", "old-marked", "old-named", "old-grace-updated", "old-waiting"},
+			podNames(st.updateCandidates(true)))
 	})
 	t.Run("rollback: pods at the update revision go back to the current one", func(t *testing.T) {
 		got := podNames(st.updateCandidates(false))
-		assert.Equal(t, []string{"new", "new-short"}, got)
+		assert.Equal(t, []string{"new", "new-short", "new-marked"}, got)
 	})
 }

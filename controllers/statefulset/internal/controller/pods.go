@@ -11,7 +11,6 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
-	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
 
@@ -27,9 +26,13 @@ var kindStatefulSet = appsv1beta1.SchemeGroupVersion.WithKind("StatefulSet")
 //     = the revision's name, and the lifecycle state: Normal, or
 //     PreparingNormal when a preNormal hook is set;
 //   - the controllerRef to the set;
-//   - readiness gate KruisePodReady when a lifecycle hook marks pods
-//     NotReady (this controller owns that condition; InPlaceUpdateReady
-//     comes from the template, as in OpenKruise);
+//   - readiness gate KruisePodReady on every pod, as OpenKruise's pod
+//     webhook puts it on every pod of its workloads, so that a
+//     markPodNotReady hook added later works on pods that exist already
+//     (this controller owns that condition and writes it, with
+//     InPlaceUpdateReady's when the template carries that gate, in one
+//     status write; InPlaceUpdateReady comes from the template, as in
+//     OpenKruise);
 //   - one volume per volumeClaimTemplate, bound to the ordinal's claim.
 func newPod(set *appsv1beta1.StatefulSet, rev *appsv1.ControllerRevision, tmpl *corev1.PodTemplateSpec, ordinal int, podIndexLabel bool) *corev1.Pod {
 	pod := &corev1.Pod{
@@ -56,9 +59,7 @@ func newPod(set *appsv1beta1.StatefulSet, rev *appsv1.ControllerRevision, tmpl *
 	pod.Spec.Hostname = pod.Name
 	pod.Spec.Subdomain = set.Spec.ServiceName
 
-	if lifecycle.MarksPodNotReady(set.Spec.Lifecycle) {
-		podutil.AddReadinessGate(pod, pub.KruisePodReadyConditionType)
-	}
+	podutil.AddReadinessGate(pod, pub.KruisePodReadyConditionType)
 	for _, vct := range set.Spec.VolumeClaimTemplates {
 		podutil.SetClaimVolume(pod, vct.Name, claimName(vct.Name, set.Name, ordinal))
 	}

@@ -54,7 +54,8 @@ func TestNewPodIdentity(t *testing.T) {
 	assert.True(t, *pod.OwnerReferences[0].Controller)
 	require.Len(t, pod.Spec.Volumes, 1, "the template volume of the same name is replaced by the claim")
 	assert.Equal(t, "data-web-3", pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName)
-	assert.Empty(t, pod.Spec.ReadinessGates)
+	assert.Equal(t, []corev1.PodReadinessGate{{ConditionType: pub.KruisePodReadyConditionType}}, pod.Spec.ReadinessGates,
+		"KruisePodReady on every pod, hooks or not")
 
 	set.Spec.Lifecycle = &pub.Lifecycle{PreNormal: &pub.LifecycleHook{LabelsHandler: map[string]string{"x": "y"}},
 		PreDelete: &pub.LifecycleHook{FinalizersHandler: []string{"a/b"}, MarkPodNotReady: true}}

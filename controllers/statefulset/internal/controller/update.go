@@ -17,7 +17,6 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
-	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
@@ -100,13 +99,14 @@ func (c *Controller) updatePod(ctx context.Context, st *syncState, p *corev1.Pod
 		policy = ru.PodUpdatePolicy
 	}
 	if policy != appsv1beta1.RecreatePodUpdateStrategyType {
-		if spec, ok := c.inPlaceSpec(st, p); ok {
+		spec, why := c.inPlaceSpec(st, p)
+		if why == "" {
 			return c.updateInPlace(ctx, st, p, spec)
 		}
 		if policy == appsv1beta1.InPlaceOnlyPodUpdateStrategyType {
 			c.recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedUpdatePodInPlace",
-				"podUpdatePolicy is InPlaceOnly but pod %s cannot be updated to %s in place (the template needs readiness gate InPlaceUpdateReady, and only container images and template labels/annotations may change)", p.Name, st.update.Name)
-			return fmt.Errorf("pod %s: %w", p.Name, errInPlaceOnly)
+				"podUpdatePolicy is InPlaceOnly but pod %s cannot be updated to %s in place: %s", p.Name, st.update.Name, why)
+			return fmt.Errorf("pod %s: %w: %s", p.Name, errInPlaceOnly, why)
 		}
 	}
 	_, err := c.deleteWithHook(ctx, st, p, fmt.Sprintf("recreate at revision %s (pod at %s)", st.update.Name, p.Labels[pub.ControllerRevisionHashLabelKey]))
@@ -114,11 +114,11 @@ func (c *Controller) updatePod(ctx context.Context, st *syncState, p *corev1.Pod
 }
 
 // inPlaceSpec is the in-place change from the pod's revision to the update
-// revision, and whether there is one. As in OpenKruise, only pods carrying
-// the InPlaceUpdateReady readiness gate (from the template) qualify.
-func (c *Controller) inPlaceSpec(st *syncState, p *corev1.Pod) (inplace.Spec, bool) {
+// revision, or why there is none. As in OpenKruise, only pods carrying the
+// InPlaceUpdateReady readiness gate (from the template) qualify.
+func (c *Controller) inPlaceSpec(st *syncState, p *corev1.Pod) (inplace.Spec, string) {
 	if !inplace.HasReadinessGate(p) {
-		return inplace.Spec{}, false
+		return inplace.Spec{}, "the template has no readiness gate InPlaceUpdateReady"
 	}
 	var from *appsv1.ControllerRevision
 	for _, r := range st.revisions {
@@ -127,13 +127,10 @@ func (c *Controller) inPlaceSpec(st *syncState, p *corev1.Pod) (inplace.Spec, bo
 		}
 	}
 	if from == nil {
-		return inplace.Spec{}, false
+		return inplace.Spec{}, "the pod's revision is gone"
 	}
 	spec, ok := inplace.Diff(from.Data.Raw, st.update.Data.Raw)
-	if ok && !c.gates.Enabled(features.InPlaceUpdateEnvFromMetadata) {
-		spec = spec.WithoutEnvFromMetadata()
-	}
-	return spec, ok
+	return spec, inplace.Refusal(spec, ok)
 }
 
 func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1.Pod, spec inplace.Spec) error {
@@ -215,7 +212,7 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 		c.rvExp.Expect(out)
 		return true, nil
 	}
-	res, err := c.inplace.Refresh(ctx, p, st.update.Name)
+	res, err := c.inplace.Refresh(ctx, p)
 	if err != nil {
 		return false, err
 	}

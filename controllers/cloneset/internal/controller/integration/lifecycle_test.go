@@ -230,3 +230,28 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) corev1.PodCondition 
 	}
 	return corev1.PodCondition{}
 }
+
+// KruisePodReady is on every pod (as OpenKruise's pod webhook puts it), so
+// a markPodNotReady hook added after the pods were created still takes
+// them out of Service endpoints while they wait in PreparingDelete.
+func TestMarkPodNotReadyAddedLater(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	h.create(newCloneSet("later", 2, func(cs *appsv1alpha1.CloneSet) { cs.Spec.Template.Labels[hookLabel] = "true" }))
+	for _, p := range h.waitPods("later", "2 ready", allReady(2)) {
+		assert.Contains(t, p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType}, "gate on every pod")
+		assert.Equal(t, corev1.ConditionTrue, condStatus(&p, pub.KruisePodReadyConditionType))
+	}
+	// The hook alone changes no template: no new revision, the pods stay.
+	h.modify("later", func(cs *appsv1alpha1.CloneSet) {
+		cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}, MarkPodNotReady: true}}
+		cs.Spec.Replicas = ptrTo(int32(1))
+	})
+	waiting := h.waitPods("later", "one pod PreparingDelete and NotReady", func(ps []corev1.Pod) bool {
+		pd := inState(ps, pub.LifecycleStatePreparingDelete)
+		return len(ps) == 2 && len(pd) == 1 && condStatus(&pd[0], pub.KruisePodReadyConditionType) == corev1.ConditionFalse && !podReady(&pd[0])
+	})
+	victim := inState(waiting, pub.LifecycleStatePreparingDelete)[0]
+	h.release(victim.Name)
+	h.waitPods("later", "victim deleted", func(ps []corev1.Pod) bool { return len(ps) == 1 && !slices.Contains(names(ps), victim.Name) })
+}

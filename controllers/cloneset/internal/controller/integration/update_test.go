@@ -272,7 +272,9 @@ func TestInPlaceMetadataOnly(t *testing.T) {
 }
 
 // Item 3 (v1.1 seed): containers with launch priorities update in batches,
-// higher priority first; the sidecar's env reads a changed annotation.
+// higher priority first. (The seed's sidecar reads a changed annotation
+// through its env; without a node agent that is not in-place-able, see
+// TestEnvFromMetadataNotInPlace, so here the sidecar's image changes.)
 func TestInPlaceContainerPriorityBatches(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
@@ -282,7 +284,6 @@ func TestInPlaceContainerPriorityBatches(t *testing.T) {
 		cs.Spec.Template.Spec.Containers = []corev1.Container{
 			{Name: "sidecar", Image: "registry.local/sidecar:v1", Env: []corev1.EnvVar{
 				{Name: "KRUISE_CONTAINER_PRIORITY", Value: "10"},
-				{Name: "APP_CONFIG", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['app-config']"}}},
 			}},
 			{Name: "main", Image: imageV1},
 		}
@@ -291,6 +292,7 @@ func TestInPlaceContainerPriorityBatches(t *testing.T) {
 	w := h.watchInvariants("batch", invariants{})
 	h.modify("batch", func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.Template.Annotations["app-config"] = "config v2"
+		cs.Spec.Template.Spec.Containers[0].Image = "registry.local/sidecar:v2"
 		cs.Spec.Template.Spec.Containers[1].Image = imageV2
 	})
 	pods := h.waitPods("batch", "main on v2", func(ps []corev1.Pod) bool {
@@ -305,7 +307,7 @@ func TestInPlaceContainerPriorityBatches(t *testing.T) {
 	assert.Equal(t, []string{"main"}, state.ContainerBatchesRecord[1].Containers)
 	assert.Contains(t, state.LastContainerStatuses, "main")
 	assert.Empty(t, state.NextContainerImages)
-	assert.True(t, state.UpdateEnvFromMetadata, "the sidecar's env reads the changed annotation: recorded for the node agent")
+	assert.False(t, state.UpdateEnvFromMetadata)
 	// In between, the state showed main waiting for the sidecar.
 	var sawNext bool
 	for _, v := range w.versions(p.Name) {
