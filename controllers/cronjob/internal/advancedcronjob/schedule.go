@@ -15,8 +15,9 @@ const (
 	reasonUnknownTimeZone = "UnknownTimeZone"
 )
 
-// maxMissedRuns is how many missed start times are counted before the controller gives up counting, warns, and
-// starts only the most recent one.
+// maxMissedRuns is how many missed start times are counted before the controller gives up: past it, as in
+// OpenKruise (and the upstream CronJob it copied), nothing is started, because so many misses mean a wrong clock
+// or a wedged controller rather than runs anyone still wants.
 const maxMissedRuns = 100
 
 // specError is a spec problem that no retry fixes; Reason is the Warning event's reason.
@@ -80,7 +81,7 @@ type runPlan struct {
 	Scheduled time.Time
 	// Missed counts the start times due since the last run (within the deadline), capped at maxMissedRuns+1.
 	Missed int
-	// TooMany is set when more than maxMissedRuns start times were missed.
+	// TooMany is set when more than maxMissedRuns start times were missed; Scheduled is then zero.
 	TooMany bool
 	// Skipped is set when start times were missed but all of them lie beyond the starting deadline.
 	Skipped bool
@@ -107,7 +108,7 @@ func planRuns(s schedule, earliest, now time.Time, deadlineSeconds *int64) runPl
 		p.Scheduled = t
 		if p.Missed > maxMissedRuns {
 			p.TooMany = true
-			p.Scheduled = latestStart(s, t, now)
+			p.Scheduled = time.Time{}
 			break
 		}
 	}
@@ -115,33 +116,4 @@ func planRuns(s schedule, earliest, now time.Time, deadlineSeconds *int64) runPl
 		p.Skipped = false
 	}
 	return p
-}
-
-// latestStart returns the last start time in [known, now], given that known is a start time ≤ now. It looks back
-// over growing windows, shortest first, so that a frequent schedule is found in the first window and a sparse one
-// costs a few dozen steps: never one step per missed minute of a long outage.
-func latestStart(s schedule, known, now time.Time) time.Time {
-	if d, ok := s.cron.(cron.ConstantDelaySchedule); ok && d.Delay > 0 {
-		// @every: start times are a chain from known, not anchored to the clock; count the links.
-		return known.Add(now.Sub(known) / d.Delay * d.Delay)
-	}
-	windows := []time.Duration{time.Minute, time.Hour, 24 * time.Hour, 7 * 24 * time.Hour,
-		32 * 24 * time.Hour, 366 * 24 * time.Hour, 5 * 366 * 24 * time.Hour}
-	for _, w := range windows {
-		from := now.Add(-w)
-		if !from.After(known) {
-			from = known
-		}
-		latest := time.Time{}
-		for t := s.Next(from); !t.IsZero() && !t.After(now); t = s.Next(t) {
-			latest = t
-		}
-		if !latest.IsZero() {
-			return latest
-		}
-		if from.Equal(known) {
-			return known
-		}
-	}
-	return known
 }

@@ -21,13 +21,12 @@ const (
 	EventSuccessfulCreate = "SuccessfulCreate"
 	EventFailedCreate     = "FailedCreate"
 	EventSuccessfulDelete = "SuccessfulDelete"
-	EventStopped          = "RestartLimitExceeded"
 	EventPaused           = "Paused"
 )
 
-// act carries out the verdict and the plan. It returns the job to write status against: the cached object, or the
-// one our own spec patch (pause) returned. Every step runs even if an earlier one failed; errors are joined.
-func (c *Controller) act(ctx context.Context, key types.NamespacedName, job *appsv1alpha1.BroadcastJob, v verdict, plan podPlan) (*appsv1alpha1.BroadcastJob, error) {
+// act carries out the verdict and the plan. Every step runs even if an earlier one failed; errors are joined. It
+// never writes the job's spec: a pause by failurePolicy shows in status.phase only, as in OpenKruise.
+func (c *Controller) act(ctx context.Context, key types.NamespacedName, job *appsv1alpha1.BroadcastJob, v verdict, plan podPlan) error {
 	logger := klog.FromContext(ctx)
 	var errs []error
 	if f := v.finish; f != nil {
@@ -38,23 +37,10 @@ func (c *Controller) act(ctx context.Context, key types.NamespacedName, job *app
 		c.recorder.Event(job, eventType, f.Reason, f.Message)
 		logger.Info("BroadcastJob finished", "condition", f.Type, "reason", f.Reason, "message", f.Message)
 	}
-	if v.pause {
-		patched, err := c.client.AppsV1alpha1().BroadcastJobs(job.Namespace).Patch(ctx, job.Name, types.MergePatchType,
-			[]byte(`{"spec":{"paused":true}}`), metav1.PatchOptions{})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("pause BroadcastJob %s: %w", key, err))
-		} else {
-			job = patched
-			c.recorder.Event(job, corev1.EventTypeWarning, EventPaused, "failurePolicy is Pause and a node failed: set spec.paused")
-		}
-	}
-	for _, pod := range plan.stop {
-		patch := fmt.Sprintf(`{"spec":{"activeDeadlineSeconds":%d}}`, stopDeadlineSeconds)
-		if _, err := c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("stop pod %s/%s: %w", pod.Namespace, pod.Name, err))
-			continue
-		}
-		c.recorder.Eventf(job, corev1.EventTypeWarning, EventStopped, "Stopping pod %s on node %s: restartLimit %d used up", pod.Name, targetNode(pod), job.Spec.FailurePolicy.RestartLimit)
+	if v.pauseEvent {
+		c.recorder.Event(job, corev1.EventTypeWarning, EventPaused,
+			"failurePolicy is Pause and a pod failed: no pod is created or deleted until the failed pods are deleted")
+		logger.Info("BroadcastJob paused by its failurePolicy")
 	}
 	for _, pod := range plan.delete {
 		uid := pod.UID
@@ -68,7 +54,7 @@ func (c *Controller) act(ctx context.Context, key types.NamespacedName, job *app
 	if err := c.createPods(ctx, key, job, plan.create); err != nil {
 		errs = append(errs, err)
 	}
-	return job, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // createPods creates one pod per node in slow-start batches (1, 2, 4, ...), stopping after a batch with a

@@ -1,6 +1,7 @@
 // Package broadcastjob is the BroadcastJob reconciler: it runs one pod of spec.template on every eligible node
-// (the nodes a DaemonSet with that template would run on), within spec.parallelism, retries failed nodes up to
-// failurePolicy.restartLimit, applies the completion and failure policies, and reports counters and conditions.
+// (the nodes the pod fits, as OpenKruise checks them), within spec.parallelism, never replaces a failed pod,
+// deletes pods whose node no longer fits them, applies the completion and failure policies, and reports counters
+// and conditions.
 // See the BroadcastJob section of controllers/cronjob/README.md for the behaviour in full.
 package broadcastjob
 

@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -45,7 +46,7 @@ func (c *Controller) observe(obj any) {
 }
 
 // nodeHandler re-enqueues every unfinished job when a node appears, goes, or changes in a way eligibility reads
-// (labels, taints, unschedulable, deletion). Nodes replayed from the initial list are skipped: every job gets its
+// (labels, taints, unschedulable, allocatable, deletion). Nodes replayed from the initial list are skipped: every job gets its
 // own initial sync. Heartbeats and status updates are ignored.
 func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
@@ -70,6 +71,7 @@ func nodeEligibilityChanged(oldNode, newNode *corev1.Node) bool {
 	return !reflect.DeepEqual(oldNode.Labels, newNode.Labels) ||
 		!reflect.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints) ||
 		oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable ||
+		!apiequality.Semantic.DeepEqual(oldNode.Status.Allocatable, newNode.Status.Allocatable) ||
 		(oldNode.DeletionTimestamp == nil) != (newNode.DeletionTimestamp == nil)
 }
 

@@ -174,7 +174,7 @@ func TestIntegrationTTLAfterFinished(t *testing.T) {
 	testenv.Eventually(t, waitTimeout, func() (bool, error) { return len(it.pods("ttl")) == 0, nil })
 }
 
-// Item 6: failurePolicy Continue / FailFast / Pause, with restartLimit retries.
+// Item 6: failurePolicy Continue / FailFast (Pause: TestIntegrationPauseHoldsWithoutWritingSpec).
 func TestIntegrationFailurePolicies(t *testing.T) {
 	t.Run("Continue completes despite a failed node", func(t *testing.T) {
 		it := newITest(t)
@@ -206,46 +206,6 @@ func TestIntegrationFailurePolicies(t *testing.T) {
 		assert.Equal(t, int32(1), job.Status.Failed)
 		testenv.Eventually(t, waitTimeout, func() (bool, error) { return len(it.pods("ff")) == 1, nil })
 		assert.Equal(t, corev1.PodFailed, it.pods("ff")[0].Status.Phase, "only the failed pod is left as a record")
-	})
-
-	t.Run("Pause after restartLimit retries sets spec.paused", func(t *testing.T) {
-		it := newITest(t)
-		nodes := it.addNodes(2, nil)
-		it.startController()
-		it.create(it.newJob("pause", failurePolicy(appsv1alpha1.FailurePolicyTypePause, 1)))
-		running := it.waitRunning("pause", 2)
-		first := podsByNode(running)[nodes[0]][0]
-		it.complete(first.Name, corev1.PodFailed)
-
-		// One retry on the same node: a new pod, and the job neither fails the node nor pauses.
-		var retry corev1.Pod
-		testenv.Eventually(t, waitTimeout, func() (bool, error) {
-			for _, p := range podsByNode(it.pods("pause"))[nodes[0]] {
-				if p.Name != first.Name && p.Status.Phase == corev1.PodRunning {
-					retry = p
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		job := it.waitStatus("pause", counters(2, 2, 0, 0))
-		assert.False(t, job.Spec.Paused)
-
-		// The retry fails too: restartLimit used up, the node fails, the controller pauses the job.
-		it.complete(retry.Name, corev1.PodFailed)
-		job = it.waitStatus("pause", func(s appsv1alpha1.BroadcastJobStatus) bool {
-			return s.Phase == appsv1alpha1.PhasePaused && counters(2, 1, 0, 1)(s)
-		})
-		assert.True(t, job.Spec.Paused, "spec.paused set by the controller")
-		assert.Empty(t, job.Status.Conditions)
-		assert.Len(t, podsByNode(it.pods("pause"))[nodes[0]], 2, "no third attempt")
-
-		// The running pod carries on while paused; when it succeeds every node has finished.
-		it.complete(podsByNode(running)[nodes[1]][0].Name, corev1.PodSucceeded)
-		job = it.waitStatus("pause", func(s appsv1alpha1.BroadcastJobStatus) bool {
-			return hasCondition(s, appsv1alpha1.JobComplete, ReasonCompleted)
-		})
-		assert.True(t, counters(2, 0, 1, 1)(job.Status), "%+v", job.Status)
 	})
 }
 

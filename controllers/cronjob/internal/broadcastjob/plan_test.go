@@ -24,7 +24,9 @@ func jobPod(name, node string, phase corev1.PodPhase, bound bool) *corev1.Pod {
 	return p
 }
 
+// withRestarts gives p restartPolicy OnFailure and n restarts of its one container.
 func withRestarts(p *corev1.Pod, n int32) *corev1.Pod {
+	p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", RestartCount: n}}
 	return p
 }
@@ -38,54 +40,55 @@ func names(pods []*corev1.Pod) []string {
 }
 
 func TestTallyPods(t *testing.T) {
+	neverRestarted := jobPod("n", "n1", corev1.PodRunning, true)
+	neverRestarted.Spec.RestartPolicy = corev1.RestartPolicyNever
+	neverRestarted.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", RestartCount: 9}}
+	terminating := withRestarts(jobPod("t", "n1", corev1.PodRunning, true), 9)
+	terminating.DeletionTimestamp = &metav1.Time{}
+	initRestarts := withRestarts(jobPod("i", "n1", corev1.PodPending, true), 1)
+	initRestarts.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init", RestartCount: 1}}
+
 	cases := []struct {
 		name         string
 		pods         []*corev1.Pod
 		restartLimit int32
-		want         map[string]nodeOutcome
 		active       []string
 		overLimit    []string
 		succ, fail   int32
 	}{
-		{name: "no pods", want: map[string]nodeOutcome{}},
+		{name: "no pods"},
 		{name: "one pod per state",
 			pods: []*corev1.Pod{jobPod("a", "n1", corev1.PodRunning, true), jobPod("b", "n2", corev1.PodSucceeded, true),
 				jobPod("c", "n3", corev1.PodFailed, true), jobPod("d", "n4", "", false)},
-			want:   map[string]nodeOutcome{"n1": nodeActive, "n2": nodeSucceeded, "n3": nodeFailed, "n4": nodeActive},
 			active: []string{"a", "d"}, succ: 1, fail: 1},
-		{name: "failed pod with retries left is due a retry",
-			pods: []*corev1.Pod{jobPod("a", "n1", corev1.PodFailed, true)}, restartLimit: 1,
-			want: map[string]nodeOutcome{"n1": nodeRetry}},
-		{name: "retry running",
-			pods: []*corev1.Pod{jobPod("a", "n1", corev1.PodFailed, true), jobPod("b", "n1", corev1.PodRunning, true)}, restartLimit: 1,
-			want: map[string]nodeOutcome{"n1": nodeActive}, active: []string{"b"}},
-		{name: "retries used up",
-			pods: []*corev1.Pod{jobPod("a", "n1", corev1.PodFailed, true), jobPod("b", "n1", corev1.PodFailed, true)}, restartLimit: 1,
-			want: map[string]nodeOutcome{"n1": nodeFailed}, fail: 1},
-		{name: "retry succeeded counts the node once, as succeeded",
-			pods: []*corev1.Pod{jobPod("a", "n1", corev1.PodFailed, true), jobPod("b", "n1", corev1.PodSucceeded, true)}, restartLimit: 3,
-			want: map[string]nodeOutcome{"n1": nodeSucceeded}, succ: 1},
-		{name: "in-place restarts within the limit",
-			pods: []*corev1.Pod{withRestarts(jobPod("a", "n1", corev1.PodRunning, true), 2)}, restartLimit: 2,
-			want: map[string]nodeOutcome{"n1": nodeActive}, active: []string{"a"}},
-		{name: "in-place restarts over the limit fail the node and stop the pod",
-			pods: []*corev1.Pod{withRestarts(jobPod("a", "n1", corev1.PodRunning, true), 3)}, restartLimit: 2,
-			want: map[string]nodeOutcome{"n1": nodeFailed}, overLimit: []string{"a"}, fail: 1},
-		{name: "failed pods and restarts add up",
-			pods: []*corev1.Pod{jobPod("a", "n1", corev1.PodFailed, true), withRestarts(jobPod("b", "n1", corev1.PodRunning, true), 1)}, restartLimit: 1,
-			want: map[string]nodeOutcome{"n1": nodeFailed}, overLimit: []string{"b"}, fail: 1},
-		{name: "restarts of a succeeded pod do not count",
-			pods: []*corev1.Pod{withRestarts(jobPod("a", "n1", corev1.PodSucceeded, true), 5)},
-			want: map[string]nodeOutcome{"n1": nodeSucceeded}, succ: 1},
+		{name: "a failed pod counts as failed whatever restartLimit (restartPolicy Never)",
+			pods: []*corev1.Pod{jobPod("a", "n1", corev1.PodFailed, true)}, restartLimit: 3, fail: 1},
+		{name: "counters are per pod",
+			pods: []*corev1.Pod{jobPod("a", "n1", corev1.PodFailed, true), jobPod("b", "n1", corev1.PodSucceeded, true)}, succ: 1, fail: 1},
+		{name: "OnFailure: restarts up to the limit stay active",
+			pods: []*corev1.Pod{withRestarts(jobPod("a", "n1", corev1.PodRunning, true), 2)}, restartLimit: 2, active: []string{"a"}},
+		{name: "OnFailure: restarts over the limit count as failed, the pod is left running",
+			pods: []*corev1.Pod{withRestarts(jobPod("a", "n1", corev1.PodRunning, true), 3)}, restartLimit: 2, overLimit: []string{"a"}, fail: 1},
+		{name: "OnFailure: restartLimit 0 fails on the first restart",
+			pods: []*corev1.Pod{withRestarts(jobPod("a", "n1", corev1.PodRunning, true), 1)}, overLimit: []string{"a"}, fail: 1},
+		{name: "init container restarts are added", pods: []*corev1.Pod{initRestarts}, restartLimit: 1, overLimit: []string{"i"}, fail: 1},
+		{name: "Never: restart counts are not looked at", pods: []*corev1.Pod{neverRestarted}, active: []string{"n"}},
+		{name: "an over-limit pod that succeeds counts as succeeded",
+			pods: []*corev1.Pod{withRestarts(jobPod("a", "n1", corev1.PodSucceeded, true), 5)}, succ: 1},
+		{name: "a terminating pod is active, not failed", pods: []*corev1.Pod{terminating}, active: []string{"t"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tallyPods(tc.pods, tc.restartLimit)
-			assert.Equal(t, tc.want, got.outcome)
 			assert.ElementsMatch(t, tc.active, names(got.active))
 			assert.ElementsMatch(t, tc.overLimit, names(got.overLimit))
 			assert.Equal(t, tc.succ, got.succeeded)
 			assert.Equal(t, tc.fail, got.failed)
+			n := 0
+			for _, pods := range got.byNode {
+				n += len(pods)
+			}
+			assert.Equal(t, len(tc.pods), n, "every pod is grouped by node")
 		})
 	}
 }
@@ -93,58 +96,46 @@ func TestTallyPods(t *testing.T) {
 func TestPlanPods(t *testing.T) {
 	terminating := jobPod("t", "n1", corev1.PodRunning, true)
 	terminating.DeletionTimestamp = &metav1.Time{}
-	stopped := withRestarts(jobPod("s", "n2", corev1.PodRunning, true), 5)
-	stopped.Spec.ActiveDeadlineSeconds = ptr.To[int64](stopDeadlineSeconds)
+	gone := jobPod("g", "n9", corev1.PodRunning, true)
 
 	cases := []struct {
 		name        string
-		eligible    []string
+		free        []string
+		evict       []*corev1.Pod
 		pods        []*corev1.Pod
 		inFlight    []string
 		parallelism int
 		paused      bool
 		finished    bool
-		limit       int32
 		create      []string
 		delete      []string
-		stop        []string
 	}{
-		{name: "one pod per eligible node", eligible: []string{"n1", "n2", "n3"}, parallelism: 100, create: []string{"n1", "n2", "n3"}},
-		{name: "nodes with a pod get none", eligible: []string{"n1", "n2", "n3"}, parallelism: 100,
+		{name: "one pod per free node", free: []string{"n1", "n2", "n3"}, parallelism: 100, create: []string{"n1", "n2", "n3"}},
+		{name: "parallelism counts active pods", free: []string{"n3", "n4"}, parallelism: 2,
 			pods:   []*corev1.Pod{jobPod("a", "n1", corev1.PodRunning, true), jobPod("b", "n2", corev1.PodSucceeded, true)},
 			create: []string{"n3"}},
-		{name: "parallelism counts active pods", eligible: []string{"n1", "n2", "n3", "n4"}, parallelism: 2,
-			pods:   []*corev1.Pod{jobPod("a", "n1", corev1.PodRunning, true), jobPod("b", "n2", corev1.PodSucceeded, true)},
-			create: []string{"n3"}},
-		{name: "parallelism counts in-flight creates", eligible: []string{"n1", "n2", "n3"}, parallelism: 2, inFlight: []string{"n1"},
+		{name: "an over-limit pod frees its parallelism slot", free: []string{"n2"}, parallelism: 1,
+			pods: []*corev1.Pod{withRestarts(jobPod("a", "n1", corev1.PodRunning, true), 1)}, create: []string{"n2"}},
+		{name: "parallelism counts in-flight creates", free: []string{"n1", "n2", "n3"}, parallelism: 2, inFlight: []string{"n1"},
 			create: []string{"n2"}},
-		{name: "in-flight node never gets a second pod", eligible: []string{"n1"}, parallelism: 5, inFlight: []string{"n1"}},
-		{name: "parallelism 0 creates nothing", eligible: []string{"n1"}, parallelism: 0},
-		{name: "terminating pod holds its node and slot", eligible: []string{"n1", "n2"}, parallelism: 1, pods: []*corev1.Pod{terminating}},
-		{name: "paused creates nothing", eligible: []string{"n1"}, parallelism: 5, paused: true},
-		{name: "retry within restartLimit", eligible: []string{"n1"}, parallelism: 5, limit: 1,
-			pods: []*corev1.Pod{jobPod("a", "n1", corev1.PodFailed, true)}, create: []string{"n1"}},
-		{name: "no retry past restartLimit", eligible: []string{"n1"}, parallelism: 5,
-			pods: []*corev1.Pod{jobPod("a", "n1", corev1.PodFailed, true)}},
-		{name: "finished deletes active pods", eligible: []string{"n1", "n2", "n3"}, parallelism: 5, finished: true,
-			pods:   []*corev1.Pod{jobPod("a", "n1", corev1.PodRunning, true), jobPod("b", "n2", corev1.PodSucceeded, true), jobPod("c", "n3", "", false), terminating},
-			delete: []string{"a", "c"}},
-		{name: "unbound pod of an ineligible node is deleted", eligible: []string{"n1"}, parallelism: 5,
-			pods:   []*corev1.Pod{jobPod("a", "gone", "", false), jobPod("b", "tainted", corev1.PodRunning, true)},
-			create: []string{"n1"}, delete: []string{"a"}},
-		{name: "over-limit pod is stopped once", eligible: []string{"n1", "n2"}, parallelism: 5, limit: 1,
-			pods: []*corev1.Pod{withRestarts(jobPod("a", "n1", corev1.PodRunning, true), 2), stopped},
-			stop: []string{"a"}},
-		{name: "over-limit pod deleted when finished", eligible: []string{"n1"}, parallelism: 5, finished: true,
-			pods: []*corev1.Pod{withRestarts(jobPod("a", "n1", corev1.PodRunning, true), 2)}, delete: []string{"a"}},
+		{name: "in-flight node never gets a second pod", free: []string{"n1"}, parallelism: 5, inFlight: []string{"n1"}},
+		{name: "parallelism 0 creates nothing", free: []string{"n1"}, parallelism: 0},
+		{name: "terminating pod holds its slot", free: []string{"n2"}, parallelism: 1, pods: []*corev1.Pod{terminating}},
+		{name: "evicted pods are deleted", free: []string{"n1"}, parallelism: 5, evict: []*corev1.Pod{gone}, pods: []*corev1.Pod{gone},
+			create: []string{"n1"}, delete: []string{"g"}},
+		{name: "paused: nothing created, nothing evicted", free: []string{"n1"}, parallelism: 5, paused: true,
+			evict: []*corev1.Pod{gone}, pods: []*corev1.Pod{gone}},
+		{name: "finished deletes every pod still running, over-limit ones included", free: []string{"n4"}, parallelism: 5, finished: true,
+			pods: []*corev1.Pod{jobPod("a", "n1", corev1.PodRunning, true), jobPod("b", "n2", corev1.PodSucceeded, true),
+				jobPod("c", "n3", "", false), terminating, withRestarts(jobPod("o", "n5", corev1.PodRunning, true), 3)},
+			delete: []string{"a", "c", "o"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := planPods(planInput{eligible: tc.eligible, tally: tallyPods(tc.pods, tc.limit), inFlight: sets.New(tc.inFlight...),
-				parallelism: tc.parallelism, canCreate: !tc.paused, finished: tc.finished})
+			got := planPods(planInput{place: placement{free: tc.free, evict: tc.evict}, tally: tallyPods(tc.pods, 0),
+				inFlight: sets.New(tc.inFlight...), parallelism: tc.parallelism, paused: tc.paused, finished: tc.finished})
 			assert.Equal(t, tc.create, got.create, "create")
 			assert.ElementsMatch(t, tc.delete, names(got.delete), "delete")
-			assert.ElementsMatch(t, tc.stop, names(got.stop), "stop")
 		})
 	}
 }
@@ -203,18 +194,22 @@ func TestJudge(t *testing.T) {
 	running := tallyPods([]*corev1.Pod{jobPod("a", "n1", corev1.PodRunning, true)}, 0)
 	done := tallyPods([]*corev1.Pod{jobPod("a", "n1", corev1.PodSucceeded, true), jobPod("b", "n2", corev1.PodFailed, true)}, 0)
 	oneFailed := tallyPods([]*corev1.Pod{jobPod("a", "n1", corev1.PodRunning, true), jobPod("b", "n2", corev1.PodFailed, true)}, 0)
+	overLimit := tallyPods([]*corev1.Pod{jobPod("a", "n1", corev1.PodSucceeded, true), withRestarts(jobPod("b", "n2", corev1.PodRunning, true), 1)}, 0)
 	both := []string{"n1", "n2"}
+	paused := func(j *appsv1alpha1.BroadcastJob) { j.Spec.Paused = true }
+	phasePaused := func(j *appsv1alpha1.BroadcastJob) { j.Status.Phase = appsv1alpha1.PhasePaused }
 
 	cases := []struct {
 		name      string
 		job       *appsv1alpha1.BroadcastJob
-		tally     nodeTally
+		tally     podTally
 		eligible  []string
 		inFlight  int
 		invalid   string
 		finish    appsv1alpha1.JobConditionType
 		reason    string
 		pause     bool
+		event     bool
 		deleteJob bool
 		requeue   time.Duration
 	}{
@@ -230,9 +225,21 @@ func TestJudge(t *testing.T) {
 		{name: "FailFast fails on a failed node", job: build(failure(appsv1alpha1.FailurePolicyTypeFailFast)), tally: oneFailed, eligible: both, finish: appsv1alpha1.JobFailed, reason: ReasonFailFast},
 		{name: "FailFast applies to Never too", job: build(never, failure(appsv1alpha1.FailurePolicyTypeFailFast)), tally: oneFailed, eligible: both, finish: appsv1alpha1.JobFailed, reason: ReasonFailFast},
 		{name: "Continue keeps going", job: build(), tally: oneFailed, eligible: both},
-		{name: "Pause pauses on a new failure", job: build(failure(appsv1alpha1.FailurePolicyTypePause)), tally: oneFailed, eligible: both, pause: true},
-		{name: "Pause does not re-pause on a failure already reported", job: build(failure(appsv1alpha1.FailurePolicyTypePause),
-			func(j *appsv1alpha1.BroadcastJob) { j.Status.Failed = 1 }), tally: oneFailed, eligible: both},
+		{name: "Continue waits for a pod over its restart limit", job: build(), tally: overLimit, eligible: both},
+		{name: "FailFast counts a pod over its restart limit", job: build(failure(appsv1alpha1.FailurePolicyTypeFailFast)), tally: overLimit, eligible: both,
+			finish: appsv1alpha1.JobFailed, reason: ReasonFailFast},
+		{name: "Pause holds the job while a failed pod exists", job: build(failure(appsv1alpha1.FailurePolicyTypePause)), tally: oneFailed, eligible: both,
+			pause: true, event: true},
+		{name: "Pause: the event only when it pauses", job: build(failure(appsv1alpha1.FailurePolicyTypePause), phasePaused), tally: oneFailed,
+			eligible: both, pause: true},
+		{name: "Pause holds a job whose nodes all finished: no completion", job: build(failure(appsv1alpha1.FailurePolicyTypePause)), tally: done,
+			eligible: both, pause: true, event: true},
+		{name: "Pause holds past the deadline", job: build(failure(appsv1alpha1.FailurePolicyTypePause), deadline(1)), tally: oneFailed,
+			eligible: both, pause: true, event: true},
+		{name: "Pause without failed pods runs", job: build(failure(appsv1alpha1.FailurePolicyTypePause), phasePaused), tally: running, eligible: both},
+		{name: "spec.paused comes before FailFast", job: build(paused, failure(appsv1alpha1.FailurePolicyTypeFailFast)), tally: oneFailed,
+			eligible: both, pause: true},
+		{name: "spec.paused comes before the deadline and completion", job: build(paused, deadline(1)), tally: done, eligible: both, pause: true},
 		{name: "invalid spec fails", job: build(), eligible: both, invalid: "bad", finish: appsv1alpha1.JobFailed, reason: ReasonInvalidSpec},
 		{name: "finished without TTL stays", job: build(finishedAgo(time.Hour)), tally: done, eligible: both},
 		{name: "TTL not yet passed requeues", job: build(ttl(100), finishedAgo(40*time.Second)), tally: done, eligible: both, requeue: 60 * time.Second},
@@ -243,7 +250,7 @@ func TestJudge(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v := judge(judgeInput{job: tc.job, tally: tc.tally, eligible: tc.eligible, inFlight: tc.inFlight, invalid: tc.invalid, now: now})
+			v := judge(judgeInput{job: tc.job, tally: tc.tally, desired: tc.eligible, inFlight: tc.inFlight, invalid: tc.invalid, now: now})
 			if tc.finish == "" {
 				assert.Nil(t, v.finish)
 			} else if assert.NotNil(t, v.finish) {
@@ -251,7 +258,8 @@ func TestJudge(t *testing.T) {
 				assert.Equal(t, tc.reason, v.finish.Reason)
 				assert.Equal(t, corev1.ConditionTrue, v.finish.Status)
 			}
-			assert.Equal(t, tc.pause, v.pause, "pause")
+			assert.Equal(t, tc.pause, v.paused, "paused")
+			assert.Equal(t, tc.event, v.pauseEvent, "pauseEvent")
 			assert.Equal(t, tc.deleteJob, v.deleteJob, "deleteJob")
 			assert.Equal(t, tc.requeue, v.requeueAfter, "requeueAfter")
 		})

@@ -31,10 +31,10 @@ func finishedCondition(s appsv1alpha1.BroadcastJobStatus) *appsv1alpha1.JobCondi
 	return nil
 }
 
-// computeStatus is the status the job should have: counters from the tally, desired = eligible nodes, the start
+// computeStatus is the status the job should have: counters from the tally, desired = the nodes it runs on, the start
 // time (set on the first sync), and, when the job finishes now, its condition and completion time (set for Failed
 // too, so TTL has one clock). It never mutates job.
-func computeStatus(job *appsv1alpha1.BroadcastJob, t nodeTally, desired int, finish *appsv1alpha1.JobCondition, paused bool, now time.Time) appsv1alpha1.BroadcastJobStatus {
+func computeStatus(job *appsv1alpha1.BroadcastJob, t podTally, desired int, finish *appsv1alpha1.JobCondition, paused bool, now time.Time) appsv1alpha1.BroadcastJobStatus {
 	s := *job.Status.DeepCopy()
 	s.Active = int32(len(t.active))
 	s.Succeeded = t.succeeded
@@ -66,7 +66,7 @@ func setCondition(conds []appsv1alpha1.JobCondition, c appsv1alpha1.JobCondition
 	return append(conds, c)
 }
 
-// phase is failed/completed once finished, paused while spec.paused, else running.
+// phase is failed/completed once finished, paused while spec.paused or held by failurePolicy Pause, else running.
 func phase(s appsv1alpha1.BroadcastJobStatus, paused bool) appsv1alpha1.BroadcastJobPhase {
 	if c := finishedCondition(s); c != nil {
 		if c.Type == appsv1alpha1.JobFailed {
@@ -80,8 +80,8 @@ func phase(s appsv1alpha1.BroadcastJobStatus, paused bool) appsv1alpha1.Broadcas
 	return appsv1alpha1.PhaseRunning
 }
 
-// updateStatus writes status if it differs from what job has. job is the cached object (or the one returned by
-// our own spec patch): it is copied, never modified.
+// updateStatus writes status if it differs from what job has. job is the cached object: it is copied, never
+// modified.
 func (c *Controller) updateStatus(ctx context.Context, job *appsv1alpha1.BroadcastJob, status appsv1alpha1.BroadcastJobStatus) error {
 	if apiequality.Semantic.DeepEqual(job.Status, status) {
 		return nil

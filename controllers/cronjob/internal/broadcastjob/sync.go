@@ -40,19 +40,18 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	}
 
 	now := c.clock.Now()
-	v := judge(judgeInput{job: job, tally: g.tally, eligible: g.eligible, inFlight: g.inFlight.Len(), invalid: validate(job), now: now})
+	v := judge(judgeInput{job: job, tally: g.tally, desired: g.place.desired, inFlight: g.inFlight.Len(), invalid: validate(job), now: now})
 	if v.deleteJob {
 		return c.deleteJob(ctx, job)
 	}
 	plan := planPods(planInput{
-		eligible: g.eligible, tally: g.tally, inFlight: g.inFlight, parallelism: g.parallelism,
-		canCreate: !job.Spec.Paused && !v.pause,
-		finished:  v.finish != nil || finishedCondition(job.Status) != nil,
+		place: g.place, tally: g.tally, inFlight: g.inFlight, parallelism: g.parallelism, paused: v.paused,
+		finished: v.finish != nil || finishedCondition(job.Status) != nil,
 	})
 
-	job, actErr := c.act(ctx, key, job, v, plan)
+	actErr := c.act(ctx, key, job, v, plan)
 
-	status := computeStatus(job, g.tally, len(g.eligible), v.finish, job.Spec.Paused || v.pause, now)
+	status := computeStatus(job, g.tally, len(g.place.desired), v.finish, v.paused, now)
 	if err := c.updateStatus(ctx, job, status); err != nil {
 		return errors.Join(actErr, err)
 	}
@@ -64,8 +63,8 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 
 // observed is what gather read from the caches.
 type observed struct {
-	tally       nodeTally
-	eligible    []string         // sorted by name
+	tally       podTally
+	place       placement        // nodes in name order
 	inFlight    sets.Set[string] // nodes with a create not yet in the cache
 	expiresIn   time.Duration    // until the earliest in-flight create expires
 	parallelism int
@@ -89,13 +88,14 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, job *
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 
 	var g observed
-	g.eligible = newEligibility(klog.FromContext(ctx), &job.Spec.Template.Spec).eligibleNodes(nodes)
+	logger := klog.FromContext(ctx)
 	g.tally = tallyPods(pods, job.Spec.FailurePolicy.RestartLimit)
+	g.place = place(logger, newEligibility(logger, &job.Spec.Template.Spec), nodes, g.tally.byNode)
 	g.inFlight, g.expiresIn = c.creates.pending(key, job.UID, func(name string) bool {
 		_, err := c.pods.Pods(job.Namespace).Get(name)
 		return err == nil
 	})
-	g.parallelism, _ = resolveParallelism(job.Spec.Parallelism, len(g.eligible)) // an invalid value fails validate
+	g.parallelism, _ = resolveParallelism(job.Spec.Parallelism, len(g.place.desired)) // an invalid value fails validate
 	return g, nil
 }
 

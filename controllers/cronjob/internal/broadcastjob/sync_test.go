@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -220,7 +221,10 @@ func TestSyncDeadlineRequeuesOnTheClockAndFails(t *testing.T) {
 	assert.Equal(t, ReasonDeadlineExceeded, st.Conditions[0].Reason)
 }
 
-func TestSyncPauseOnFailureSetsSpecPaused(t *testing.T) {
+// failurePolicy Pause, as OpenKruise: a failed pod pauses the job in status only (spec.paused is never written),
+// nothing is created or deleted while a failed pod exists, and deleting the failed pod resumes the job and gives
+// its node a new pod.
+func TestSyncPauseOnFailureLeavesSpecAlone(t *testing.T) {
 	f := newFixture(t, testJob(func(j *appsv1alpha1.BroadcastJob) {
 		j.Spec.FailurePolicy.Type = appsv1alpha1.FailurePolicyTypePause
 		j.Status.StartTime = ptr.To(metav1.NewTime(start))
@@ -230,20 +234,137 @@ func TestSyncPauseOnFailureSetsSpecPaused(t *testing.T) {
 
 	actions, err := f.sync()
 	require.NoError(t, err)
-	assert.Equal(t, []string{"patch broadcastjobs", "update broadcastjobs/status"}, verbs(actions), "no pod for n3")
-	assert.JSONEq(t, `{"spec":{"paused":true}}`, string(actions[0].(k8stesting.PatchAction).GetPatch()))
+	assert.Equal(t, []string{"update broadcastjobs/status"}, verbs(actions), "no spec patch, no pod for n3")
 	st := lastStatus(t, actions)
 	assert.Equal(t, appsv1alpha1.PhasePaused, st.Phase)
 	assert.Equal(t, int32(1), st.Failed)
+	assert.False(t, lastJob(actions).Spec.Paused)
+	assert.True(t, strings.HasPrefix(<-f.recorder.Events, "Warning Paused"))
 	f.setJob(lastJob(actions))
 
-	// The user unpauses: the old failure does not pause again, and n3 gets its pod.
-	unpaused := f.job.DeepCopy()
-	unpaused.Spec.Paused = false
-	f.setJob(unpaused)
+	// Still held on the next sync; no second event.
 	actions, err = f.sync()
 	require.NoError(t, err)
+	assert.Empty(t, actions)
+	assert.Empty(t, f.recorder.Events)
+
+	// The failed pod is deleted: the job runs again and n1 and n3 get a pod.
+	require.NoError(t, f.kubeInf.InformerFor(&corev1.Pod{}, newJobPodInformer("")).GetIndexer().Delete(jobPod("bcj-1", "n1", corev1.PodFailed, true)))
+	actions, err = f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"create pods", "create pods", "update broadcastjobs/status"}, verbs(actions))
+	assert.Equal(t, appsv1alpha1.PhaseRunning, lastStatus(t, actions).Phase)
+}
+
+// A failed pod is never replaced, whatever restartLimit (restartPolicy Never): the node keeps its failed pod.
+func TestSyncFailedPodIsNotReplaced(t *testing.T) {
+	f := newFixture(t, testJob(func(j *appsv1alpha1.BroadcastJob) {
+		j.Spec.FailurePolicy = appsv1alpha1.FailurePolicy{Type: appsv1alpha1.FailurePolicyTypeContinue, RestartLimit: 3}
+		j.Status.StartTime = ptr.To(metav1.NewTime(start))
+	}), node("n1", nil), node("n2", nil))
+	f.addPod(jobPod("bcj-1", "n1", corev1.PodFailed, true))
+	f.addPod(jobPod("bcj-2", "n2", corev1.PodSucceeded, true))
+
+	actions, err := f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"update broadcastjobs/status"}, verbs(actions), "no retry on n1")
+	st := lastStatus(t, actions)
+	assert.Equal(t, appsv1alpha1.PhaseCompleted, st.Phase)
+	assert.Equal(t, int32(1), st.Failed)
+	assert.Equal(t, int32(1), st.Succeeded)
+}
+
+// restartPolicy OnFailure, as OpenKruise: container restarts beyond restartLimit count the pod as failed, but the
+// pod is neither replaced nor stopped; under Continue the job waits for it, and if it then succeeds it counts as
+// succeeded. Under FailFast the job fails at once (and, finished, deletes the pod).
+func TestSyncRestartLimitCountsContainerRestarts(t *testing.T) {
+	onFailure := func(tp appsv1alpha1.FailurePolicyType) func(*appsv1alpha1.BroadcastJob) {
+		return func(j *appsv1alpha1.BroadcastJob) {
+			j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+			j.Spec.FailurePolicy = appsv1alpha1.FailurePolicy{Type: tp, RestartLimit: 2}
+			j.Status.StartTime = ptr.To(metav1.NewTime(start))
+		}
+	}
+	f := newFixture(t, testJob(onFailure(appsv1alpha1.FailurePolicyTypeContinue)), node("n1", nil))
+	f.addPod(withRestarts(jobPod("bcj-1", "n1", corev1.PodRunning, true), 2))
+	actions, err := f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"update broadcastjobs/status"}, verbs(actions))
+	st := lastStatus(t, actions)
+	assert.Equal(t, int32(1), st.Active, "two restarts are within restartLimit 2")
+	assert.Equal(t, int32(0), st.Failed)
+	f.setJob(lastJob(actions))
+
+	f.addPod(withRestarts(jobPod("bcj-1", "n1", corev1.PodRunning, true), 3))
+	actions, err = f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"update broadcastjobs/status"}, verbs(actions), "no retry, no stop")
+	st = lastStatus(t, actions)
+	assert.Equal(t, appsv1alpha1.PhaseRunning, st.Phase, "the job waits for the pod")
+	assert.Equal(t, int32(1), st.Failed)
+	assert.Equal(t, int32(0), st.Active)
+	f.setJob(lastJob(actions))
+
+	f.addPod(withRestarts(jobPod("bcj-1", "n1", corev1.PodSucceeded, true), 3))
+	actions, err = f.sync()
+	require.NoError(t, err)
+	st = lastStatus(t, actions)
+	assert.Equal(t, appsv1alpha1.PhaseCompleted, st.Phase)
+	assert.Equal(t, int32(1), st.Succeeded)
+	assert.Equal(t, int32(0), st.Failed)
+
+	f = newFixture(t, testJob(onFailure(appsv1alpha1.FailurePolicyTypeFailFast)), node("n1", nil))
+	f.addPod(withRestarts(jobPod("bcj-1", "n1", corev1.PodRunning, true), 3))
+	actions, err = f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"delete pods", "update broadcastjobs/status"}, verbs(actions))
+	st = lastStatus(t, actions)
+	assert.Equal(t, ReasonFailFast, st.Conditions[0].Reason)
+	assert.Equal(t, int32(1), st.Failed)
+}
+
+// A pod whose node no longer fits it (here: relabelled so the nodeSelector misses, and tainted) is deleted even
+// though it is bound and running, and the node leaves status.desired.
+func TestSyncDeletesPodsOnNodesNoLongerEligible(t *testing.T) {
+	sel := map[string]string{"run": "yes"}
+	f := newFixture(t, testJob(func(j *appsv1alpha1.BroadcastJob) {
+		j.Spec.Template.Spec.NodeSelector = sel
+		j.Status.StartTime = ptr.To(metav1.NewTime(start))
+	}), node("n1", sel), node("n2", nil), node("n3", sel, corev1.Taint{Key: "k", Effect: corev1.TaintEffectNoSchedule}))
+	for i, n := range []string{"n1", "n2", "n3"} {
+		p := jobPod(fmt.Sprintf("bcj-%d", i+1), n, corev1.PodRunning, true)
+		p.Spec.NodeSelector = sel
+		f.addPod(p)
+	}
+	actions, err := f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"delete pods", "delete pods", "update broadcastjobs/status"}, verbs(actions))
+	assert.ElementsMatch(t, []string{"bcj-2", "bcj-3"}, []string{actions[0].(k8stesting.DeleteAction).GetName(), actions[1].(k8stesting.DeleteAction).GetName()})
+	assert.Equal(t, int32(1), lastStatus(t, actions).Desired)
+}
+
+// The template's requests must fit a node's allocatable for it to get a pod; a node that does not fit is not
+// desired (not counted at all), and one that shrinks under its pod loses the pod.
+func TestSyncResourceFit(t *testing.T) {
+	f := newFixture(t, testJob(func(j *appsv1alpha1.BroadcastJob) {
+		j.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
+	}), node("big", nil), withAllocatable(node("small", nil), corev1.ResourceCPU, "2"))
+	actions, err := f.sync()
+	require.NoError(t, err)
 	assert.Equal(t, []string{"create pods", "update broadcastjobs/status"}, verbs(actions))
+	pod := actions[0].(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+	assert.Equal(t, "big", targetNode(pod))
+	assert.Equal(t, int32(1), lastStatus(t, actions).Desired)
+	f.setJob(lastJob(actions))
+
+	pod.Spec.NodeName = "big"
+	pod.Status.Phase = corev1.PodRunning
+	f.addPod(pod)
+	require.NoError(t, f.kubeInf.Core().V1().Nodes().Informer().GetIndexer().Update(withAllocatable(node("big", nil), corev1.ResourceCPU, "2")))
+	actions, err = f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"delete pods", "update broadcastjobs/status"}, verbs(actions))
+	assert.Equal(t, int32(0), lastStatus(t, actions).Desired)
 }
 
 func TestSyncInvalidSpecFailsOnceWithoutPods(t *testing.T) {

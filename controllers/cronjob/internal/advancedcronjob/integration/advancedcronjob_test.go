@@ -185,19 +185,47 @@ func TestStartingDeadlineSkipsLateRuns(t *testing.T) {
 	assert.Len(t, h.jobs(acj), 1)
 }
 
-// Item 2: after a long outage (more than 100 missed start times) the controller warns and starts only the most
-// recent run, not one Job per missed minute.
-func TestTooManyMissedRunsStartOnlyTheLatest(t *testing.T) {
+// Item 10: after a long outage (more than 100 missed start times) nothing is started, as in OpenKruise: a Warning
+// TooManyMissedTimes instead, no hot loop, and the key is still queued for the next start time (where the count
+// is still too high). Setting startingDeadlineSeconds bounds the count, and a start time within it runs.
+func TestTooManyMissedRunsStartNothing(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
 	acj := h.create(newACJ("outage"))
 	now := acj.CreationTimestamp.Add(3*time.Hour + 20*time.Second)
-	latest := now.Truncate(time.Minute)
 	h.stepTo(now)
 	ev := h.waitEvent(acj.Name, "TooManyMissedTimes")
 	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
-	h.waitStatus(acj.Name, "the latest run", scheduledAt(latest))
-	assert.Equal(t, []string{childName(acj, latest)}, keys(h.jobs(acj)))
+	assert.Contains(t, ev.Message, "none is started")
+	first, _ := h.eventCount(acj.Name, "TooManyMissedTimes")
+	testenv.Consistently(t, 2*time.Second, func() error {
+		if n := len(h.jobs(acj)); n != 0 {
+			return fmt.Errorf("%d Jobs after too many missed start times", n)
+		}
+		if n, _ := h.eventCount(acj.Name, "TooManyMissedTimes"); n > first+1 { // one more for our own status write
+			return fmt.Errorf("%d TooManyMissedTimes events without a clock change: a hot loop", n)
+		}
+		return nil
+	})
+	assert.Nil(t, h.get(acj.Name).Status.LastScheduleTime)
+
+	// The next start time is honoured: the controller looks again (and warns again) without any object change.
+	before, _ := h.eventCount(acj.Name, "TooManyMissedTimes")
+	next := now.Truncate(time.Minute).Add(time.Minute)
+	h.stepTo(next.Add(time.Second))
+	testenv.Eventually(t, waitTimeout, func() (bool, error) {
+		n, _ := h.eventCount(acj.Name, "TooManyMissedTimes")
+		return n > before, nil
+	})
+	assert.Empty(t, h.jobs(acj))
+
+	// A starting deadline bounds the count: the start time one second ago is within it and runs.
+	_, err := h.client.AppsV1alpha1().AdvancedCronJobs(h.ns).Patch(context.Background(), acj.Name, types.MergePatchType,
+		[]byte(`{"spec":{"startingDeadlineSeconds":30}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	h.waitJob(childName(acj, next))
+	h.waitStatus(acj.Name, "the run within the deadline", scheduledAt(next))
+	assert.Equal(t, []string{childName(acj, next)}, keys(h.jobs(acj)))
 }
 
 // Item 2: paused schedules nothing; unpausing starts the most recent missed run.
