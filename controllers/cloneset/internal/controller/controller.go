@@ -68,22 +68,21 @@ type Deps struct {
 
 // Controller reconciles CloneSets.
 type Controller struct {
-	kube   kubernetes.Interface
-	client versioned.Interface
-	sets   appslisters.CloneSetLister
-	pods   cache.Indexer
-	pvcs   cache.Indexer
-	// preDownloads is nil unless PreDownloadImageForInPlaceUpdate.
-	preDownloads *predownload.Control
-	revisions    *revision.Lister
-	revControl   revision.Control
-	inplace      *inplace.Control
-	lifecycle    lifecycle.Writer
-	gates        featuregate.FeatureGate
-	clock        clock.WithTicker
-	recorder     record.EventRecorder
-	queue        *controller.Queue[types.NamespacedName]
-	loop         *controller.Loop[types.NamespacedName]
+	kube       kubernetes.Interface
+	client     versioned.Interface
+	sets       appslisters.CloneSetLister
+	pods       cache.Indexer
+	pvcs       cache.Indexer
+	jobs       *predownload.Control // nil unless PreDownloadImageForInPlaceUpdate
+	revisions  *revision.Lister
+	revControl revision.Control
+	inplace    *inplace.Control
+	lifecycle  lifecycle.Writer
+	gates      featuregate.FeatureGate
+	clock      clock.WithTicker
+	recorder   record.EventRecorder
+	queue      *controller.Queue[types.NamespacedName]
+	loop       *controller.Loop[types.NamespacedName]
 	// podQueue and podLoop: new pods' first write (newpods.go).
 	podQueue *controller.Queue[types.NamespacedName]
 	podLoop  *controller.Loop[types.NamespacedName]
@@ -158,7 +157,7 @@ func New(d Deps) (*Controller, error) {
 		if err := ensureOwnerIndex(jobInf); err != nil {
 			return nil, err
 		}
-		c.preDownloads = &predownload.Control{
+		c.jobs = &predownload.Control{
 			Kube:     d.Kube,
 			Jobs:     func(ns string) predownload.JobClient { return d.Client.AppsV1alpha1().ImagePullJobs(ns) },
 			Cache:    jobInf.GetIndexer(),

@@ -16,12 +16,12 @@ import (
 // (kit/predownload). Failures only cost the optimisation: they are logged
 // and reported as events, never fail the sync.
 func (c *Controller) preDownload(ctx context.Context, st *syncState) {
-	if c.preDownloads == nil {
+	if c.jobs == nil {
 		return
 	}
 	cs := st.cs
 	w := predownload.Workload{Owner: cs, Kind: kindCloneSet, Selector: cs.Spec.Selector, Template: &cs.Spec.Template}
-	out, err := c.preDownloads.Sync(ctx, w, preDownloadInput(st))
+	out, err := c.jobs.Sync(ctx, w, preDownloadInput(st))
 	if out != nil {
 		c.rvExp.Expect(out)
 	}
