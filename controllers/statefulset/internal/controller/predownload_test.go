@@ -49,7 +49,9 @@ func TestPreDownloadInput(t *testing.T) {
 		{"InPlaceOnly", set(func(s *appsv1beta1.StatefulSet) {
 			s.Spec.UpdateStrategy.RollingUpdate.PodUpdatePolicy = appsv1beta1.InPlaceOnlyPodUpdateStrategyType
 		}), base},
-		{"ReCreate", set(func(s *appsv1beta1.StatefulSet) { s.Spec.UpdateStrategy.RollingUpdate.PodUpdatePolicy = appsv1beta1.RecreatePodUpdateStrategyType }),
+		{"ReCreate", set(func(s *appsv1beta1.StatefulSet) {
+			s.Spec.UpdateStrategy.RollingUpdate.PodUpdatePolicy = appsv1beta1.RecreatePodUpdateStrategyType
+		}),
 			predownload.Input{Current: cur, Update: upd, Replicas: 6, Recreate: true, Partition: 2, MaxUnavailable: intstr.FromString("50%"),
 				Annotations: base.Annotations, StatusUpdateRevision: "web-v1", UpdatedReadyReplicas: 3}},
 		{"OnDelete", set(func(s *appsv1beta1.StatefulSet) { s.Spec.UpdateStrategy.Type = appsv1.OnDeleteStatefulSetStrategyType }), recreate},
