@@ -144,7 +144,10 @@ func TestImagePreDownloadJobLabelsAndPullSecrets(t *testing.T) {
 	h.waitStatus("pre-meta", "settled", settled(4))
 	h.modify("pre-meta", setImage(imageV2))
 	jobs := h.waitJobs("one job", func(j []appsv1alpha1.ImagePullJob) bool { return len(j) == 1 })
-	updateRev := h.get("pre-meta").Status.UpdateRevision
+	// The job is created before the status of the same sync is written.
+	updateRev := h.waitStatus("pre-meta", "new update revision", func(s appsv1alpha1.CloneSetStatus) bool {
+		return s.UpdateRevision != s.CurrentRevision
+	}).Status.UpdateRevision
 	var hash string
 	for _, r := range h.revisions(cs) {
 		if r.Name == updateRev {
