@@ -21,9 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/featuregate"
@@ -39,6 +39,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
+	"github.com/flotilla-dev/flotilla/kit/predownload"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
 
@@ -74,7 +75,7 @@ type Controller struct {
 	pods       cache.Indexer
 	pvcs       cache.Indexer
 	nodes      corelisters.NodeLister // labels only (keepNodeLabels): topology ranks on scale-in
-	jobs       cache.Indexer // nil unless PreDownloadImageForInPlaceUpdate
+	jobs       *predownload.Control   // nil unless PreDownloadImageForInPlaceUpdate
 	revisions  *revision.Lister
 	revControl revision.Control
 	inplace    *inplace.Control
@@ -163,7 +164,12 @@ func New(d Deps) (*Controller, error) {
 		if err := ensureOwnerIndex(jobInf); err != nil {
 			return nil, err
 		}
-		c.jobs = jobInf.GetIndexer()
+		c.jobs = &predownload.Control{
+			Kube:     d.Kube,
+			Jobs:     func(ns string) predownload.JobClient { return d.Client.AppsV1alpha1().ImagePullJobs(ns) },
+			Cache:    jobInf.GetIndexer(),
+			Recorder: d.Recorder,
+		}
 		informers = append(informers, jobInf)
 	}
 	for _, inf := range informers {

@@ -203,7 +203,7 @@ func TestUpdateCandidates(t *testing.T) {
 		testPod("old-named", atRev(currentRev)), // in podsToDelete
 		testPod("old-grace", atRev(currentRev), grace),
 		testPod("old-grace-updated", atRev(currentRev), grace, inState(pub.LifecycleStateUpdated)), // candidate: Updated ignores the grace
-		testPod("old-waiting", atRev(currentRev), inState(pub.LifecycleStatePreparingUpdate)), // candidate
+		testPod("old-waiting", atRev(currentRev), inState(pub.LifecycleStatePreparingUpdate)),      // candidate
 		testPod("new-leaving", inState(pub.LifecycleStatePreparingDelete)),
 		testPod("new-marked", withLabel(pub.SpecifiedDeleteKey, "")),
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
+	"github.com/flotilla-dev/flotilla/kit/predownload"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
 
@@ -83,6 +84,7 @@ type Controller struct {
 	scaleExp   *expectations.Scale[types.NamespacedName]
 	rvExp      *expectations.ResourceVersion
 	synced     []cache.InformerSynced
+	jobs       *predownload.Control // nil unless PreDownloadImageForInPlaceUpdate
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -145,7 +147,23 @@ func New(d Deps) (*Controller, error) {
 		rvExp:      expectations.NewResourceVersion(expOpts...),
 	}
 	c.loop = controller.NewLoop(Name, c.queue, c.sync)
-	for _, inf := range []cache.SharedIndexInformer{setInf.Informer(), podInf, claimInf, revInf} {
+	infs := []cache.SharedIndexInformer{setInf.Informer(), podInf, claimInf, revInf}
+	if d.Gates.Enabled(features.PreDownloadImageForInPlaceUpdate) {
+		jobInf := d.Informers.Apps().V1alpha1().ImagePullJobs().Informer()
+		if _, ok := jobInf.GetIndexer().GetIndexers()[controller.OwnerUIDIndex]; !ok {
+			if err := controller.AddOwnerUIDIndex(jobInf); err != nil {
+				return nil, fmt.Errorf("add owner index: %w", err)
+			}
+		}
+		c.jobs = &predownload.Control{
+			Kube:     d.Kube,
+			Jobs:     func(ns string) predownload.JobClient { return d.Client.AppsV1alpha1().ImagePullJobs(ns) },
+			Cache:    jobInf.GetIndexer(),
+			Recorder: d.Recorder,
+		}
+		infs = append(infs, jobInf)
+	}
+	for _, inf := range infs {
 		c.synced = append(c.synced, inf.HasSynced)
 	}
 	if err := c.addHandlers(setInf.Informer(), podInf, claimInf); err != nil {

@@ -93,6 +93,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		c.recorder.Eventf(set, corev1.EventTypeWarning, "InvalidSpec", "%s", st.invalid)
 	}
 	if set.DeletionTimestamp == nil && st.invalid == "" {
+		c.preDownload(ctx, st)
 		refreshed, refreshErr := c.refreshPods(ctx, st)
 		var acted bool
 		acted, scaleErr = c.scale(ctx, st)

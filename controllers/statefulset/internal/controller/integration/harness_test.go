@@ -73,10 +73,13 @@ func (h *harness) startController() (stop func()) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, flotillascheme.AddToScheme(scheme))
-	gate := features.MustNewGate(features.StatefulSetAutoDeletePVC, features.StatefulSetStartOrdinal, features.PodIndexLabel, features.InPlaceUpdateEnvFromMetadata)
+	gate := features.MustNewGate(features.StatefulSetAutoDeletePVC, features.StatefulSetStartOrdinal, features.PodIndexLabel, features.InPlaceUpdateEnvFromMetadata,
+		features.PreDownloadImageForInPlaceUpdate, features.KruiseDaemon)
 	for g, v := range h.gates {
 		require.NoError(t, gate.SetFromMap(map[string]bool{string(g): v}))
 	}
+	_, err := features.Resolve(gate) // as the binary does: KruiseDaemon=false forces node-agent gates off
+	require.NoError(t, err)
 	d := controller.Deps{
 		Kube:          h.env.Kube,
 		Client:        h.client,

@@ -1,0 +1,58 @@
+package controller
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/klog/v2"
+
+	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
+	"github.com/flotilla-dev/flotilla/kit/predownload"
+)
+
+// preDownload (gate PreDownloadImageForInPlaceUpdate) asks nodes to pull the
+// images of an in-place rollout ahead of it through ImagePullJobs, once per
+// update revision, and deletes the jobs once the rollout has converged
+// (kit/predownload, as for CloneSet). Failures only cost the optimisation:
+// they are logged and reported as events, never fail the sync.
+func (c *Controller) preDownload(ctx context.Context, st *syncState) {
+	if c.jobs == nil {
+		return
+	}
+	set := st.set
+	w := predownload.Workload{Owner: set, Kind: kindStatefulSet, Selector: set.Spec.Selector, Template: &set.Spec.Template}
+	out, err := c.jobs.Sync(ctx, w, preDownloadInput(set, st.current, st.update))
+	if out != nil {
+		c.rvExp.Expect(out)
+	}
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Image pre-download")
+	}
+}
+
+// preDownloadInput states the set's rollout in kit/predownload's terms. As
+// in OpenKruise, OnDelete, a missing rollingUpdate and podUpdatePolicy
+// ReCreate all count as recreating, and the partition is the absolute
+// spec value.
+func preDownloadInput(set *appsv1beta1.StatefulSet, current, update *appsv1.ControllerRevision) predownload.Input {
+	in := predownload.Input{
+		Current:              current,
+		Update:               update,
+		Replicas:             ptrOr(set.Spec.Replicas, 1),
+		Recreate:             true,
+		MaxUnavailable:       intstr.FromInt32(1),
+		Annotations:          set.Annotations,
+		StatusUpdateRevision: set.Status.UpdateRevision,
+		UpdatedReadyReplicas: set.Status.UpdatedReadyReplicas,
+	}
+	us := set.Spec.UpdateStrategy
+	if ru := us.RollingUpdate; ru != nil && us.Type != appsv1.OnDeleteStatefulSetStrategyType {
+		in.Recreate = ru.PodUpdatePolicy == appsv1beta1.RecreatePodUpdateStrategyType || ru.PodUpdatePolicy == ""
+		in.Partition = int(ptrOr(ru.Partition, 0))
+		if ru.MaxUnavailable != nil {
+			in.MaxUnavailable = *ru.MaxUnavailable
+		}
+	}
+	return in
+}

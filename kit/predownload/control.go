@@ -1,0 +1,120 @@
+package predownload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+)
+
+// JobClient is the part of the generated ImagePullJob client Control uses
+// (client.AppsV1alpha1().ImagePullJobs(namespace) satisfies it), so kit
+// does not depend on the generated clientset.
+type JobClient interface {
+	Create(ctx context.Context, job *appsv1alpha1.ImagePullJob, opts metav1.CreateOptions) (*appsv1alpha1.ImagePullJob, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// Control carries decisions out.
+type Control struct {
+	// Kube labels ControllerRevisions.
+	Kube kubernetes.Interface
+	// Jobs returns the ImagePullJob client of a namespace.
+	Jobs func(namespace string) JobClient
+	// Cache holds ImagePullJobs indexed by owner UID
+	// (controller.AddOwnerUIDIndex); read-only.
+	Cache    cache.Indexer
+	Recorder record.EventRecorder
+}
+
+// Sync decides (Decide) and acts for one sync of a workload. It returns the
+// update revision when it labelled it (for the caller's resource-version
+// expectations), else nil.
+//
+// Failures only cost the optimisation: callers log them and go on with the
+// rollout. A job that fails to be created (other than already existing)
+// leaves the revision unlabelled, so the next sync tries again; OpenKruise
+// labels it anyway and never retries.
+func (c *Control) Sync(ctx context.Context, w Workload, in Input) (*appsv1.ControllerRevision, error) {
+	d := Decide(in)
+	logger := klog.FromContext(ctx)
+	if d.Action != DeleteJobs {
+		logger.V(4).Info("Image pre-download", "action", d.Action, "reason", d.Reason, "revision", klog.KObj(in.Update))
+	}
+	switch d.Action {
+	case DeleteJobs:
+		return nil, c.DeleteJobs(ctx, w.Owner)
+	case Ignore:
+		return c.labelRevision(ctx, in.Update, pub.ImagePreDownloadIgnoredKey)
+	case Create:
+		var errs []error
+		for _, container := range slices.Sorted(maps.Keys(d.Images)) {
+			if err := c.createJob(ctx, w, NewJob(w, in.Update, container, d.Images[container])); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		return c.labelRevision(ctx, in.Update, pub.ImagePreDownloadCreatedKey)
+	}
+	return nil, nil
+}
+
+func (c *Control) createJob(ctx context.Context, w Workload, job *appsv1alpha1.ImagePullJob) error {
+	_, err := c.Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return nil
+	case err != nil:
+		c.Recorder.Eventf(w.Owner, corev1.EventTypeWarning, "FailedCreateImagePullJob", "failed to create ImagePullJob %s: %v", job.Name, err)
+		return fmt.Errorf("create ImagePullJob %s: %w", job.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Created ImagePullJob", "job", klog.KObj(job), "image", job.Spec.Image)
+	c.Recorder.Eventf(w.Owner, corev1.EventTypeNormal, "CreatedImagePullJob", "created ImagePullJob %s for image: %s", job.Name, job.Spec.Image)
+	return nil
+}
+
+// DeleteJobs deletes the ImagePullJobs the owner controls (as the cache
+// shows them).
+func (c *Control) DeleteJobs(ctx context.Context, owner metav1.Object) error {
+	objs, err := controller.ByOwnerUID(c.Cache, owner.GetUID())
+	if err != nil {
+		return fmt.Errorf("list ImagePullJobs: %w", err)
+	}
+	for _, o := range objs {
+		job, ok := o.(*appsv1alpha1.ImagePullJob)
+		if !ok || job.DeletionTimestamp != nil || !metav1.IsControlledBy(job, owner) {
+			continue
+		}
+		if err := c.Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete ImagePullJob %s: %w", job.Name, err)
+		}
+		klog.FromContext(ctx).V(2).Info("Deleted ImagePullJob", "job", klog.KObj(job))
+	}
+	return nil
+}
+
+func (c *Control) labelRevision(ctx context.Context, rev *appsv1.ControllerRevision, key string) (*appsv1.ControllerRevision, error) {
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, key)
+	out, err := c.Kube.AppsV1().ControllerRevisions(rev.Namespace).Patch(ctx, rev.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("label revision %s %s: %w", rev.Name, key, err)
+	}
+	return out, nil
+}
