@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
@@ -479,17 +480,19 @@ func TestDiffInput(t *testing.T) {
 		testPod("web-marked", withLabel(pub.SpecifiedDeleteKey, "")),
 		testPod("web-leaving", inState(pub.LifecycleStatePreparingDelete)),
 		testPod("web-updating", inState(pub.LifecycleStateUpdating)), // not available
+		testPod("web-inplace", inPlaceNotReady()),                    // Ready, InPlaceUpdateReady False: not available
+		testPod("web-pending-ready", readyFor(time.Hour), func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }), // not Running: not available
 	)
 	in := st.diffInput()
 	assert.True(t, in.excludePreparingDelete)
 	assert.False(t, in.sameRevision)
 	assert.Equal(t, 6, in.limits.replicas)
 	assert.Equal(t, podCounts{
-		total: 8, newTotal: 6, oldTotal: 2,
-		newActive: 5, oldActive: 2,
+		total: 10, newTotal: 8, oldTotal: 2,
+		newActive: 7, oldActive: 2,
 		newPreDelete:   1,
 		newToDelete:    1,
 		oldToDelete:    1,
-		newUnavailable: 2, // young, updating
+		newUnavailable: 4, // young, updating, inplace, pending-ready
 	}, in.counts)
 }
