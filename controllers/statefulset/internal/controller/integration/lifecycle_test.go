@@ -134,3 +134,26 @@ func TestPreNormalHook(t *testing.T) {
 }
 
 var condStatus = testenv.ConditionStatus
+
+// TestMarkPodNotReadyAddedLater: KruisePodReady is on every pod, so a
+// preDelete hook with markPodNotReady set after the pods exist still takes
+// the condemned pod out of Service endpoints while it waits.
+func TestMarkPodNotReadyAddedLater(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	h.create(newSet("later", 2, func(s *appsv1beta1.StatefulSet) { s.Spec.Template.Labels[hookLabel] = "true" }))
+	for _, p := range h.waitPods("later", "2 ready", readyNames("later-0", "later-1")) {
+		assert.Contains(t, p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType}, "gate on every pod")
+		assert.Equal(t, corev1.ConditionTrue, condStatus(&p, pub.KruisePodReadyConditionType))
+	}
+	h.modify("later", func(s *appsv1beta1.StatefulSet) {
+		s.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}, MarkPodNotReady: true}}
+		s.Spec.Replicas = ptr.To[int32](1)
+	})
+	h.waitPods("later", "later-1 PreparingDelete and NotReady", func(ps []corev1.Pod) bool {
+		return len(ps) == 2 && state(ps[1]) == string(pub.LifecycleStatePreparingDelete) &&
+			condStatus(&ps[1], pub.KruisePodReadyConditionType) == corev1.ConditionFalse && !podReady(&ps[1])
+	})
+	h.release("later-1")
+	h.waitPods("later", "later-1 deleted once released", readyNames("later-0"))
+}
