@@ -119,6 +119,22 @@ func TestSyncRollOut(t *testing.T) {
 				}
 				assert.True(t, found, "FailedUpdatePod condition")
 			}},
+		{name: "InPlaceIfPossible: an annotation read by container env recreates (no node agent to restart it)",
+			opts:   []setOpt{inPlaceGate, envReadsAnnotation, podUpdatePolicy(appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType)},
+			change: func(t *corev1.PodTemplateSpec) { t.Annotations["cfg"] = "v2" },
+			want:   []string{"delete web-3"}},
+		{name: "InPlaceOnly refuses an annotation read by container env",
+			opts:   []setOpt{inPlaceGate, envReadsAnnotation, podUpdatePolicy(appsv1beta1.InPlaceOnlyPodUpdateStrategyType)},
+			change: func(t *corev1.PodTemplateSpec) { t.Annotations["cfg"] = "v2" },
+			want:   []string{},
+			check: func(t *testing.T, f fx) {
+				assert.NoError(t, f.err, "not retried")
+				assert.True(t, f.event("Warning FailedUpdatePodInPlace"), "events: %v", f.events)
+			}},
+		{name: "InPlaceIfPossible: an annotation no env reads is applied in place",
+			opts:   []setOpt{inPlaceGate, envReadsAnnotation, podUpdatePolicy(appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType)},
+			change: func(t *corev1.PodTemplateSpec) { t.Annotations["other"] = "x" },
+			want:   []string{"inplace web-3", "status web-3"}},
 		{name: "InPlaceOnly applies an image change in place",
 			opts: []setOpt{inPlaceGate, podUpdatePolicy(appsv1beta1.InPlaceOnlyPodUpdateStrategyType)},
 			want: []string{"inplace web-3", "status web-3"}},
@@ -236,4 +252,12 @@ func TestSyncPreDownload(t *testing.T) {
 	assert.Equal(t, []string{}, f.run())
 	require.NoError(t, f.err)
 	assert.Contains(t, f.flotillaWrites(), "delete imagepulljobs")
+}
+
+// envReadsAnnotation: the template's container reads annotation "cfg"
+// through the downward API.
+func envReadsAnnotation(s *appsv1beta1.StatefulSet) {
+	s.Spec.Template.Annotations = map[string]string{"cfg": "v1"}
+	s.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "CFG", ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['cfg']"}}}}
 }
