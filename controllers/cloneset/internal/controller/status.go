@@ -221,6 +221,10 @@ func putCondition(conds []appsv1alpha1.CloneSetCondition, c appsv1alpha1.CloneSe
 // The written object replaces st.cs, so later writes of this sync carry its
 // resourceVersion, and the next sync waits until the cache shows it.
 func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaled bool, scaleErr, updateErr error) error {
+	all, err := c.allPods(st.cs)
+	if err != nil {
+		return err
+	}
 	status := calculateStatus(statusInput{
 		cs:                  st.cs,
 		pods:                st.pods,
@@ -231,7 +235,7 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaled boo
 		scaleErr:            scaleErr,
 		updateErr:           updateErr,
 		scaled:              scaled,
-		missingPodsToDelete: st.missingPodsToDelete(c.allPods(st.cs)),
+		missingPodsToDelete: st.missingPodsToDelete(all),
 	})
 	if d := minReadyRequeue(st); d > 0 {
 		st.requeue.After(d)

@@ -189,7 +189,11 @@ func (c *Controller) housekeeping(ctx context.Context, st *syncState) error {
 	if st.current != nil {
 		live.Insert(st.current.Name)
 	}
-	for _, p := range c.allPods(st.cs) {
+	all, err := c.allPods(st.cs)
+	if err != nil {
+		return err
+	}
+	for _, p := range all {
 		if h := p.Labels[pub.ControllerRevisionHashLabelKey]; h != "" {
 			live.Insert(h)
 		}
