@@ -26,7 +26,7 @@ func (c *Controller) allPods(cs *appsv1alpha1.CloneSet) ([]*corev1.Pod, error) {
 	}
 	out := make([]*corev1.Pod, 0, len(objs))
 	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok && isControlledBy(p, cs) {
+		if p, ok := o.(*corev1.Pod); ok && metav1.IsControlledBy(p, cs) {
 			out = append(out, p)
 		}
 	}
@@ -41,16 +41,11 @@ func (c *Controller) ownedPVCs(cs *appsv1alpha1.CloneSet) ([]*corev1.PersistentV
 	}
 	out := make([]*corev1.PersistentVolumeClaim, 0, len(objs))
 	for _, o := range objs {
-		if p, ok := o.(*corev1.PersistentVolumeClaim); ok && isControlledBy(p, cs) {
+		if p, ok := o.(*corev1.PersistentVolumeClaim); ok && metav1.IsControlledBy(p, cs) {
 			out = append(out, p)
 		}
 	}
 	return out, nil
-}
-
-func isControlledBy(o metav1.Object, cs *appsv1alpha1.CloneSet) bool {
-	ref := metav1.GetControllerOfNoCopy(o)
-	return ref != nil && ref.UID == cs.UID
 }
 
 // claimPods returns the CloneSet's pods after releasing those that no longer

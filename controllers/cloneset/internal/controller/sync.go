@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -198,7 +199,7 @@ func (c *Controller) housekeeping(ctx context.Context, st *syncState) error {
 			live.Insert(h)
 		}
 	}
-	limit := int(ptrOr(st.cs.Spec.RevisionHistoryLimit, 10))
+	limit := int(ptr.Deref(st.cs.Spec.RevisionHistoryLimit, 10))
 	for _, r := range revision.Truncate(st.revisions, live, limit) {
 		if err := c.revControl.Delete(ctx, r); err != nil {
 			return fmt.Errorf("truncate history: %w", err)

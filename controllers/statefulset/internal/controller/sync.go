@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
@@ -142,14 +143,14 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, set *
 	if set.Spec.Ordinals != nil && c.gates.Enabled(features.StatefulSetStartOrdinal) {
 		start = int(set.Spec.Ordinals.Start)
 	}
-	st.slots = slotOrdinals(int(ptrOr(set.Spec.Replicas, 1)), start, reserved)
+	st.slots = slotOrdinals(int(ptr.Deref(set.Spec.Replicas, 1)), start, reserved)
 	objs, err := controller.ByOwnerUID(c.pods, set.UID)
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	for _, o := range objs {
 		p, ok := o.(*corev1.Pod)
-		if !ok || !isControlledBy(p, set) {
+		if !ok || !metav1.IsControlledBy(p, set) {
 			continue
 		}
 		if ord, ok := ordinalOf(set.Name, p.Name); ok {
@@ -173,7 +174,7 @@ func (c *Controller) syncRevisions(ctx context.Context, st *syncState) error {
 	if err != nil {
 		return fmt.Errorf("encode template: %w", err)
 	}
-	st.collisionCount = ptrOr(set.Status.CollisionCount, 0)
+	st.collisionCount = ptr.Deref(set.Status.CollisionCount, 0)
 	want := revision.New(set, kindStatefulSet, set.Spec.Template.Labels, data, revision.NextRevisionNumber(st.revisions), &st.collisionCount)
 	res, err := revision.Resolve(ctx, c.revControl, set, want, st.revisions, &st.collisionCount)
 	if err != nil {
@@ -228,17 +229,10 @@ func (c *Controller) truncateHistory(ctx context.Context, st *syncState) error {
 			live.Insert(h)
 		}
 	}
-	for _, r := range revision.Truncate(st.revisions, live, int(ptrOr(st.set.Spec.RevisionHistoryLimit, 10))) {
+	for _, r := range revision.Truncate(st.revisions, live, int(ptr.Deref(st.set.Spec.RevisionHistoryLimit, 10))) {
 		if err := c.revControl.Delete(ctx, r); err != nil {
 			return fmt.Errorf("truncate history: %w", err)
 		}
 	}
 	return nil
-}
-
-func ptrOr[T any](p *T, def T) T {
-	if p == nil {
-		return def
-	}
-	return *p
 }

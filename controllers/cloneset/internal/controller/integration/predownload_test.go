@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -39,7 +40,7 @@ func TestImagePreDownload(t *testing.T) {
 	cs := h.create(newCloneSet("pre", 4, func(cs *appsv1alpha1.CloneSet) {
 		cs.Annotations = map[string]string{pub.ImagePreDownloadParallelismKey: "2"}
 		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-		cs.Spec.UpdateStrategy.Partition = ptrTo(intstr.FromInt32(3))
+		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(3))
 	}))
 	h.waitStatus("pre", "settled", settled(4))
 	h.modify("pre", setImage(imageV2))
@@ -76,7 +77,7 @@ func TestImagePreDownload(t *testing.T) {
 	// A ReCreate rollout is not worth a pre-download: the revision is marked ignored.
 	h.modify("pre", func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.UpdateStrategy.Type = appsv1alpha1.RecreateCloneSetUpdateStrategyType
-		cs.Spec.UpdateStrategy.Partition = ptrTo(intstr.FromInt32(3))
+		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(3))
 		cs.Spec.Template.Spec.Containers[0].Image = imageV3
 	})
 	st = h.waitStatus("pre", "1 on v3", func(s appsv1alpha1.CloneSetStatus) bool { return s.UpdatedReplicas == 1 })
