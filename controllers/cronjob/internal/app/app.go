@@ -6,11 +6,9 @@ package app
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/component-base/featuregate"
-	"k8s.io/utils/clock"
 
 	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/advancedcronjob"
 	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/broadcastjob"
@@ -29,9 +27,7 @@ func Gates() []featuregate.Feature { return nil }
 type options struct {
 	advancedCronJob bool
 	broadcastJob    bool
-	// clockOffset shifts the reconcilers' notion of "now"; end-to-end tests use it to reach the next
-	// scheduled minute without waiting for it. Never set it in production.
-	clockOffset time.Duration
+	clockOptions    // the shell's clock in production; see clock.go
 }
 
 // Binary describes cronjob-controller to the kit/app shell.
@@ -43,8 +39,7 @@ func Binary() kitapp.Binary {
 func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.advancedCronJob, "enable-advancedcronjob", o.advancedCronJob, "Run the AdvancedCronJob reconciler.")
 	fs.BoolVar(&o.broadcastJob, "enable-broadcastjob", o.broadcastJob, "Run the BroadcastJob reconciler.")
-	fs.DurationVar(&o.clockOffset, "clock-offset", 0, "Testing only: add this duration to the reconcilers' current time.")
-	_ = fs.MarkHidden("clock-offset")
+	o.clockOptions.addFlags(fs)
 }
 
 func (o *options) setup(ctx context.Context, env *kitapp.Env) error {
@@ -58,7 +53,7 @@ func (o *options) setup(ctx context.Context, env *kitapp.Env) error {
 		KubeInformers: cl.KubeInformers,
 		Informers:     cl.Informers,
 		Namespace:     env.Options.Namespace,
-		Clock:         offsetClock{WithTicker: env.Clock, offset: o.clockOffset},
+		Clock:         o.clockOptions.wrap(env.Clock),
 		Recorder:      cl.Recorder,
 		QueueOptions:  env.Options.Queue,
 		QueueConfig:   env.QueueConfig(),
@@ -79,12 +74,3 @@ func (o *options) setup(ctx context.Context, env *kitapp.Env) error {
 	}
 	return nil
 }
-
-// offsetClock is the real clock moved by a fixed offset: Now and Since shift, durations and timers do not.
-type offsetClock struct {
-	clock.WithTicker
-	offset time.Duration
-}
-
-func (c offsetClock) Now() time.Time                  { return c.WithTicker.Now().Add(c.offset) }
-func (c offsetClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
