@@ -99,16 +99,16 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if err := c.housekeeping(ctx, st); err != nil {
 		return err
 	}
-	if scaleErr != nil {
-		return scaleErr
-	}
-	if updateErr != nil && !errors.Is(updateErr, errInPlaceOnly) {
-		return updateErr
+	err = errors.Join(scaleErr, updateErr)
+	if controller.Retryable(err) != nil {
+		return err
 	}
 	if d := st.requeue.Earliest(); d > 0 {
 		c.queue.AddAfter(key, d)
 	}
-	return nil
+	// nil, or permanent (InPlaceOnly: reported in status and events): the
+	// loop does not retry it.
+	return err
 }
 
 // gather reads the CloneSet's pods, PVCs and revisions from the caches,

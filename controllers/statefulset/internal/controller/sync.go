@@ -28,7 +28,7 @@ const writeConcurrency = 16
 
 // errInvalidSpec marks a spec the controller cannot act on: reported (Warning
 // event, FailedCreatePod condition), not retried.
-var errInvalidSpec = errors.New("invalid spec")
+var errInvalidSpec = controller.Permanent(errors.New("invalid spec"))
 
 // syncState is what one sync knows about a set. Everything in it comes from
 // informer caches and is read-only.
@@ -110,21 +110,15 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if err := c.truncateHistory(ctx, st); err != nil {
 		return err
 	}
-	if err := errors.Join(retryable(scaleErr), retryable(updateErr)); err != nil {
+	err = errors.Join(scaleErr, updateErr)
+	if controller.Retryable(err) != nil {
 		return err
 	}
 	if d := st.requeue.Earliest(); d > 0 {
 		c.queue.AddAfter(key, d)
 	}
-	return nil
-}
-
-// retryable drops the errors a retry cannot fix (reported in status and
-// events; the next spec change brings the set back).
-func retryable(err error) error {
-	if errors.Is(err, errInPlaceOnly) || errors.Is(err, errInvalidSpec) {
-		return nil
-	}
+	// nil, or permanent (reported in status and events; the next spec
+	// change brings the set back): the loop does not retry it.
 	return err
 }
 

@@ -27,7 +27,7 @@ import (
 
 // errInPlaceOnly is permanent until the user changes the template or the
 // policy: reported (Warning event, FailedUpdatePod condition), not retried.
-var errInPlaceOnly = errors.New("podUpdatePolicy InPlaceOnly: the template change cannot be applied in place")
+var errInPlaceOnly = controller.Permanent(errors.New("podUpdatePolicy InPlaceOnly: the template change cannot be applied in place"))
 
 // rollOut moves pods to the update revision within the partition and
 // maxUnavailable (planUpdate): in place where podUpdatePolicy, the pod's
