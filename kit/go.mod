@@ -3,6 +3,7 @@ module github.com/flotilla-dev/flotilla/kit
 go 1.26.0
 
 require (
+	github.com/flotilla-dev/flotilla/client v0.0.0
 	github.com/go-logr/logr v1.4.4
 	github.com/go-logr/zapr v1.3.0
 	github.com/prometheus/client_golang v1.25.0
@@ -72,3 +73,5 @@ require (
 )
 
 replace github.com/flotilla-dev/flotilla/apis => ../apis
+
+replace github.com/flotilla-dev/flotilla/client => ../client

@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/flotilla-dev/flotilla/apis v0.0.0
-	github.com/flotilla-dev/flotilla/client v0.0.0-00010101000000-000000000000
+	github.com/flotilla-dev/flotilla/client v0.0.0
 	github.com/flotilla-dev/flotilla/kit v0.0.0
 	github.com/spf13/pflag v1.0.10
 	github.com/stretchr/testify v1.12.1

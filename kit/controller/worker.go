@@ -12,9 +12,11 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// SyncFunc reconciles one key. Return an error only when a retry can help:
-// the key is then requeued with rate-limited back-off. A nil return forgets
-// the key's failure history.
+// SyncFunc reconciles one key. An error is retried with rate-limited
+// back-off, unless it is Permanent (report it first: a Warning event, a
+// condition), which is logged and forgotten like nil; an error joining
+// permanent and other errors is retried. A nil return forgets the key's
+// failure history.
 type SyncFunc[T comparable] func(ctx context.Context, key T) error
 
 // ErrPanic wraps a panic recovered from a SyncFunc.
@@ -86,6 +88,11 @@ func (l *Loop[T]) processNext(ctx context.Context) bool {
 	case ctx.Err() != nil:
 		// Shutting down: the error is most likely the cancellation itself.
 		logger.V(4).Info("Sync interrupted by shutdown", "err", err)
+	case IsPermanent(err):
+		// Reported to the user by the sync (event, condition); a retry would
+		// fail the same way. A change to the object enqueues it again.
+		logger.Info("Sync stopped on a permanent error; not retrying", "err", err)
+		l.queue.Forget(key)
 	default:
 		utilruntime.HandleErrorWithContext(ctx, err, "Sync failed, requeuing", "key", key, "controller", l.name, "requeues", l.queue.NumRequeues(key))
 		l.queue.AddRateLimited(key)

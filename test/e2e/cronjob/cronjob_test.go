@@ -1,7 +1,7 @@
 // Package cronjob tests the built cronjob-controller binary end to end: started as a process under the
-// ServiceAccount and RBAC deploy/ installs, restricted to the test's namespace, with --clock-offset putting the
-// next minute boundary a few seconds away so an every-minute AdvancedCronJob runs without waiting for the wall
-// clock.
+// ServiceAccount and RBAC deploy/ installs, restricted to the test's namespace. The AdvancedCronJob test runs a
+// build with the e2eclock tag, whose --clock-offset (absent from release builds) puts the next minute boundary a
+// few seconds away so an every-minute AdvancedCronJob runs without waiting for the wall clock.
 package cronjob
 
 import (
@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func TestEveryMinuteAdvancedCronJobRunsAJob(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
-	framework.Binary(t, env, "cronjob") // built before the clock offset below is computed
+	bin := framework.Binary(t, env, "cronjob", "e2eclock") // built before the clock offset below is computed
 	client := versioned.NewForConfigOrDie(env.Config)
 	ctx := context.Background()
 
@@ -36,7 +36,7 @@ func TestEveryMinuteAdvancedCronJobRunsAJob(t *testing.T) {
 	start := time.Now()
 	boundary := start.Add(70 * time.Second).Truncate(time.Minute).Add(time.Minute)
 	offset := boundary.Add(-5 * time.Second).Sub(start)
-	p := framework.StartScoped(t, env, "cronjob", ns, "--enable-broadcastjob=false",
+	p := framework.StartScopedBinary(t, env, bin, "cronjob", ns, "--enable-broadcastjob=false",
 		fmt.Sprintf("--clock-offset=%s", offset.Round(time.Millisecond)))
 
 	acj, err := client.AppsV1alpha1().AdvancedCronJobs(ns).Create(ctx, &appsv1alpha1.AdvancedCronJob{

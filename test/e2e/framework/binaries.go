@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,24 +48,32 @@ var (
 // Binary compiles <controller>-controller (e.g. "cloneset") from the working tree once per test process and
 // returns its path under bin/e2e/. Test binaries of several packages may build at the same time: each writes a
 // private file and renames it into place.
-func Binary(t testing.TB, env *testenv.Env, controller string) string {
+//
+// tags are Go build tags compiling test-only code into the binary (e.g. cronjob's "e2eclock", which adds
+// --clock-offset); such a binary gets a name of its own, so the release build is never replaced by it.
+func Binary(t testing.TB, env *testenv.Env, controller string, tags ...string) string {
 	t.Helper()
+	name := strings.Join(append([]string{controller + "-controller"}, tags...), "-")
 	buildMu.Lock()
 	defer buildMu.Unlock()
-	if path, ok := built[controller]; ok {
+	if path, ok := built[name]; ok {
 		return path
 	}
 	dir := filepath.Join(env.RepoRoot, "bin", "e2e")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	path := filepath.Join(dir, controller+"-controller")
+	path := filepath.Join(dir, name)
 	tmp := fmt.Sprintf("%s.%d", path, os.Getpid())
 	pkg := fmt.Sprintf("github.com/flotilla-dev/flotilla/controllers/%s/cmd/%s-controller", controller, controller)
-	cmd := exec.Command("go", "build", "-o", tmp, pkg)
+	args := []string{"build", "-o", tmp}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
 	cmd.Dir = env.RepoRoot
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go build %s:\n%s", pkg, out)
 	require.NoError(t, os.Rename(tmp, path))
-	built[controller] = path
+	built[name] = path
 	return path
 }
 
@@ -176,7 +185,12 @@ current-context: local
 // exits first).
 func StartScoped(t testing.TB, env *testenv.Env, controller, ns string, extra ...string) *Process {
 	t.Helper()
-	bin := Binary(t, env, controller)
+	return StartScopedBinary(t, env, Binary(t, env, controller), controller, ns, extra...)
+}
+
+// StartScopedBinary is StartScoped with a binary of the caller's (e.g. Binary with build tags).
+func StartScopedBinary(t testing.TB, env *testenv.Env, bin, controller, ns string, extra ...string) *Process {
+	t.Helper()
 	InstallLocalOverlay(t, env)
 	args := append([]string{
 		"--kubeconfig=" + ServiceAccountKubeconfig(t, env, controller),

@@ -19,15 +19,18 @@ import (
 
 // allPods returns every cached pod the CloneSet controls, terminating ones
 // included. Read-only.
-func (c *Controller) allPods(cs *appsv1alpha1.CloneSet) []*corev1.Pod {
-	objs, _ := controller.ByOwnerUID(c.pods, cs.UID)
+func (c *Controller) allPods(cs *appsv1alpha1.CloneSet) ([]*corev1.Pod, error) {
+	objs, err := controller.ByOwnerUID(c.pods, cs.UID)
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
 	out := make([]*corev1.Pod, 0, len(objs))
 	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok && isControlledBy(p, cs) {
+		if p, ok := o.(*corev1.Pod); ok && metav1.IsControlledBy(p, cs) {
 			out = append(out, p)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // ownedPVCs returns the cached PVCs the CloneSet controls. Read-only.
@@ -38,16 +41,11 @@ func (c *Controller) ownedPVCs(cs *appsv1alpha1.CloneSet) ([]*corev1.PersistentV
 	}
 	out := make([]*corev1.PersistentVolumeClaim, 0, len(objs))
 	for _, o := range objs {
-		if p, ok := o.(*corev1.PersistentVolumeClaim); ok && isControlledBy(p, cs) {
+		if p, ok := o.(*corev1.PersistentVolumeClaim); ok && metav1.IsControlledBy(p, cs) {
 			out = append(out, p)
 		}
 	}
 	return out, nil
-}
-
-func isControlledBy(o metav1.Object, cs *appsv1alpha1.CloneSet) bool {
-	ref := metav1.GetControllerOfNoCopy(o)
-	return ref != nil && ref.UID == cs.UID
 }
 
 // claimPods returns the CloneSet's pods after releasing those that no longer
@@ -55,7 +53,10 @@ func isControlledBy(o metav1.Object, cs *appsv1alpha1.CloneSet) bool {
 // label, active, without a controller) that do. A CloneSet being deleted
 // neither adopts nor releases.
 func (c *Controller) claimPods(ctx context.Context, cs *appsv1alpha1.CloneSet) ([]*corev1.Pod, error) {
-	owned := c.allPods(cs)
+	owned, err := c.allPods(cs)
+	if err != nil {
+		return nil, err
+	}
 	if cs.DeletionTimestamp != nil {
 		return owned, nil
 	}

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -29,7 +30,7 @@ type limits struct {
 // CloneSet never surges, and a partition percentage below 100% leaves at
 // least one pod to update when there is more than one replica.
 func resolveLimits(spec *appsv1alpha1.CloneSetSpec) limits {
-	l := limits{replicas: int(ptrOr(spec.Replicas, 1)), scaleMaxUnavailable: -1}
+	l := limits{replicas: int(ptr.Deref(spec.Replicas, 1)), scaleMaxUnavailable: -1}
 	us := spec.UpdateStrategy
 	l.partition = PartitionReplicas(us.Partition, l.replicas)
 	if us.MaxSurge != nil && !us.Paused {
@@ -68,13 +69,6 @@ func scaledValue(v intstr.IntOrString, total int, roundUp bool) int {
 		return 0
 	}
 	return n
-}
-
-func ptrOr[T any](p *T, def T) T {
-	if p == nil {
-		return def
-	}
-	return *p
 }
 
 // podCounts classifies the active pods of a CloneSet for one sync.

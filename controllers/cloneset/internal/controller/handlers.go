@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -75,6 +76,9 @@ func (c *Controller) findSets(o metav1.Object) []types.NamespacedName {
 	}
 	sets, err := c.sets.CloneSets(o.GetNamespace()).List(labels.Everything())
 	if err != nil {
+		// An event handler has no caller to return to; the orphan waits for
+		// its next event or the CloneSets' next sync.
+		utilruntime.HandleError(fmt.Errorf("find the CloneSets that may adopt pod %s/%s: %w", o.GetNamespace(), o.GetName(), err))
 		return nil
 	}
 	var out []types.NamespacedName

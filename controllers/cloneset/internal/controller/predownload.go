@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/predownload"
@@ -36,7 +37,7 @@ func (c *Controller) preDownload(ctx context.Context, st *syncState) {
 func preDownloadInput(st *syncState) predownload.Input {
 	cs := st.cs
 	us := cs.Spec.UpdateStrategy
-	replicas := ptrOr(cs.Spec.Replicas, 1)
+	replicas := ptr.Deref(cs.Spec.Replicas, 1)
 	mu := intstr.FromString(DefaultMaxUnavailable)
 	if us.MaxUnavailable != nil {
 		mu = *us.MaxUnavailable

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -28,7 +29,7 @@ func (c *Controller) syncRevisions(ctx context.Context, st *syncState) error {
 	if err != nil {
 		return fmt.Errorf("encode template: %w", err)
 	}
-	st.collisionCount = ptrOr(cs.Status.CollisionCount, 0)
+	st.collisionCount = ptr.Deref(cs.Status.CollisionCount, 0)
 	want := revision.New(cs, kindCloneSet, cs.Spec.Template.Labels, data, revision.NextRevisionNumber(st.revisions), &st.collisionCount)
 	if want.Annotations == nil {
 		want.Annotations = map[string]string{}

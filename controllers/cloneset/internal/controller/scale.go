@@ -185,7 +185,11 @@ func spreadKeys(spec *corev1.PodSpec) []string {
 // the first batch with a failure; the first old of them at the current
 // revision, the rest at the update revision. PVCs are created before their pod.
 func (c *Controller) createPods(ctx context.Context, st *syncState, n, old int) error {
-	ids := availableIDs(n, c.allPods(st.cs), st.pvcs, !st.cs.Spec.ScaleStrategy.DisablePVCReuse)
+	all, err := c.allPods(st.cs)
+	if err != nil {
+		return err
+	}
+	ids := availableIDs(n, all, st.pvcs, !st.cs.Spec.ScaleStrategy.DisablePVCReuse)
 	existing := sets.New[string]()
 	for _, pvc := range st.pvcs {
 		existing.Insert(pvc.Name)
@@ -304,8 +308,12 @@ func (c *Controller) deletePod(ctx context.Context, st *syncState, p *corev1.Pod
 // deleteUnusedPVCs (disablePVCReuse) deletes the PVCs of instances that no
 // longer have a pod, so a replacement starts with fresh volumes.
 func (c *Controller) deleteUnusedPVCs(ctx context.Context, st *syncState) error {
+	all, err := c.allPods(st.cs)
+	if err != nil {
+		return err
+	}
 	ids := sets.New[string]()
-	for _, p := range c.allPods(st.cs) {
+	for _, p := range all {
 		ids.Insert(instanceID(p))
 	}
 	for _, pvc := range st.pvcs {

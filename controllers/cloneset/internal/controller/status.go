@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -64,7 +65,7 @@ func calculateStatus(in statusInput) appsv1alpha1.CloneSetStatus {
 		s.UpdatedReadyReplicas += b2i(updated && ready)
 		s.UpdatedAvailableReplicas += b2i(updated && available)
 	}
-	replicas := int(ptrOr(cs.Spec.Replicas, 1))
+	replicas := int(ptr.Deref(cs.Spec.Replicas, 1))
 	s.ExpectedUpdatedReplicas = int32(replicas - PartitionReplicas(cs.Spec.UpdateStrategy.Partition, replicas))
 	if s.UpdatedReplicas == s.Replicas && int(s.Replicas) == replicas {
 		s.CurrentRevision = in.updateRevision
@@ -142,7 +143,7 @@ func successReason(t appsv1alpha1.CloneSetConditionType) string {
 // progressDeadlineSeconds.
 func setProgressing(conds []appsv1alpha1.CloneSetCondition, in statusInput, s appsv1alpha1.CloneSetStatus, now time.Time) []appsv1alpha1.CloneSetCondition {
 	cs := in.cs
-	replicas := ptrOr(cs.Spec.Replicas, 1)
+	replicas := ptr.Deref(cs.Spec.Replicas, 1)
 	next := appsv1alpha1.CloneSetCondition{Type: appsv1alpha1.CloneSetConditionTypeProgressing, Status: corev1.ConditionTrue}
 	switch {
 	case cs.Spec.UpdateStrategy.Paused:
@@ -221,6 +222,10 @@ func putCondition(conds []appsv1alpha1.CloneSetCondition, c appsv1alpha1.CloneSe
 // The written object replaces st.cs, so later writes of this sync carry its
 // resourceVersion, and the next sync waits until the cache shows it.
 func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaled bool, scaleErr, updateErr error) error {
+	all, err := c.allPods(st.cs)
+	if err != nil {
+		return err
+	}
 	status := calculateStatus(statusInput{
 		cs:                  st.cs,
 		pods:                st.pods,
@@ -231,12 +236,12 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaled boo
 		scaleErr:            scaleErr,
 		updateErr:           updateErr,
 		scaled:              scaled,
-		missingPodsToDelete: st.missingPodsToDelete(c.allPods(st.cs)),
+		missingPodsToDelete: st.missingPodsToDelete(all),
 	})
 	if d := minReadyRequeue(st); d > 0 {
 		st.requeue.After(d)
 	}
-	if d := st.cs.Spec.ProgressDeadlineSeconds; d != nil && *d != math.MaxInt32 && status.UpdatedAvailableReplicas != ptrOr(st.cs.Spec.Replicas, 1) {
+	if d := st.cs.Spec.ProgressDeadlineSeconds; d != nil && *d != math.MaxInt32 && status.UpdatedAvailableReplicas != ptr.Deref(st.cs.Spec.Replicas, 1) {
 		st.requeue.After(time.Duration(*d) * time.Second)
 	}
 	if apiequality.Semantic.DeepEqual(st.cs.Status, status) {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -98,16 +99,16 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if err := c.housekeeping(ctx, st); err != nil {
 		return err
 	}
-	if scaleErr != nil {
-		return scaleErr
-	}
-	if updateErr != nil && !errors.Is(updateErr, errInPlaceOnly) {
-		return updateErr
+	err = errors.Join(scaleErr, updateErr)
+	if controller.Retryable(err) != nil {
+		return err
 	}
 	if d := st.requeue.Earliest(); d > 0 {
 		c.queue.AddAfter(key, d)
 	}
-	return nil
+	// nil, or permanent (InPlaceOnly: reported in status and events): the
+	// loop does not retry it.
+	return err
 }
 
 // gather reads the CloneSet's pods, PVCs and revisions from the caches,
@@ -188,12 +189,16 @@ func (c *Controller) housekeeping(ctx context.Context, st *syncState) error {
 	if st.current != nil {
 		live.Insert(st.current.Name)
 	}
-	for _, p := range c.allPods(st.cs) {
+	all, err := c.allPods(st.cs)
+	if err != nil {
+		return err
+	}
+	for _, p := range all {
 		if h := p.Labels[pub.ControllerRevisionHashLabelKey]; h != "" {
 			live.Insert(h)
 		}
 	}
-	limit := int(ptrOr(st.cs.Spec.RevisionHistoryLimit, 10))
+	limit := int(ptr.Deref(st.cs.Spec.RevisionHistoryLimit, 10))
 	for _, r := range revision.Truncate(st.revisions, live, limit) {
 		if err := c.revControl.Delete(ctx, r); err != nil {
 			return fmt.Errorf("truncate history: %w", err)

@@ -147,7 +147,7 @@ func (c *Controller) updatePod(ctx context.Context, st *syncState, p *corev1.Pod
 // errInPlaceOnly is permanent until the user changes the template or the
 // strategy: it is reported (Warning event, FailedUpdate condition) but not
 // retried, since the template change will bring the CloneSet back anyway.
-var errInPlaceOnly = errors.New("updateStrategy.type InPlaceOnly: the template change cannot be applied in place")
+var errInPlaceOnly = controller.Permanent(errors.New("updateStrategy.type InPlaceOnly: the template change cannot be applied in place"))
 
 // inPlaceSpec is the in-place change from the pod's revision to target, or
 // why there is none.

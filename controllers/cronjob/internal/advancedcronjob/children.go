@@ -111,7 +111,7 @@ func childrenOf(acj *appsv1alpha1.AdvancedCronJob, jobs, broadcastJobs cache.Ind
 		return nil, fmt.Errorf("list Jobs of %s: %w", acj.Name, err)
 	}
 	for _, o := range objs {
-		if j, ok := o.(*batchv1.Job); ok && isControlledBy(j, acj) {
+		if j, ok := o.(*batchv1.Job); ok && metav1.IsControlledBy(j, acj) {
 			out = append(out, summarize(appsv1alpha1.JobTemplate, j, jobOutcome(j)))
 		}
 	}
@@ -120,17 +120,12 @@ func childrenOf(acj *appsv1alpha1.AdvancedCronJob, jobs, broadcastJobs cache.Ind
 		return nil, fmt.Errorf("list BroadcastJobs of %s: %w", acj.Name, err)
 	}
 	for _, o := range objs {
-		if b, ok := o.(*appsv1alpha1.BroadcastJob); ok && isControlledBy(b, acj) {
+		if b, ok := o.(*appsv1alpha1.BroadcastJob); ok && metav1.IsControlledBy(b, acj) {
 			out = append(out, summarize(appsv1alpha1.BroadcastJobTemplate, b, broadcastJobOutcome(b)))
 		}
 	}
 	sortChildren(out)
 	return out, nil
-}
-
-func isControlledBy(o metav1.Object, acj *appsv1alpha1.AdvancedCronJob) bool {
-	ref := metav1.GetControllerOfNoCopy(o)
-	return ref != nil && ref.UID == acj.UID
 }
 
 func sortChildren(cs []child) {

@@ -2,7 +2,6 @@ package advancedcronjob
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,10 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/controller"
 )
-
-// errChildRejected says the API server found the child invalid: permanent until the spec changes.
-var errChildRejected = errors.New("child rejected by the API server")
 
 // createChild creates the child for the run scheduled at t. It returns nil and no error when the child already
 // exists: the name is per slot, so an earlier attempt (this process before a lost cache update, or a previous
@@ -43,8 +40,7 @@ func (c *Controller) createChild(ctx context.Context, acj *appsv1alpha1.Advanced
 		// The API server rejects what the template makes (e.g. a Job name longer than 63 characters): a retry
 		// cannot help; the next start time tries again.
 		c.recorder.Eventf(acj, corev1.EventTypeWarning, "FailedCreate", "Error creating %s %s: %v", kind, name, err)
-		logger.Info("Child rejected by the API server", "child", klog.KRef(acj.Namespace, name), "err", err)
-		return nil, errChildRejected
+		return nil, controller.Permanent(fmt.Errorf("create %s %s/%s: %w", kind, acj.Namespace, name, err))
 	case err != nil:
 		c.recorder.Eventf(acj, corev1.EventTypeWarning, "FailedCreate", "Error creating %s %s: %v", kind, name, err)
 		return nil, fmt.Errorf("create %s %s/%s: %w", kind, acj.Namespace, name, err)

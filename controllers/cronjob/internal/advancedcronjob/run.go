@@ -35,8 +35,9 @@ func (c *Controller) truncateHistory(ctx context.Context, acj *appsv1alpha1.Adva
 }
 
 // dueRun returns the start time to run now, or zero. Whatever it returns, it has queued the key again for the
-// next start time (too many missed start times included: a corrected clock or spec is then seen), unless the AdvancedCronJob is paused (unpausing is an update, which enqueues it) or its
-// schedule is unusable (only a spec change, again an update, can fix that: no retry, no hot loop).
+// next start time (too many missed start times included: a corrected clock or spec is then seen), unless the
+// AdvancedCronJob is paused (unpausing is an update, which enqueues it) or its schedule is unusable (only a spec
+// change, again an update, can fix that: sync returns it as a permanent error, which is not retried).
 func (c *Controller) dueRun(ctx context.Context, key types.NamespacedName, acj *appsv1alpha1.AdvancedCronJob, children []child,
 	sched schedule, err error) time.Time {
 	logger := klog.FromContext(ctx)
@@ -50,7 +51,6 @@ func (c *Controller) dueRun(ctx context.Context, key types.NamespacedName, acj *
 		if errors.As(err, &se) {
 			reason = se.Reason
 		}
-		logger.Info("Not scheduling: the schedule is unusable", "reason", reason, "err", err)
 		c.recorder.Eventf(acj, corev1.EventTypeWarning, reason, "Not scheduling: %v", err)
 		return time.Time{}
 	}
@@ -99,11 +99,8 @@ func (c *Controller) startRun(ctx context.Context, key types.NamespacedName, acj
 		}
 	}
 	created, err := c.createChild(ctx, acj, t)
-	if errors.Is(err, errChildRejected) {
-		return children, nil // reported; not retried, and the slot is not recorded as run
-	}
 	if err != nil {
-		return children, err
+		return children, err // the slot is not recorded as run
 	}
 	c.lastRuns.set(key, acj.UID, t)
 	if created != nil {

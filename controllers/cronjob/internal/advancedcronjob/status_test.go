@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 )
@@ -18,7 +19,7 @@ import (
 func TestScheduleCondition(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	acj := &appsv1alpha1.AdvancedCronJob{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
-	_, zoneErr := parseSchedule("* * * * *", ptrTo("Mars/Olympus"), time.UTC)
+	_, zoneErr := parseSchedule("* * * * *", ptr.To("Mars/Olympus"), time.UTC)
 	_, cronErr := parseSchedule("61 * * * *", nil, time.UTC)
 	require.Error(t, zoneErr)
 	require.Error(t, cronErr)
@@ -56,5 +57,3 @@ func TestScheduleCondition(t *testing.T) {
 	assert.Equal(t, t0.Add(time.Hour), fixed[0].LastTransitionTime.Time, "a flip records when it happened")
 	assert.Equal(t, cached, acj.Status.Conditions, "the object's own conditions are not modified")
 }
-
-func ptrTo(s string) *string { return &s }

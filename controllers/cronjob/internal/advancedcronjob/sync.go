@@ -2,11 +2,14 @@ package advancedcronjob
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/flotilla-dev/flotilla/kit/controller"
 )
 
 // sync reconciles one AdvancedCronJob: gather its children, trim the finished ones beyond the history limits,
@@ -44,14 +47,21 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	scheduled := c.dueRun(ctx, key, acj, children, sched, schedErr)
 
 	// Act: start the run (Replace first deletes the active children).
+	var runErr error
 	if !scheduled.IsZero() {
-		if children, err = c.startRun(ctx, key, acj, children, scheduled); err != nil {
-			return err
+		children, runErr = c.startRun(ctx, key, acj, children, scheduled)
+		if controller.Retryable(runErr) != nil {
+			return runErr
 		}
 	}
 
 	// Status: active children, last scheduled time, child kind and whether the schedule is usable, written only
 	// if it changed.
 	st := calculateStatus(acj, children, c.lastRuns.get(key, acj.UID), schedErr, c.clock.Now())
-	return c.updateStatus(ctx, acj, st)
+	if err := c.updateStatus(ctx, acj, st); err != nil {
+		return err
+	}
+	// nil, or permanent (an unusable schedule, a child the API server rejects), reported by events and status:
+	// the loop logs it and does not retry it.
+	return errors.Join(runErr, controller.Permanent(schedErr))
 }

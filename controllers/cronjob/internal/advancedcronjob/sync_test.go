@@ -83,9 +83,13 @@ func newFixture(t *testing.T, now string, acj *appsv1alpha1.AdvancedCronJob, kid
 	return f
 }
 
-func (f *fixture) sync() {
+// sync runs one sync and fails the test on an error the loop would retry; it returns the error (nil or
+// permanent: reported, not retried).
+func (f *fixture) sync() error {
 	f.t.Helper()
-	require.NoError(f.t, f.c.sync(context.Background(), types.NamespacedName{Namespace: testNS, Name: "acj"}))
+	err := f.c.sync(context.Background(), types.NamespacedName{Namespace: testNS, Name: "acj"})
+	require.NoError(f.t, controller.Retryable(err))
+	return err
 }
 
 // writes returns the create/delete/patch actions of both clientsets as "verb resource name" strings.
@@ -289,7 +293,7 @@ func TestSyncUnusableSpecWarnsOnce(t *testing.T) {
 	for reason, mutate := range cases {
 		t.Run(reason, func(t *testing.T) {
 			f := newFixture(t, "2026-03-01T10:05:00Z", newACJ("2026-03-01T10:00:10Z", mutate))
-			f.sync()
+			assert.True(t, controller.IsPermanent(f.sync()), "returned as permanent: logged, not retried")
 			assert.Equal(t, []string{"patch advancedcronjobs/status acj"}, f.writes(), "no child")
 			ev := f.events()
 			require.Len(t, ev, 1)
@@ -388,7 +392,7 @@ func TestSyncRejectedChildIsNotRetried(t *testing.T) {
 	f.kube.PrependReactor("create", "jobs", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInvalid(batchv1.SchemeGroupVersion.WithKind("Job").GroupKind(), "x", nil)
 	})
-	f.sync() // no error: a retry cannot help
+	assert.True(t, controller.IsPermanent(f.sync()), "a retry cannot help")
 	ev := f.events()
 	require.Len(t, ev, 1)
 	assert.True(t, strings.HasPrefix(ev[0], "Warning FailedCreate"), ev[0])

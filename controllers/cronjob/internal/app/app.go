@@ -5,25 +5,16 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/informers"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/component-base/featuregate"
-	"k8s.io/utils/clock"
 
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillascheme "github.com/flotilla-dev/flotilla/client/clientset/versioned/scheme"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/advancedcronjob"
 	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/broadcastjob"
 	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/deps"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
-	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // Name is the binary name: user agent, logger name and default Lease name.
@@ -36,9 +27,7 @@ func Gates() []featuregate.Feature { return nil }
 type options struct {
 	advancedCronJob bool
 	broadcastJob    bool
-	// clockOffset shifts the reconcilers' notion of "now"; end-to-end tests use it to reach the next
-	// scheduled minute without waiting for it. Never set it in production.
-	clockOffset time.Duration
+	clockOptions    // the shell's clock in production; see clock.go
 }
 
 // Binary describes cronjob-controller to the kit/app shell.
@@ -50,41 +39,25 @@ func Binary() kitapp.Binary {
 func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.advancedCronJob, "enable-advancedcronjob", o.advancedCronJob, "Run the AdvancedCronJob reconciler.")
 	fs.BoolVar(&o.broadcastJob, "enable-broadcastjob", o.broadcastJob, "Run the BroadcastJob reconciler.")
-	fs.DurationVar(&o.clockOffset, "clock-offset", 0, "Testing only: add this duration to the reconcilers' current time.")
-	_ = fs.MarkHidden("clock-offset")
+	o.clockOptions.addFlags(fs)
 }
 
 func (o *options) setup(ctx context.Context, env *kitapp.Env) error {
-	if env.RESTConfig == nil {
-		return errors.New("cronjob-controller needs a REST config for the Flotilla clientset")
-	}
-	client, err := versioned.NewForConfig(env.RESTConfig)
+	cl, err := wiring.New(ctx, env)
 	if err != nil {
-		return fmt.Errorf("build Flotilla clientset: %w", err)
-	}
-	var nsOpts []flotillainformers.SharedInformerOption
-	if env.Options.Namespace != "" {
-		nsOpts = append(nsOpts, flotillainformers.WithNamespace(env.Options.Namespace))
-	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := flotillascheme.AddToScheme(scheme); err != nil {
 		return err
 	}
 	d := deps.Deps{
-		Kube:          env.KubeClient,
-		Client:        client,
-		KubeInformers: env.NewKubeInformerFactory(informers.WithTransform(controller.StripManagedFields)),
-		Informers:     flotillainformers.NewSharedInformerFactoryWithOptions(client, env.Options.SyncPeriod, nsOpts...),
+		Kube:          cl.Kube,
+		Client:        cl.Client,
+		KubeInformers: cl.KubeInformers,
+		Informers:     cl.Informers,
 		Namespace:     env.Options.Namespace,
-		Clock:         offsetClock{WithTicker: env.Clock, offset: o.clockOffset},
-		Recorder:      env.EventRecorder(ctx, scheme),
+		Clock:         o.clockOptions.wrap(env.Clock),
+		Recorder:      cl.Recorder,
 		QueueOptions:  env.Options.Queue,
 		QueueConfig:   env.QueueConfig(),
 	}
-	env.AddInformerFactory(d.Informers)
 	if o.advancedCronJob {
 		c, err := advancedcronjob.New(d)
 		if err != nil {
@@ -101,12 +74,3 @@ func (o *options) setup(ctx context.Context, env *kitapp.Env) error {
 	}
 	return nil
 }
-
-// offsetClock is the real clock moved by a fixed offset: Now and Since shift, durations and timers do not.
-type offsetClock struct {
-	clock.WithTicker
-	offset time.Duration
-}
-
-func (c offsetClock) Now() time.Time                  { return c.WithTicker.Now().Add(c.offset) }
-func (c offsetClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }

@@ -6,24 +6,17 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/informers"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/component-base/featuregate"
 
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillascheme "github.com/flotilla-dev/flotilla/client/clientset/versioned/scheme"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/statefulset/internal/controller"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
-	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // Name is the binary name: user agent, logger name and default Lease name.
@@ -64,38 +57,23 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 // setup builds the clients and informer factories and registers the
 // StatefulSet reconciler.
 func (o *options) setup(ctx context.Context, env *kitapp.Env) error {
-	if env.RESTConfig == nil {
-		return errors.New("statefulset-controller needs a REST config for the Flotilla clientset")
-	}
-	client, err := versioned.NewForConfig(env.RESTConfig)
+	cl, err := wiring.New(ctx, env)
 	if err != nil {
-		return fmt.Errorf("build Flotilla clientset: %w", err)
-	}
-	var nsOpts []flotillainformers.SharedInformerOption
-	if env.Options.Namespace != "" {
-		nsOpts = append(nsOpts, flotillainformers.WithNamespace(env.Options.Namespace))
-	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := flotillascheme.AddToScheme(scheme); err != nil {
 		return err
 	}
 	d := controller.Deps{
-		Kube:               env.KubeClient,
-		Client:             client,
-		KubeInformers:      env.NewKubeInformerFactory(informers.WithTransform(kitcontroller.StripManagedFields)),
-		Informers:          flotillainformers.NewSharedInformerFactoryWithOptions(client, env.Options.SyncPeriod, append(nsOpts, flotillainformers.WithTransform(kitcontroller.StripManagedFields))...),
+		Kube:               cl.Kube,
+		Client:             cl.Client,
+		KubeInformers:      cl.KubeInformers,
+		Informers:          cl.Informers,
 		Namespace:          env.Options.Namespace,
 		Gates:              env.Gates,
 		Clock:              env.Clock,
-		Recorder:           env.EventRecorder(ctx, scheme),
+		Recorder:           cl.Recorder,
 		QueueOptions:       env.Options.Queue,
 		QueueConfig:        env.QueueConfig(),
 		ExpectationTimeout: o.expectationTimeout,
 	}
-	env.AddInformerFactory(d.Informers)
 	c, err := controller.New(d)
 	if err != nil {
 		return fmt.Errorf("set up StatefulSet reconciler: %w", err)

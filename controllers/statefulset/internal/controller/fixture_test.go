@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/featuregate"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
@@ -62,7 +63,7 @@ func newSyncFixture(t *testing.T, replicas int32, opts ...setOpt) *syncFixture {
 	set := &appsv1beta1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid-web", Generation: 1},
 		Spec: appsv1beta1.StatefulSetSpec{
-			Replicas:    ptrTo(replicas),
+			Replicas:    ptr.To(replicas),
 			ServiceName: "web",
 			Selector:    &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			Template: corev1.PodTemplateSpec{
@@ -73,7 +74,7 @@ func newSyncFixture(t *testing.T, replicas int32, opts ...setOpt) *syncFixture {
 				Type:          appsv1.RollingUpdateStatefulSetStrategyType,
 				RollingUpdate: &appsv1beta1.RollingUpdateStatefulSetStrategy{},
 			},
-			RevisionHistoryLimit: ptrTo(int32(10)),
+			RevisionHistoryLimit: ptr.To(int32(10)),
 		},
 		Status: appsv1beta1.StatefulSetStatus{ObservedGeneration: 1},
 	}

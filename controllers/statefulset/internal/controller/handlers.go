@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
@@ -124,6 +124,9 @@ func (c *Controller) adopters(o metav1.Object) []types.NamespacedName {
 	}
 	sets, err := c.sets.StatefulSets(o.GetNamespace()).List(labels.Everything())
 	if err != nil {
+		// An event handler has no caller to return to; the orphan waits for
+		// its next event or the StatefulSets' next sync.
+		utilruntime.HandleError(fmt.Errorf("find the StatefulSets that may adopt pod %s/%s: %w", o.GetNamespace(), o.GetName(), err))
 		return nil
 	}
 	var out []types.NamespacedName

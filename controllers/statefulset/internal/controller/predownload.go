@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/predownload"
@@ -39,7 +40,7 @@ func preDownloadInput(set *appsv1beta1.StatefulSet, current, update *appsv1.Cont
 	in := predownload.Input{
 		Current:              current,
 		Update:               update,
-		Replicas:             ptrOr(set.Spec.Replicas, 1),
+		Replicas:             ptr.Deref(set.Spec.Replicas, 1),
 		Recreate:             true,
 		MaxUnavailable:       intstr.FromInt32(1),
 		Annotations:          set.Annotations,
@@ -49,7 +50,7 @@ func preDownloadInput(set *appsv1beta1.StatefulSet, current, update *appsv1.Cont
 	us := set.Spec.UpdateStrategy
 	if ru := us.RollingUpdate; ru != nil && us.Type != appsv1.OnDeleteStatefulSetStrategyType {
 		in.Recreate = ru.PodUpdatePolicy == appsv1beta1.RecreatePodUpdateStrategyType || ru.PodUpdatePolicy == ""
-		in.Partition = int(ptrOr(ru.Partition, 0))
+		in.Partition = int(ptr.Deref(ru.Partition, 0))
 		if ru.MaxUnavailable != nil {
 			in.MaxUnavailable = *ru.MaxUnavailable
 		}

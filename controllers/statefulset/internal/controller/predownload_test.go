@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
@@ -21,12 +22,12 @@ func TestPreDownloadInput(t *testing.T) {
 	set := func(mut func(*appsv1beta1.StatefulSet)) *appsv1beta1.StatefulSet {
 		s := &appsv1beta1.StatefulSet{
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Annotations: map[string]string{pub.ImagePreDownloadMinUpdatedReadyPods: "50%"}},
-			Spec: appsv1beta1.StatefulSetSpec{Replicas: ptrTo(int32(6)), UpdateStrategy: appsv1beta1.StatefulSetUpdateStrategy{
+			Spec: appsv1beta1.StatefulSetSpec{Replicas: ptr.To(int32(6)), UpdateStrategy: appsv1beta1.StatefulSetUpdateStrategy{
 				Type: appsv1.RollingUpdateStatefulSetStrategyType,
 				RollingUpdate: &appsv1beta1.RollingUpdateStatefulSetStrategy{
 					PodUpdatePolicy: appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType,
-					Partition:       ptrTo(int32(2)),
-					MaxUnavailable:  ptrTo(intstr.FromString("50%")),
+					Partition:       ptr.To(int32(2)),
+					MaxUnavailable:  ptr.To(intstr.FromString("50%")),
 				},
 			}},
 			Status: appsv1beta1.StatefulSetStatus{UpdateRevision: "web-v1", UpdatedReadyReplicas: 3},

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
@@ -228,7 +229,7 @@ func (c *Controller) revisionsForNewPods(st *syncState, ordinals []int) map[int]
 	us := st.set.Spec.UpdateStrategy
 	partition := 0
 	if us.Type != appsv1.OnDeleteStatefulSetStrategyType && us.RollingUpdate != nil {
-		partition = int(ptrOr(us.RollingUpdate.Partition, 0))
+		partition = int(ptr.Deref(us.RollingUpdate.Partition, 0))
 	}
 	unordered := us.RollingUpdate != nil && us.RollingUpdate.UnorderedUpdate != nil && st.set.Spec.PodManagementPolicy == appsv1.ParallelPodManagement
 	atCurrent := 0
@@ -381,9 +382,4 @@ func (c *Controller) writeLifecycle(ctx context.Context, p *corev1.Pod, patch li
 		c.rvExp.Expect(out)
 	}
 	return nil
-}
-
-func isControlledBy(o metav1.Object, set *appsv1beta1.StatefulSet) bool {
-	ref := metav1.GetControllerOfNoCopy(o)
-	return ref != nil && ref.UID == set.UID
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
+	"github.com/flotilla-dev/flotilla/kit/controller"
 )
 
 func statusSet(strategy appsv1.StatefulSetUpdateStrategyType) *appsv1beta1.StatefulSet {
@@ -86,9 +87,13 @@ func TestSetFailure(t *testing.T) {
 	assert.Equal(t, "InPlaceOnly", conds[1].Reason)
 }
 
+// The sync returns errors.Join(scaleErr, updateErr); the loop retries only
+// what is not permanent (kit/controller.Retryable).
 func TestRetryable(t *testing.T) {
-	assert.NoError(t, retryable(nil))
-	assert.NoError(t, retryable(fmt.Errorf("pod web-0: %w", errInPlaceOnly)), "reported, not retried")
-	assert.NoError(t, retryable(fmt.Errorf("%w: spec.reserveOrdinals[0]", errInvalidSpec)))
-	assert.Error(t, retryable(errors.New("connection refused")))
+	inPlaceOnly := fmt.Errorf("pod web-0: %w", errInPlaceOnly)
+	invalid := fmt.Errorf("%w: spec.reserveOrdinals[0]", errInvalidSpec)
+	assert.True(t, controller.IsPermanent(inPlaceOnly), "reported, not retried")
+	assert.True(t, controller.IsPermanent(errors.Join(invalid, nil)))
+	transient := errors.New("connection refused")
+	assert.ErrorIs(t, controller.Retryable(errors.Join(inPlaceOnly, transient)), transient, "a transient error next to a permanent one is retried")
 }

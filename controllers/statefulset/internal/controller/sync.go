@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
@@ -27,7 +28,7 @@ const writeConcurrency = 16
 
 // errInvalidSpec marks a spec the controller cannot act on: reported (Warning
 // event, FailedCreatePod condition), not retried.
-var errInvalidSpec = errors.New("invalid spec")
+var errInvalidSpec = controller.Permanent(errors.New("invalid spec"))
 
 // syncState is what one sync knows about a set. Everything in it comes from
 // informer caches and is read-only.
@@ -110,21 +111,15 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if err := c.truncateHistory(ctx, st); err != nil {
 		return err
 	}
-	if err := errors.Join(retryable(scaleErr), retryable(updateErr)); err != nil {
+	err = errors.Join(scaleErr, updateErr)
+	if controller.Retryable(err) != nil {
 		return err
 	}
 	if d := st.requeue.Earliest(); d > 0 {
 		c.queue.AddAfter(key, d)
 	}
-	return nil
-}
-
-// retryable drops the errors a retry cannot fix (reported in status and
-// events; the next spec change brings the set back).
-func retryable(err error) error {
-	if errors.Is(err, errInPlaceOnly) || errors.Is(err, errInvalidSpec) {
-		return nil
-	}
+	// nil, or permanent (reported in status and events; the next spec
+	// change brings the set back): the loop does not retry it.
 	return err
 }
 
@@ -143,14 +138,14 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, set *
 	if set.Spec.Ordinals != nil && c.gates.Enabled(features.StatefulSetStartOrdinal) {
 		start = int(set.Spec.Ordinals.Start)
 	}
-	st.slots = slotOrdinals(int(ptrOr(set.Spec.Replicas, 1)), start, reserved)
+	st.slots = slotOrdinals(int(ptr.Deref(set.Spec.Replicas, 1)), start, reserved)
 	objs, err := controller.ByOwnerUID(c.pods, set.UID)
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	for _, o := range objs {
 		p, ok := o.(*corev1.Pod)
-		if !ok || !isControlledBy(p, set) {
+		if !ok || !metav1.IsControlledBy(p, set) {
 			continue
 		}
 		if ord, ok := ordinalOf(set.Name, p.Name); ok {
@@ -174,7 +169,7 @@ func (c *Controller) syncRevisions(ctx context.Context, st *syncState) error {
 	if err != nil {
 		return fmt.Errorf("encode template: %w", err)
 	}
-	st.collisionCount = ptrOr(set.Status.CollisionCount, 0)
+	st.collisionCount = ptr.Deref(set.Status.CollisionCount, 0)
 	want := revision.New(set, kindStatefulSet, set.Spec.Template.Labels, data, revision.NextRevisionNumber(st.revisions), &st.collisionCount)
 	res, err := revision.Resolve(ctx, c.revControl, set, want, st.revisions, &st.collisionCount)
 	if err != nil {
@@ -229,17 +224,10 @@ func (c *Controller) truncateHistory(ctx context.Context, st *syncState) error {
 			live.Insert(h)
 		}
 	}
-	for _, r := range revision.Truncate(st.revisions, live, int(ptrOr(st.set.Spec.RevisionHistoryLimit, 10))) {
+	for _, r := range revision.Truncate(st.revisions, live, int(ptr.Deref(st.set.Spec.RevisionHistoryLimit, 10))) {
 		if err := c.revControl.Delete(ctx, r); err != nil {
 			return fmt.Errorf("truncate history: %w", err)
 		}
 	}
 	return nil
-}
-
-func ptrOr[T any](p *T, def T) T {
-	if p == nil {
-		return def
-	}
-	return *p
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
@@ -25,7 +26,7 @@ import (
 
 // errInPlaceOnly is permanent until the user changes the template or the
 // policy: reported (Warning event, FailedUpdatePod condition), not retried.
-var errInPlaceOnly = errors.New("podUpdatePolicy InPlaceOnly: the template change cannot be applied in place")
+var errInPlaceOnly = controller.Permanent(errors.New("podUpdatePolicy InPlaceOnly: the template change cannot be applied in place"))
 
 // rollOut moves pods to the update revision within the partition and
 // maxUnavailable (planUpdate): in place where podUpdatePolicy, the pod's
@@ -37,7 +38,7 @@ func (c *Controller) rollOut(ctx context.Context, st *syncState) error {
 	switch {
 	case us.Type == appsv1.OnDeleteStatefulSetStrategyType:
 		// Only specified-delete pods: every slot is "below the partition".
-		ru = &appsv1beta1.RollingUpdateStatefulSetStrategy{Partition: ptrTo(int32(len(st.slots)))}
+		ru = &appsv1beta1.RollingUpdateStatefulSetStrategy{Partition: ptr.To(int32(len(st.slots)))}
 	case ru == nil:
 		ru = &appsv1beta1.RollingUpdateStatefulSetStrategy{}
 	case ru.Paused:
@@ -46,7 +47,7 @@ func (c *Controller) rollOut(ctx context.Context, st *syncState) error {
 	in := updateInput{
 		slots:          st.slots,
 		pods:           st.pods,
-		partition:      int(ptrOr(ru.Partition, 0)),
+		partition:      int(ptr.Deref(ru.Partition, 0)),
 		maxUnavailable: updateMaxUnavailable(ru, len(st.slots)),
 		isUpdated:      st.isUpdated,
 		available:      func(p *corev1.Pod) bool { return st.available(p) },
@@ -239,5 +240,3 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 	klog.FromContext(ctx).V(4).Info("Lifecycle moved", "pod", klog.KObj(p), "state", dec.Patch.State)
 	return true, nil
 }
-
-func ptrTo[T any](v T) *T { return &v }

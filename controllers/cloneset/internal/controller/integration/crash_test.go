@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
@@ -32,8 +33,8 @@ func TestCrashSafety(t *testing.T) {
 	stop := h.startController()
 	h.create(newCloneSet("crash", replicas, func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-		cs.Spec.UpdateStrategy.MaxUnavailable = ptrTo(intstr.FromInt32(2))
-		cs.Spec.UpdateStrategy.MaxSurge = ptrTo(intstr.FromInt32(1))
+		cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+		cs.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(1))
 		cs.Spec.MinReadySeconds = 1
 	}))
 

@@ -16,10 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
@@ -28,12 +25,12 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillascheme "github.com/flotilla-dev/flotilla/client/clientset/versioned/scheme"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/cloneset/internal/controller"
 	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -53,6 +50,7 @@ type harness struct {
 	env    *testenv.Env
 	ns     string
 	client versioned.Interface
+	sets   *testenv.Objects[*appsv1alpha1.CloneSet]
 	gates  map[featuregate.Feature]bool
 	// queueOptions and queueMetrics, if set, configure the next controller.
 	queueOptions *kitcontroller.QueueOptions
@@ -65,7 +63,10 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	t.Parallel()
 	env := testenv.Get(t)
-	return &harness{t: t, env: env, ns: env.Namespace(t), client: versioned.NewForConfigOrDie(env.Config), gates: map[featuregate.Feature]bool{}}
+	h := &harness{t: t, env: env, ns: env.Namespace(t), client: versioned.NewForConfigOrDie(env.Config), gates: map[featuregate.Feature]bool{}}
+	h.sets = testenv.ObjectsOf(t, h.client.AppsV1alpha1().CloneSets(h.ns), waitTimeout)
+	h.sets.Describe = func(cs *appsv1alpha1.CloneSet) string { return fmt.Sprintf("%+v", cs.Status) }
+	return h
 }
 
 // startController runs the reconciler over informers limited to the test's
@@ -74,14 +75,13 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) startController() (stop func()) {
 	t := h.t
 	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, flotillascheme.AddToScheme(scheme))
+	scheme, err := wiring.NewScheme()
+	require.NoError(t, err)
 	gate := features.MustNewGate(append(knownGates(), features.PreDownloadImageForInPlaceUpdate, features.KruiseDaemon)...)
 	for g, v := range h.gates {
 		require.NoError(t, gate.SetFromMap(map[string]bool{string(g): v}))
 	}
-	_, err := features.Resolve(gate) // as the binary does: KruiseDaemon=false forces node-agent gates off
+	_, err = features.Resolve(gate) // as the binary does: KruiseDaemon=false forces node-agent gates off
 	require.NoError(t, err)
 	d := controller.Deps{
 		Kube:          h.env.Kube,
@@ -143,33 +143,16 @@ func newCloneSet(name string, replicas int32, mutate ...func(*appsv1alpha1.Clone
 	return cs
 }
 
+// create, get and modify (retrying on conflict) go to the API server
+// (kit/testenv.Objects).
 func (h *harness) create(cs *appsv1alpha1.CloneSet) *appsv1alpha1.CloneSet {
 	h.t.Helper()
-	out, err := h.client.AppsV1alpha1().CloneSets(h.ns).Create(context.Background(), cs, metav1.CreateOptions{})
-	require.NoError(h.t, err)
-	return out
+	return h.sets.Create(cs)
 }
-
-func (h *harness) get(name string) *appsv1alpha1.CloneSet {
-	h.t.Helper()
-	cs, err := h.client.AppsV1alpha1().CloneSets(h.ns).Get(context.Background(), name, metav1.GetOptions{})
-	require.NoError(h.t, err)
-	return cs
-}
-
-// modify changes the CloneSet's spec (retrying on conflict).
+func (h *harness) get(name string) *appsv1alpha1.CloneSet { h.t.Helper(); return h.sets.Get(name) }
 func (h *harness) modify(name string, mutate func(*appsv1alpha1.CloneSet)) {
 	h.t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cs, err := h.client.AppsV1alpha1().CloneSets(h.ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(cs)
-		_, err = h.client.AppsV1alpha1().CloneSets(h.ns).Update(context.Background(), cs, metav1.UpdateOptions{})
-		return err
-	})
-	require.NoError(h.t, err)
+	h.sets.Modify(name, mutate)
 }
 
 // pods returns the CloneSet's live (not terminating) pods, by name.
@@ -201,18 +184,13 @@ func (h *harness) waitPods(name, what string, cond func([]corev1.Pod) bool) []co
 	return pods
 }
 
-// waitStatus polls until cond holds for the CloneSet's status.
+// waitStatus polls until cond holds for the CloneSet's status of its
+// current generation.
 func (h *harness) waitStatus(name, what string, cond func(appsv1alpha1.CloneSetStatus) bool) *appsv1alpha1.CloneSet {
 	h.t.Helper()
-	var cs *appsv1alpha1.CloneSet
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
-		cs = h.get(name)
-		if cs.Status.ObservedGeneration == cs.Generation && cond(cs.Status) {
-			return true, nil
-		}
-		return false, fmt.Errorf("status of %s: %s (last: %+v)", name, what, cs.Status)
+	return h.sets.WaitFor(name, what, func(cs *appsv1alpha1.CloneSet) bool {
+		return cs.Status.ObservedGeneration == cs.Generation && cond(cs.Status)
 	})
-	return cs
 }
 
 type stringer func() string

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -63,7 +64,7 @@ func TestPreDeleteHookMarkPodNotReady(t *testing.T) {
 		assert.Contains(t, p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType}, "gate injected for markPodNotReady")
 		assert.Equal(t, corev1.ConditionTrue, condStatus(&p, pub.KruisePodReadyConditionType))
 	}
-	h.modify("pd", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptrTo(int32(1)) })
+	h.modify("pd", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To(int32(1)) })
 	waiting := h.waitPods("pd", "one pod PreparingDelete and NotReady", func(ps []corev1.Pod) bool {
 		pd := inState(ps, pub.LifecycleStatePreparingDelete)
 		return len(ps) == 2 && len(pd) == 1 && condStatus(&pd[0], pub.KruisePodReadyConditionType) == corev1.ConditionFalse && !podReady(&pd[0])
@@ -156,10 +157,10 @@ func TestPreparingDeleteScaling(t *testing.T) {
 		}
 		t.Run(mode+"/scale in then back", func(t *testing.T) {
 			h, pods := setup(t, "back")
-			h.modify("back", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptrTo(int32(2)) })
+			h.modify("back", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To(int32(2)) })
 			h.waitPods("back", "one PreparingDelete", func(ps []corev1.Pod) bool { return len(inState(ps, pub.LifecycleStatePreparingDelete)) == 1 })
 			victim := preparing(h, "back")[0]
-			h.modify("back", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptrTo(int32(3)) })
+			h.modify("back", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To(int32(3)) })
 			after := h.waitPods("back", "victim back to Normal", func(ps []corev1.Pod) bool {
 				return len(inState(ps, pub.LifecycleStateNormal)) == 3
 			})
@@ -170,14 +171,14 @@ func TestPreparingDeleteScaling(t *testing.T) {
 			h, pods := setup(t, "named")
 			victim := pods[0]
 			h.modify("named", func(cs *appsv1alpha1.CloneSet) {
-				cs.Spec.Replicas = ptrTo(int32(2))
+				cs.Spec.Replicas = ptr.To(int32(2))
 				cs.Spec.ScaleStrategy.PodsToDelete = []string{victim.Name}
 			})
 			h.waitPods("named", "victim PreparingDelete", func(ps []corev1.Pod) bool {
 				pd := inState(ps, pub.LifecycleStatePreparingDelete)
 				return len(pd) == 1 && pd[0].Name == victim.Name
 			})
-			h.modify("named", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptrTo(int32(3)) })
+			h.modify("named", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To(int32(3)) })
 			h.expectReplacement(t, "named", victim.Name, exclude)
 		})
 		t.Run(mode+"/specified delete without scaling", func(t *testing.T) {
@@ -245,7 +246,7 @@ func TestMarkPodNotReadyAddedLater(t *testing.T) {
 	// The hook alone changes no template: no new revision, the pods stay.
 	h.modify("later", func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}, MarkPodNotReady: true}}
-		cs.Spec.Replicas = ptrTo(int32(1))
+		cs.Spec.Replicas = ptr.To(int32(1))
 	})
 	waiting := h.waitPods("later", "one pod PreparingDelete and NotReady", func(ps []corev1.Pod) bool {
 		pd := inState(ps, pub.LifecycleStatePreparingDelete)

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -49,7 +50,7 @@ func TestImagePreDownload(t *testing.T) {
 	cs := h.create(newCloneSet("pre", 4, func(cs *appsv1alpha1.CloneSet) {
 		cs.Annotations = map[string]string{pub.ImagePreDownloadParallelismKey: "2"}
 		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-		cs.Spec.UpdateStrategy.Partition = ptrTo(intstr.FromInt32(3))
+		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(3))
 	}))
 	h.waitStatus("pre", "settled", settled(4))
 	h.modify("pre", setImage(imageV2))
@@ -86,7 +87,7 @@ func TestImagePreDownload(t *testing.T) {
 	// A ReCreate rollout is not worth a pre-download: the revision is marked ignored.
 	h.modify("pre", func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.UpdateStrategy.Type = appsv1alpha1.RecreateCloneSetUpdateStrategyType
-		cs.Spec.UpdateStrategy.Partition = ptrTo(intstr.FromInt32(3))
+		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(3))
 		cs.Spec.Template.Spec.Containers[0].Image = imageV3
 	})
 	st = h.waitStatus("pre", "1 on v3", func(s appsv1alpha1.CloneSetStatus) bool { return s.UpdatedReplicas == 1 })
@@ -139,7 +140,7 @@ func TestImagePreDownloadJobLabelsAndPullSecrets(t *testing.T) {
 		cs.Spec.Template.Annotations = map[string]string{"team": "blue"}
 		cs.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry-a"}, {Name: "registry-b"}}
 		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-		cs.Spec.UpdateStrategy.Partition = ptrTo(intstr.FromInt32(3))
+		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(3))
 	}))
 	h.waitStatus("pre-meta", "settled", settled(4))
 	h.modify("pre-meta", setImage(imageV2))
@@ -189,7 +190,7 @@ func TestImagePreDownloadStaleUpdatedReadyCount(t *testing.T) {
 	h.create(newCloneSet("pre-stale", 4, func(cs *appsv1alpha1.CloneSet) {
 		cs.Annotations = map[string]string{pub.ImagePreDownloadMinUpdatedReadyPods: "1"}
 		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-		cs.Spec.UpdateStrategy.Partition = ptrTo(intstr.FromInt32(3))
+		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(3))
 	}))
 	h.waitStatus("pre-stale", "settled", settled(4))
 	h.modify("pre-stale", setImage(imageV2))
@@ -198,7 +199,7 @@ func TestImagePreDownloadStaleUpdatedReadyCount(t *testing.T) {
 
 	h.modify("pre-stale", func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.Template.Spec.Containers[0].Image = imageV3
-		cs.Spec.UpdateStrategy.Partition = ptrTo(intstr.FromInt32(4))
+		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(4))
 	})
 	// The sync that wrote this status looked at pre-download first, with the
 	// stale status (v2, 1 updated ready).
@@ -209,7 +210,7 @@ func TestImagePreDownloadStaleUpdatedReadyCount(t *testing.T) {
 		assert.NotEqual(t, v3+"-main", j.Name, "v3's job created from v2's updated ready count")
 	}
 
-	h.modify("pre-stale", func(cs *appsv1alpha1.CloneSet) { cs.Spec.UpdateStrategy.Partition = ptrTo(intstr.FromInt32(3)) })
+	h.modify("pre-stale", func(cs *appsv1alpha1.CloneSet) { cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(3)) })
 	h.waitStatus("pre-stale", "one v3 pod ready", func(s appsv1alpha1.CloneSetStatus) bool { return s.UpdatedReadyReplicas == 1 })
 	h.waitJobs("v3's job", func(js []appsv1alpha1.ImagePullJob) bool {
 		for _, j := range js {
@@ -231,7 +232,7 @@ func TestImagePreDownloadMaxUnavailableRoundsDown(t *testing.T) {
 	h.startController()
 	cs := h.create(newCloneSet("pre-round", 4, func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-		cs.Spec.UpdateStrategy.MaxUnavailable = ptrTo(intstr.FromString("80%"))
+		cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("80%"))
 	}))
 	h.waitStatus("pre-round", "settled", settled(4))
 	h.modify("pre-round", setImage(imageV2))

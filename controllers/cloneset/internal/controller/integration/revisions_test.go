@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -26,7 +27,7 @@ func TestRevisionHistory(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
 	cs := h.create(newCloneSet("hist", 1, func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.RevisionHistoryLimit = ptrTo(int32(1))
+		cs.Spec.RevisionHistoryLimit = ptr.To(int32(1))
 		cs.Annotations = map[string]string{pub.ChangeCauseAnnotation: "initial"}
 	}))
 	st := h.waitStatus("hist", "settled", settled(1))
@@ -148,7 +149,7 @@ func TestPodsToDeleteNotFound(t *testing.T) {
 		return nil
 	})
 	// A later scale clears the condition.
-	h.modify("bad", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptrTo(int32(3)) })
+	h.modify("bad", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To(int32(3)) })
 	h.waitStatus("bad", "condition cleared", func(s appsv1alpha1.CloneSetStatus) bool {
 		c := findCond(s.Conditions, appsv1alpha1.CloneSetConditionFailedScale)
 		return c != nil && c.Status == corev1.ConditionFalse

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -51,11 +52,11 @@ func TestScaleUpAndDown(t *testing.T) {
 		assert.Contains(t, p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.InPlaceUpdateReady})
 	}
 
-	h.modify("web", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptrTo(int32(5)) })
+	h.modify("web", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To(int32(5)) })
 	h.waitPods("web", "5 ready pods", allReady(5))
 	h.waitStatus("web", "5 settled", settled(5))
 
-	h.modify("web", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptrTo(int32(2)) })
+	h.modify("web", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To(int32(2)) })
 	h.waitPods("web", "2 ready pods", allReady(2))
 	h.waitStatus("web", "2 settled", settled(2))
 }
@@ -126,7 +127,7 @@ func TestPVCsAndReuse(t *testing.T) {
 				assert.Equal(t, vpvc.UID, h.pvc(vpvc.Name).UID, "the recreated instance mounts the same PVC object")
 			}
 			// Scale-in deletes the pod's PVC with it.
-			h.modify(name, func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptrTo(int32(1)) })
+			h.modify(name, func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To(int32(1)) })
 			h.waitPods(name, "1 ready", allReady(1))
 			testenv.Eventually(t, waitTimeout, func() (bool, error) {
 				list, err := h.env.Kube.CoreV1().PersistentVolumeClaims(h.ns).List(context.Background(), metav1.ListOptions{})
@@ -154,7 +155,7 @@ func TestScaleMaxUnavailable(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
 	h.create(newCloneSet("limited", 4, func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.ScaleStrategy.MaxUnavailable = ptrTo(intstr.FromInt32(2))
+		cs.Spec.ScaleStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 		// Pods never become ready: every created pod stays unavailable.
 		cs.Spec.Template.Annotations = map[string]string{unreadyAnnotation: "main"}
 	}))
@@ -199,8 +200,8 @@ func TestSpecifiedDeleteReplaceBeforeDelete(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
 	h.create(newCloneSet("surge", 3, func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.UpdateStrategy.MaxSurge = ptrTo(intstr.FromInt32(1))
-		cs.Spec.UpdateStrategy.MaxUnavailable = ptrTo(intstr.FromInt32(0))
+		cs.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(1))
+		cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(0))
 	}))
 	pods := h.waitPods("surge", "3 ready", allReady(3))
 	w := h.watchInvariants("surge", invariants{maxPods: 4, minReady: 3})
@@ -221,9 +222,7 @@ func TestScaleDownOrder(t *testing.T) {
 	for n, c := range costs {
 		h.patchPod(n, `{"metadata":{"annotations":{"`+pub.PodDeletionCostAnnotation+`":"`+c+`"}}}`)
 	}
-	h.modify("order", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptrTo(int32(2)) })
+	h.modify("order", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To(int32(2)) })
 	after := h.waitPods("order", "2 left", allReady(2))
 	assert.ElementsMatch(t, []string{pods[0].Name, pods[2].Name}, names(after), "the two with the highest deletion cost stay")
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 )
@@ -35,8 +36,8 @@ func TestSeedSpecifiedDeleteWithUnavailablePod(t *testing.T) {
 			h.startController()
 			name := "seed-" + tc.name
 			h.create(newCloneSet(name, 3, func(cs *appsv1alpha1.CloneSet) {
-				cs.Spec.UpdateStrategy.MaxUnavailable = ptrTo(intstr.FromInt32(tc.maxUnavailable))
-				cs.Spec.UpdateStrategy.MaxSurge = ptrTo(intstr.FromInt32(1))
+				cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(tc.maxUnavailable))
+				cs.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(1))
 			}))
 			pods := h.waitPods(name, "3 ready", allReady(3))
 			h.waitStatus(name, "3 available", func(s appsv1alpha1.CloneSetStatus) bool { return s.AvailableReplicas == 3 })
@@ -81,7 +82,7 @@ func TestSeedPartitionPercentage(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
 	h.create(newCloneSet("pct", 8, func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.UpdateStrategy.Partition = ptrTo(intstr.FromString("90%"))
+		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromString("90%"))
 	}))
 	h.waitStatus("pct", "settled", settled(8))
 	h.modify("pct", setImage(imageV2))

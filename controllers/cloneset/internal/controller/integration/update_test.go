@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -58,7 +59,7 @@ func TestPartition(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
 	h.create(newCloneSet("part", 4, func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.UpdateStrategy.Partition = ptrTo(intstr.FromInt32(3))
+		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(3))
 	}))
 	h.waitPods("part", "4 ready", allReady(4))
 	h.modify("part", setImage(imageV2))
@@ -67,13 +68,13 @@ func TestPartition(t *testing.T) {
 	assert.NotEqual(t, st.Status.UpdateRevision, st.Status.CurrentRevision, "currentRevision waits for the whole rollout")
 	assert.Equal(t, 1, countImage(h.pods("part"), imageV2))
 
-	h.modify("part", func(cs *appsv1alpha1.CloneSet) { cs.Spec.UpdateStrategy.Partition = ptrTo(intstr.FromString("50%")) })
+	h.modify("part", func(cs *appsv1alpha1.CloneSet) { cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromString("50%")) })
 	st = h.waitStatus("part", "2 updated", func(s appsv1alpha1.CloneSetStatus) bool { return s.UpdatedReadyReplicas == 2 && s.ReadyReplicas == 4 })
 	assert.Equal(t, int32(2), st.Status.ExpectedUpdatedReplicas)
 
 	// A new template with "99%": still one pod of 4 on the newest revision.
 	h.modify("part", func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.UpdateStrategy.Partition = ptrTo(intstr.FromString("99%"))
+		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromString("99%"))
 		cs.Spec.Template.Spec.Containers[0].Image = imageV3
 	})
 	st = h.waitStatus("part", "1 on v3", func(s appsv1alpha1.CloneSetStatus) bool { return s.UpdatedReadyReplicas == 1 && s.ReadyReplicas == 4 })
@@ -91,8 +92,8 @@ func TestMaxSurgeUpdate(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
 	h.create(newCloneSet("surge-up", 3, func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.UpdateStrategy.MaxSurge = ptrTo(intstr.FromInt32(1))
-		cs.Spec.UpdateStrategy.MaxUnavailable = ptrTo(intstr.FromInt32(0))
+		cs.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(1))
+		cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(0))
 	}))
 	h.waitPods("surge-up", "3 ready", allReady(3))
 	w := h.watchInvariants("surge-up", invariants{maxPods: 4, minReady: 3})
@@ -134,12 +135,12 @@ func TestPartitionRollback(t *testing.T) {
 			h.startController()
 			h.create(newCloneSet("rb", 4, func(cs *appsv1alpha1.CloneSet) {
 				cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-				cs.Spec.UpdateStrategy.Partition = ptrTo(intstr.FromInt32(2))
+				cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(2))
 			}))
 			h.waitPods("rb", "4 ready", allReady(4))
 			h.modify("rb", setImage(imageV2))
 			h.waitStatus("rb", "2 updated", func(s appsv1alpha1.CloneSetStatus) bool { return s.UpdatedReadyReplicas == 2 && s.ReadyReplicas == 4 })
-			h.modify("rb", func(cs *appsv1alpha1.CloneSet) { cs.Spec.UpdateStrategy.Partition = ptrTo(intstr.FromInt32(4)) })
+			h.modify("rb", func(cs *appsv1alpha1.CloneSet) { cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(4)) })
 			if gate {
 				h.waitPods("rb", "all back on v1", func(ps []corev1.Pod) bool { return allReady(4)(ps) && allImage(ps, imageV1) })
 				st := h.waitStatus("rb", "none updated", func(s appsv1alpha1.CloneSetStatus) bool { return s.UpdatedReplicas == 0 && s.ReadyReplicas == 4 })
@@ -159,7 +160,7 @@ func TestPriorityStrategy(t *testing.T) {
 	h.startController()
 	h.create(newCloneSet("prio", 3, func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-		cs.Spec.UpdateStrategy.Partition = ptrTo(intstr.FromInt32(2))
+		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(2))
 		cs.Spec.UpdateStrategy.PriorityStrategy = &pub.UpdatePriorityStrategy{OrderPriority: []pub.UpdatePriorityOrderTerm{{OrderedKey: "order"}}}
 	}))
 	pods := h.waitPods("prio", "3 ready", allReady(3))
@@ -361,7 +362,7 @@ func TestScatterStrategy(t *testing.T) {
 	h.startController()
 	h.create(newCloneSet("scatter", 6, func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-		cs.Spec.UpdateStrategy.Partition = ptrTo(intstr.FromInt32(4))
+		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(4))
 		cs.Spec.UpdateStrategy.PriorityStrategy = &pub.UpdatePriorityStrategy{WeightPriority: []pub.UpdatePriorityWeightTerm{
 			{Weight: 50, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}},
 		}}

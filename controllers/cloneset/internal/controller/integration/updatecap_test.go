@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
@@ -21,7 +22,7 @@ func TestUpdateCapWithUnavailablePods(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
 	h.create(newCloneSet("crash", 5, func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.UpdateStrategy.MaxUnavailable = ptrTo(intstr.FromInt32(1))
+		cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
 		cs.Spec.Template.Annotations = map[string]string{unreadyAnnotation: "main"}
 	}))
 	h.waitPods("crash", "5 running, none ready", func(ps []corev1.Pod) bool {

@@ -317,13 +317,8 @@ func TestBroadcastJobTemplate(t *testing.T) {
 	s1 := nextMinute(acj)
 	h.stepTo(s1.Add(time.Second))
 	name := childName(acj, s1)
-	ctx := context.Background()
-	var bcj *appsv1alpha1.BroadcastJob
-	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		var err error
-		bcj, err = h.client.AppsV1alpha1().BroadcastJobs(h.ns).Get(ctx, name, metav1.GetOptions{})
-		return err == nil, nil
-	})
+	bcjs := testenv.ObjectsOf(t, h.client.AppsV1alpha1().BroadcastJobs(h.ns), waitTimeout)
+	bcj := bcjs.WaitFor(name, "exists", func(*appsv1alpha1.BroadcastJob) bool { return true })
 	assert.Equal(t, s1.UTC().Format(time.RFC3339), bcj.Annotations[pub.AdvancedCronJobScheduledAtAnnotation])
 	assert.Equal(t, "broadcast", bcj.Labels["app"])
 	require.NotNil(t, metav1.GetControllerOf(bcj))
@@ -331,12 +326,11 @@ func TestBroadcastJobTemplate(t *testing.T) {
 	st := h.waitStatus(acj.Name, "the BroadcastJob active", func(st appsv1alpha1.AdvancedCronJobStatus) bool { return len(st.Active) == 1 })
 	assert.Equal(t, corev1.ObjectReference{Kind: "BroadcastJob", APIVersion: "apps.kruise.io/v1alpha1", Namespace: h.ns, Name: name, UID: bcj.UID}, st.Active[0])
 
-	bcj = bcj.DeepCopy()
-	bcj.Status.Phase = appsv1alpha1.PhaseCompleted
-	bcj.Status.Conditions = []appsv1alpha1.JobCondition{{Type: appsv1alpha1.JobComplete, Status: corev1.ConditionTrue,
-		LastProbeTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	_, err := h.client.AppsV1alpha1().BroadcastJobs(h.ns).UpdateStatus(ctx, bcj, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	bcjs.ModifyStatus(name, func(bcj *appsv1alpha1.BroadcastJob) {
+		bcj.Status.Phase = appsv1alpha1.PhaseCompleted
+		bcj.Status.Conditions = []appsv1alpha1.JobCondition{{Type: appsv1alpha1.JobComplete, Status: corev1.ConditionTrue,
+			LastProbeTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	})
 	h.waitStatus(acj.Name, "the completed BroadcastJob no longer active", func(st appsv1alpha1.AdvancedCronJobStatus) bool {
 		return len(st.Active) == 0 && scheduledAt(s1)(st)
 	})

@@ -15,21 +15,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillascheme "github.com/flotilla-dev/flotilla/client/clientset/versioned/scheme"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/advancedcronjob"
 	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/deps"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -46,6 +44,8 @@ type harness struct {
 	env    *testenv.Env
 	ns     string
 	client versioned.Interface
+	acjs   *testenv.Objects[*appsv1alpha1.AdvancedCronJob]
+	jobAPI *testenv.Objects[*batchv1.Job]
 	// clock is the reconciler's "now" and drives its queue's delays. It starts an hour in the past, before any
 	// object of the test exists, so nothing is due until the test moves it to a start time.
 	clock *clocktesting.FakeClock
@@ -57,6 +57,12 @@ func newHarness(t *testing.T) *harness {
 	env := testenv.Get(t)
 	h := &harness{t: t, env: env, ns: env.Namespace(t), clock: clocktesting.NewFakeClock(time.Now().Add(-time.Hour))}
 	h.client = versioned.NewForConfigOrDie(env.Config)
+	h.acjs = testenv.ObjectsOf(t, h.client.AppsV1alpha1().AdvancedCronJobs(h.ns), waitTimeout)
+	h.acjs.Describe = func(acj *appsv1alpha1.AdvancedCronJob) string {
+		b, _ := json.Marshal(acj.Status)
+		return string(b)
+	}
+	h.jobAPI = testenv.ObjectsOf(t, env.Kube.BatchV1().Jobs(h.ns), waitTimeout)
 	return h
 }
 
@@ -65,9 +71,8 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) startController() (stop func()) {
 	t := h.t
 	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, flotillascheme.AddToScheme(scheme))
+	scheme, err := wiring.NewScheme()
+	require.NoError(t, err)
 	d := deps.Deps{
 		Kube:          h.env.Kube,
 		Client:        h.client,
@@ -118,18 +123,15 @@ func longRunning(acj *appsv1alpha1.AdvancedCronJob) {
 	acj.Spec.Template.JobTemplate.Spec.Template.Annotations = map[string]string{completeAnnotation: "Never"}
 }
 
+// create and get go to the API server (kit/testenv.Objects).
 func (h *harness) create(acj *appsv1alpha1.AdvancedCronJob) *appsv1alpha1.AdvancedCronJob {
 	h.t.Helper()
-	got, err := h.client.AppsV1alpha1().AdvancedCronJobs(h.ns).Create(context.Background(), acj, metav1.CreateOptions{})
-	require.NoError(h.t, err)
-	return got
+	return h.acjs.Create(acj)
 }
 
 func (h *harness) get(name string) *appsv1alpha1.AdvancedCronJob {
 	h.t.Helper()
-	got, err := h.client.AppsV1alpha1().AdvancedCronJobs(h.ns).Get(context.Background(), name, metav1.GetOptions{})
-	require.NoError(h.t, err)
-	return got
+	return h.acjs.Get(name)
 }
 
 // nextMinute is the first every-minute start time after the object's creation.
@@ -166,33 +168,16 @@ func (h *harness) liveJobNames(acj *appsv1alpha1.AdvancedCronJob) map[string]boo
 	return out
 }
 
+// waitJob waits for the Job to exist.
 func (h *harness) waitJob(name string) batchv1.Job {
 	h.t.Helper()
-	var j *batchv1.Job
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
-		var err error
-		j, err = h.env.Kube.BatchV1().Jobs(h.ns).Get(context.Background(), name, metav1.GetOptions{})
-		return err == nil, nil
-	})
-	return *j
+	return *h.jobAPI.WaitFor(name, "exists", func(*batchv1.Job) bool { return true })
 }
 
 // waitStatus polls the AdvancedCronJob until cond holds for its status.
 func (h *harness) waitStatus(name string, what string, cond func(appsv1alpha1.AdvancedCronJobStatus) bool) appsv1alpha1.AdvancedCronJobStatus {
 	h.t.Helper()
-	var st appsv1alpha1.AdvancedCronJobStatus
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		st = h.get(name).Status
-		if cond(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			b, _ := json.Marshal(st)
-			h.t.Fatalf("timed out waiting for status of %s: %s; last status %s", name, what, b)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return h.acjs.WaitFor(name, what, func(acj *appsv1alpha1.AdvancedCronJob) bool { return cond(acj.Status) }).Status
 }
 
 // scheduledAt says the status records ts as the last scheduled time. Waiting for it before the next step of
@@ -234,17 +219,13 @@ func (h *harness) finishJob(jobName, phase string) {
 // waitJobFinished waits for the Job's Complete or Failed condition.
 func (h *harness) waitJobFinished(name string) {
 	h.t.Helper()
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
-		j, err := h.env.Kube.BatchV1().Jobs(h.ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
+	h.jobAPI.WaitFor(name, "Complete or Failed", func(j *batchv1.Job) bool {
 		for _, c := range j.Status.Conditions {
 			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-				return true, nil
+				return true
 			}
 		}
-		return false, nil
+		return false
 	})
 }
 

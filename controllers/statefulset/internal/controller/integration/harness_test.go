@@ -18,11 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -30,12 +27,12 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillascheme "github.com/flotilla-dev/flotilla/client/clientset/versioned/scheme"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/statefulset/internal/controller"
 	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -54,6 +51,7 @@ type harness struct {
 	env    *testenv.Env
 	ns     string
 	client versioned.Interface
+	sets   *testenv.Objects[*appsv1beta1.StatefulSet]
 	gates  map[featuregate.Feature]bool
 }
 
@@ -61,7 +59,10 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	t.Parallel()
 	env := testenv.Get(t)
-	return &harness{t: t, env: env, ns: env.Namespace(t), client: versioned.NewForConfigOrDie(env.Config), gates: map[featuregate.Feature]bool{}}
+	h := &harness{t: t, env: env, ns: env.Namespace(t), client: versioned.NewForConfigOrDie(env.Config), gates: map[featuregate.Feature]bool{}}
+	h.sets = testenv.ObjectsOf(t, h.client.AppsV1beta1().StatefulSets(h.ns), waitTimeout)
+	h.sets.Describe = func(set *appsv1beta1.StatefulSet) string { return fmt.Sprintf("%+v", set.Status) }
+	return h
 }
 
 // startController runs the reconciler over informers limited to the test's
@@ -70,15 +71,14 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) startController() (stop func()) {
 	t := h.t
 	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, flotillascheme.AddToScheme(scheme))
+	scheme, err := wiring.NewScheme()
+	require.NoError(t, err)
 	gate := features.MustNewGate(features.StatefulSetAutoDeletePVC, features.StatefulSetStartOrdinal, features.PodIndexLabel, features.InPlaceUpdateEnvFromMetadata,
 		features.PreDownloadImageForInPlaceUpdate, features.KruiseDaemon)
 	for g, v := range h.gates {
 		require.NoError(t, gate.SetFromMap(map[string]bool{string(g): v}))
 	}
-	_, err := features.Resolve(gate) // as the binary does: KruiseDaemon=false forces node-agent gates off
+	_, err = features.Resolve(gate) // as the binary does: KruiseDaemon=false forces node-agent gates off
 	require.NoError(t, err)
 	d := controller.Deps{
 		Kube:          h.env.Kube,
@@ -148,33 +148,21 @@ func rolling(mutate func(*appsv1beta1.RollingUpdateStatefulSetStrategy)) func(*a
 	}
 }
 
+// create, get and modify (retrying on conflict) go to the API server
+// (kit/testenv.Objects).
 func (h *harness) create(set *appsv1beta1.StatefulSet) *appsv1beta1.StatefulSet {
 	h.t.Helper()
-	out, err := h.client.AppsV1beta1().StatefulSets(h.ns).Create(context.Background(), set, metav1.CreateOptions{})
-	require.NoError(h.t, err)
-	return out
+	return h.sets.Create(set)
 }
 
 func (h *harness) get(name string) *appsv1beta1.StatefulSet {
 	h.t.Helper()
-	set, err := h.client.AppsV1beta1().StatefulSets(h.ns).Get(context.Background(), name, metav1.GetOptions{})
-	require.NoError(h.t, err)
-	return set
+	return h.sets.Get(name)
 }
 
-// modify changes the set's spec (retrying on conflict).
 func (h *harness) modify(name string, mutate func(*appsv1beta1.StatefulSet)) {
 	h.t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		set, err := h.client.AppsV1beta1().StatefulSets(h.ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(set)
-		_, err = h.client.AppsV1beta1().StatefulSets(h.ns).Update(context.Background(), set, metav1.UpdateOptions{})
-		return err
-	})
-	require.NoError(h.t, err)
+	h.sets.Modify(name, mutate)
 }
 
 func setImage(image string) func(*appsv1beta1.StatefulSet) {
@@ -219,15 +207,9 @@ func (h *harness) waitPods(name, what string, cond func([]corev1.Pod) bool) []co
 // waitStatus polls until cond holds for the set's observed status.
 func (h *harness) waitStatus(name, what string, cond func(appsv1beta1.StatefulSetStatus) bool) *appsv1beta1.StatefulSet {
 	h.t.Helper()
-	var set *appsv1beta1.StatefulSet
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
-		set = h.get(name)
-		if set.Status.ObservedGeneration == set.Generation && cond(set.Status) {
-			return true, nil
-		}
-		return false, fmt.Errorf("status of %s: %s (last: %+v)", name, what, set.Status)
+	return h.sets.WaitFor(name, what, func(set *appsv1beta1.StatefulSet) bool {
+		return set.Status.ObservedGeneration == set.Generation && cond(set.Status)
 	})
-	return set
 }
 
 // describe prints pods compactly for failure messages.

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
@@ -71,19 +70,13 @@ func (w upstreamWorkload) create(replicas int32) {
 }
 
 func (w upstreamWorkload) change(mutate func(*specView)) {
-	sets := w.h.env.Kube.AppsV1().StatefulSets(w.h.ns)
-	require.NoError(w.h.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		s, err := sets.Get(context.Background(), "db", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	sets := testenv.ObjectsOf(w.h.t, w.h.env.Kube.AppsV1().StatefulSets(w.h.ns), waitTimeout)
+	sets.Modify("db", func(s *appsv1.StatefulSet) {
 		if s.Spec.UpdateStrategy.RollingUpdate == nil {
 			s.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{}
 		}
 		mutate(&specView{&s.Spec.Replicas, &s.Spec.Template.Spec.Containers[0].Image, &s.Spec.UpdateStrategy.RollingUpdate.Partition})
-		_, err = sets.Update(context.Background(), s, metav1.UpdateOptions{})
-		return err
-	}))
+	})
 }
 
 func (w upstreamWorkload) status() (string, string, bool) {

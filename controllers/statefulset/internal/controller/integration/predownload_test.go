@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -83,7 +84,7 @@ func TestImagePreDownload(t *testing.T) {
 		s.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry"}}
 	}, rolling(func(r *appsv1beta1.RollingUpdateStatefulSetStrategy) {
 		r.PodUpdatePolicy = appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType
-		r.Partition = ptrTo(int32(3))
+		r.Partition = ptr.To(int32(3))
 	})))
 	h.waitStatus("pre", "settled", settled(4))
 	h.modify("pre", setImage(imageV2))
@@ -106,7 +107,7 @@ func TestImagePreDownload(t *testing.T) {
 	}}, j.Spec.PodSelector.MatchExpressions)
 	h.waitRevisionLabel(st.Status.UpdateRevision, pub.ImagePreDownloadCreatedKey)
 
-	h.modify("pre", rolling(func(r *appsv1beta1.RollingUpdateStatefulSetStrategy) { r.Partition = ptrTo(int32(0)) }))
+	h.modify("pre", rolling(func(r *appsv1beta1.RollingUpdateStatefulSetStrategy) { r.Partition = ptr.To(int32(0)) }))
 	h.waitStatus("pre", "rollout complete", settled(4))
 	h.waitJobs("all deleted", func(j []appsv1alpha1.ImagePullJob) bool { return len(j) == 0 })
 
@@ -114,7 +115,7 @@ func TestImagePreDownload(t *testing.T) {
 	h.modify("pre", func(s *appsv1beta1.StatefulSet) {
 		s.Spec.Template.Spec.Containers[0].Image = imageV1
 		s.Spec.UpdateStrategy.RollingUpdate.PodUpdatePolicy = appsv1beta1.RecreatePodUpdateStrategyType
-		s.Spec.UpdateStrategy.RollingUpdate.Partition = ptrTo(int32(3))
+		s.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(int32(3))
 	})
 	st = h.waitStatus("pre", "pre-3 recreated", func(s appsv1beta1.StatefulSetStatus) bool {
 		return s.UpdateRevision != s.CurrentRevision && s.UpdatedReadyReplicas == 1
@@ -122,5 +123,3 @@ func TestImagePreDownload(t *testing.T) {
 	h.waitRevisionLabel(st.Status.UpdateRevision, pub.ImagePreDownloadIgnoredKey)
 	assert.Empty(t, h.imagePullJobs())
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,82 @@
+// Package wiring builds what every Flotilla controller binary needs beside the
+// Kubernetes clientset kit/app already gives it: the generated Flotilla
+// clientset, the scheme events are recorded against, one Kubernetes and one
+// Flotilla informer factory (scoped to --namespace, managedFields stripped)
+// and the event recorder.
+//
+// It is the only kit package that imports the generated client (module
+// github.com/flotilla-dev/flotilla/client): the rest of kit, kit/app
+// included, stays free of it so that it builds without the client and never
+// ties the shell to one API version. A test in this package enforces that.
+package wiring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
+	flotillascheme "github.com/flotilla-dev/flotilla/client/clientset/versioned/scheme"
+	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
+	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+)
+
+// Clients are a binary's clients, informer factories and event recorder. The
+// factories are registered with the Env: the shell starts them once this
+// replica leads, and only the informers requested from them during Setup.
+type Clients struct {
+	Kube   kubernetes.Interface
+	Client versioned.Interface
+	// Scheme knows the client-go and Flotilla types (the recorder's scheme).
+	Scheme        *runtime.Scheme
+	KubeInformers informers.SharedInformerFactory
+	Informers     flotillainformers.SharedInformerFactory
+	Recorder      record.EventRecorderLogger
+}
+
+// New builds the Clients of env's binary. Call it from Setup.
+func New(ctx context.Context, env *kitapp.Env) (*Clients, error) {
+	if env.RESTConfig == nil {
+		return nil, fmt.Errorf("%s needs a REST config for the Flotilla clientset", env.Name)
+	}
+	client, err := versioned.NewForConfig(env.RESTConfig)
+	if err != nil {
+		return nil, fmt.Errorf("build Flotilla clientset: %w", err)
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	// managedFields are never read by a controller and are a large share of
+	// each cached object's memory.
+	opts := []flotillainformers.SharedInformerOption{flotillainformers.WithTransform(controller.StripManagedFields)}
+	if env.Options.Namespace != "" {
+		opts = append(opts, flotillainformers.WithNamespace(env.Options.Namespace))
+	}
+	c := &Clients{
+		Kube:          env.KubeClient,
+		Client:        client,
+		Scheme:        scheme,
+		KubeInformers: env.NewKubeInformerFactory(informers.WithTransform(controller.StripManagedFields)),
+		Informers:     flotillainformers.NewSharedInformerFactoryWithOptions(client, env.Options.SyncPeriod, opts...),
+		Recorder:      env.EventRecorder(ctx, scheme),
+	}
+	env.AddInformerFactory(c.Informers)
+	return c, nil
+}
+
+// NewScheme returns a scheme with the client-go and Flotilla types.
+func NewScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), flotillascheme.AddToScheme(scheme)); err != nil {
+		return nil, fmt.Errorf("build scheme: %w", err)
+	}
+	return scheme, nil
+}
