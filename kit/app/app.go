@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -147,7 +148,7 @@ func Run(ctx context.Context, b Binary, args []string, logOut io.Writer) error {
 		logger.Error(err, "Cannot load API client configuration")
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, err := kubernetes.NewForConfig(protobufConfig(cfg))
 	if err != nil {
 		return err
 	}
@@ -184,6 +185,17 @@ func restConfig(o Options, userAgent string) (*rest.Config, error) {
 	cfg.Burst = o.Burst
 	cfg.UserAgent = userAgent
 	return cfg, nil
+}
+
+// protobufConfig is cfg for the Kubernetes clientset: built-in types travel
+// as protobuf, which the API server encodes and the informers decode at a
+// fraction of JSON's CPU and garbage (pod watch events dominate both). The
+// Flotilla clientset keeps JSON: custom resources have no protobuf encoding.
+func protobufConfig(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.ContentType = runtime.ContentTypeProtobuf
+	out.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return out
 }
 
 func identity() string {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"k8s.io/client-go/rest"
 	"net/http"
 	"net/url"
 	"strings"
@@ -511,4 +512,13 @@ func mustURL(s string) url.URL {
 		panic(err)
 	}
 	return *u
+}
+
+func TestProtobufConfig(t *testing.T) {
+	cfg := &rest.Config{Host: "https://127.0.0.1:6443", QPS: 5}
+	pb := protobufConfig(cfg)
+	assert.Equal(t, "application/vnd.kubernetes.protobuf", pb.ContentType)
+	assert.Equal(t, "application/vnd.kubernetes.protobuf,application/json", pb.AcceptContentTypes)
+	assert.Equal(t, float32(5), pb.QPS)
+	assert.Empty(t, cfg.ContentType, "the Flotilla clientset's config keeps JSON")
 }

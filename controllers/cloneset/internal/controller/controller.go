@@ -95,7 +95,9 @@ type Controller struct {
 	replayInitialList bool
 	// deletedNames: see podstodelete.go.
 	deletedNames deletedNames
-	synced       []cache.InformerSynced
+	// pacer spaces out counters-only status writes (pacer.go).
+	pacer  statusPacer
+	synced []cache.InformerSynced
 }
 
 var _ kitapp.Controller = (*Controller)(nil)

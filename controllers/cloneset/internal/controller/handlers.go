@@ -53,6 +53,7 @@ func (c *Controller) forgetSet(obj any) {
 		return
 	}
 	c.scaleExp.Delete(key)
+	c.pacer.forget(key)
 	c.queue.Enqueue(key)
 }
 

@@ -83,10 +83,7 @@ func (st *syncState) missingPodsToDelete(pods []*corev1.Pod) []string {
 // calculateStatus): OpenKruise rejects them at admission, which needs a
 // webhook Flotilla's CloneSet does without.
 func (c *Controller) truncatePodsToDelete(ctx context.Context, st *syncState) error {
-	all, err := c.allPods(st.cs)
-	if err != nil {
-		return err
-	}
+	all := st.all
 	missing := st.missingPodsToDelete(all)
 	drop := sets.New(missing...)
 	for _, n := range st.cs.Spec.ScaleStrategy.PodsToDelete {

@@ -9,10 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
+	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
 
 // refreshPods advances every pod that has something pending, independent of
@@ -36,8 +38,8 @@ func (c *Controller) refreshPods(ctx context.Context, st *syncState) (bool, erro
 }
 
 func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Pod) (bool, error) {
-	if needsInit(p) {
-		return false, nil // the pod loop (newpods.go) owns its first steps
+	if needsInit(p) || settled(p) {
+		return false, nil // the pod loop (newpods.go) owns a new pod's first steps; a settled one has none
 	}
 	res, err := c.inplace.Refresh(ctx, p)
 	if apierrors.IsConflict(err) {
@@ -59,6 +61,26 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 		return false, err
 	}
 	return true, nil
+}
+
+// settled reports, without decoding anything, that neither an in-place
+// update nor the lifecycle has a step pending on the pod: Normal (or no
+// lifecycle state), no
+// in-place state or grace period, and no lifecycle key holding KruisePodReady
+// False. Most pods are settled most of the time; the refresh runs over every
+// pod at every sync, so this check is what it costs for them.
+func settled(p *corev1.Pod) bool {
+	if !podutil.IsLifecycleNormal(p) {
+		return false
+	}
+	if _, ok := p.Annotations[pub.InPlaceUpdateStateKey]; ok {
+		return false
+	}
+	if _, ok := p.Annotations[pub.InPlaceUpdateGraceKey]; ok {
+		return false
+	}
+	c := podutil.GetCondition(p, pub.KruisePodReadyConditionType)
+	return c == nil || c.Status == corev1.ConditionTrue
 }
 
 // becomeNormal is the lifecycle step of the refresh: towards Normal.

@@ -2,9 +2,7 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
@@ -181,14 +180,12 @@ func spreadKeys(spec *corev1.PodSpec) []string {
 	return keys
 }
 
-// createPods creates n pods in slow-start batches (1, 2, 4, …), stopping at
-// the first batch with a failure; the first old of them at the current
-// revision, the rest at the update revision. PVCs are created before their pod.
+// createPods creates n pods in slow-start batches (1, 2, 4, …; at most
+// createInFlight at once), stopping at the first batch with a failure; the
+// first old of them at the current revision, the rest at the update
+// revision. PVCs are created before their pod.
 func (c *Controller) createPods(ctx context.Context, st *syncState, n, old int) error {
-	all, err := c.allPods(st.cs)
-	if err != nil {
-		return err
-	}
+	all := st.all
 	ids := availableIDs(n, all, st.pvcs, !st.cs.Spec.ScaleStrategy.DisablePVCReuse)
 	existing := sets.New[string]()
 	for _, pvc := range st.pvcs {
@@ -206,22 +203,18 @@ func (c *Controller) createPods(ctx context.Context, st *syncState, n, old int) 
 		}
 		jobs = append(jobs, job{id: id, rev: rev})
 	}
-	created := 0
-	for batch := 1; created < len(jobs); batch *= 2 {
-		end := min(created+batch, len(jobs))
-		var wg sync.WaitGroup
-		errs := make([]error, end-created)
-		for i := created; i < end; i++ {
-			wg.Go(func() { errs[i-created] = c.createPod(ctx, st, jobs[i].id, jobs[i].rev, existing) })
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("scale up: %w", err)
-		}
-		created = end
+	if _, err := controller.SlowStart(len(jobs), createInFlight, func(i int) error {
+		return c.createPod(ctx, st, jobs[i].id, jobs[i].rev, existing)
+	}); err != nil {
+		return fmt.Errorf("scale up: %w", err)
 	}
 	return nil
 }
+
+// createInFlight bounds the concurrent creations of one sync: enough to keep
+// the API server busy, few enough to stay within API Priority and Fairness's
+// queues (a slow-start batch of 1,024 sent at once drew hundreds of 429s).
+const createInFlight = 32
 
 func (c *Controller) createPod(ctx context.Context, st *syncState, id string, rev *appsv1.ControllerRevision, existingPVCs sets.Set[string]) error {
 	tmpl, err := revision.Template(rev)
@@ -308,10 +301,7 @@ func (c *Controller) deletePod(ctx context.Context, st *syncState, p *corev1.Pod
 // deleteUnusedPVCs (disablePVCReuse) deletes the PVCs of instances that no
 // longer have a pod, so a replacement starts with fresh volumes.
 func (c *Controller) deleteUnusedPVCs(ctx context.Context, st *syncState) error {
-	all, err := c.allPods(st.cs)
-	if err != nil {
-		return err
-	}
+	all := st.all
 	ids := sets.New[string]()
 	for _, p := range all {
 		ids.Insert(instanceID(p))

@@ -222,10 +222,7 @@ func putCondition(conds []appsv1alpha1.CloneSetCondition, c appsv1alpha1.CloneSe
 // The written object replaces st.cs, so later writes of this sync carry its
 // resourceVersion, and the next sync waits until the cache shows it.
 func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaled bool, scaleErr, updateErr error) error {
-	all, err := c.allPods(st.cs)
-	if err != nil {
-		return err
-	}
+	all := st.all
 	status := calculateStatus(statusInput{
 		cs:                  st.cs,
 		pods:                st.pods,
@@ -247,6 +244,12 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaled boo
 	if apiequality.Semantic.DeepEqual(st.cs.Status, status) {
 		return nil
 	}
+	if countersOnly(st.cs.Status, status) {
+		if d := c.pacer.wait(st.key, st.now); d > 0 {
+			st.requeue.After(d) // the counters are written then, with whatever they are by that time
+			return nil
+		}
+	}
 	cp := st.cs.DeepCopy()
 	cp.Status = status
 	out, err := c.client.AppsV1alpha1().CloneSets(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
@@ -254,6 +257,7 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaled boo
 		return fmt.Errorf("update status: %w", err)
 	}
 	c.rvExp.Expect(out)
+	c.pacer.wrote(st.key, st.now)
 	st.cs = out
 	return nil
 }

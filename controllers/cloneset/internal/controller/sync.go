@@ -34,6 +34,9 @@ type syncState struct {
 	cs   *appsv1alpha1.CloneSet
 	now  time.Time
 	pods []*corev1.Pod // active pods the CloneSet controls
+	// all adds the terminating and finished ones: every pod it controls, as
+	// gathered at the start of the sync (one index lookup per sync).
+	all  []*corev1.Pod
 	pvcs []*corev1.PersistentVolumeClaim
 	// revisions are the CloneSet's ControllerRevisions, oldest first.
 	revisions       []*appsv1.ControllerRevision
@@ -126,6 +129,7 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, cs *a
 	if err != nil {
 		return nil, err
 	}
+	st.all = pods
 	for _, p := range pods {
 		if podutil.IsActive(p) {
 			st.pods = append(st.pods, p)
@@ -189,10 +193,7 @@ func (c *Controller) housekeeping(ctx context.Context, st *syncState) error {
 	if st.current != nil {
 		live.Insert(st.current.Name)
 	}
-	all, err := c.allPods(st.cs)
-	if err != nil {
-		return err
-	}
+	all := st.all
 	for _, p := range all {
 		if h := p.Labels[pub.ControllerRevisionHashLabelKey]; h != "" {
 			live.Insert(h)
