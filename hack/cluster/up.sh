@@ -14,6 +14,7 @@
 #   {ETCD,APISERVER,KCM,SCHEDULER,KWOK}_EXTRA_ARGS   extra flags (word-split)
 #   READY_TIMEOUT    seconds to wait for each step (default 120)
 #   KWOK_STAGES_DIR  directory of kwok Stage YAMLs (default hack/cluster/kwok)
+#   KWOK_POD_PARALLELISM  kwok workers playing pod stages (default 16; kwok's own default is 4)
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -162,11 +163,34 @@ kc apply -f "$CLUSTER_HACK/manifests/bootstrap.yaml" > "$LOGS/bootstrap.log" 2>&
 kc apply -f "$CLUSTER_HACK/../../deploy/extras/flowschema.yaml" >> "$LOGS/bootstrap.log" 2>&1 || fail bootstrap "applying deploy/extras/flowschema.yaml failed"
 
 # --- kwok -------------------------------------------------------------------------
-# Config mode: the stages are hack/cluster/kwok/*.yaml (see README). A KwokConfiguration document
-# must NOT be added to this file: defaults are not applied to it and kwok dies with
-# "node leases parallelism must be greater than 0"; flags are used instead.
+# Config mode: the stages are hack/cluster/kwok/*.yaml (see README), after one KwokConfiguration
+# document. kwok applies no defaults to a KwokConfiguration read from a file (a partial one dies with
+# "node leases parallelism must be greater than 0"), so every option with a default is spelled out.
+# podPlayStageParallelism: kwok plays every pod's stages with this many workers for ALL its nodes, where
+# a cluster has one kubelet per node; at kwok's default of 4 the simulated kubelets, not the workload
+# controllers, set the pace of a scale-up (~130 status patches/s here), and most of all for pods with
+# readiness gates, which need a second kubelet status write (bench/RESULTS.md).
 KWOK_STAGES_DIR=${KWOK_STAGES_DIR:-$CLUSTER_HACK/kwok}
-for f in "$KWOK_STAGES_DIR"/*.yaml; do echo "---"; cat "$f"; echo; done > "$CLUSTER_DIR/kwok.yaml"
+KWOK_POD_PARALLELISM=${KWOK_POD_PARALLELISM:-16}
+{
+  cat <<EOC
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  cidr: "$POD_CIDR"
+  manageAllNodes: false
+  enableDebuggingHandlers: true
+  enableContentionProfiling: false
+  enableProfilingHandler: true
+  podPlayStageParallelism: $KWOK_POD_PARALLELISM
+  nodePlayStageParallelism: 4
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 1
+  enablePodsOnNodeSyncListPager: true
+  enablePodsOnNodeSyncStreamWatch: false
+EOC
+  for f in "$KWOK_STAGES_DIR"/*.yaml; do echo "---"; cat "$f"; echo; done
+} > "$CLUSTER_DIR/kwok.yaml"
 # A new kwok process has a new lease-holder identity and ignores nodes whose Lease is still held
 # by the previous one (up to --node-lease-duration-seconds). Leases only survive with KEEP_ETCD=1,
 # but delete them unconditionally: it is cheap and makes restarts gap-free.

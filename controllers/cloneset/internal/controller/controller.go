@@ -240,7 +240,7 @@ func (c *Controller) Name() string { return Name }
 
 // podWorkersPerWorker: each CloneSet worker comes with this many pod-loop
 // workers; their writes are small and independent.
-const podWorkersPerWorker = 4
+const podWorkersPerWorker = 16
 
 // Run waits for the informers (started by the shell or a test) and processes
 // CloneSets, and new pods, until ctx ends.
