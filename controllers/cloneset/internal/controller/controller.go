@@ -239,7 +239,10 @@ func (c *Controller) PodCache() cache.Indexer { return c.pods }
 func (c *Controller) Name() string { return Name }
 
 // podWorkersPerWorker: each CloneSet worker comes with this many pod-loop
-// workers; their writes are small and independent.
+// workers; their writes are small and independent, and the sooner a new
+// pod's gate conditions land after it is scheduled, the sooner it is Ready
+// (at 4 per worker the writes trailed the scheduler by seconds in a
+// 2,000-pod scale-up).
 const podWorkersPerWorker = 16
 
 // Run waits for the informers (started by the shell or a test) and processes
