@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/controller"
 )
 
 // Event reasons (besides the condition reasons).
@@ -57,24 +57,17 @@ func (c *Controller) act(ctx context.Context, key types.NamespacedName, job *app
 	return errors.Join(errs...)
 }
 
-// createPods creates one pod per node in slow-start batches (1, 2, 4, ...), stopping after a batch with a
-// failure, so a job that cannot create pods (quota, admission) costs a few requests per retry, not one per node.
+// createPods creates one pod per node in slow-start batches (1, 2, 4, ...; kit/controller.SlowStart), stopping
+// after a batch with a failure, so a job that cannot create pods (quota, admission) costs a few requests per retry,
+// not one per node.
 func (c *Controller) createPods(ctx context.Context, key types.NamespacedName, job *appsv1alpha1.BroadcastJob, nodes []string) error {
-	for batch := 1; len(nodes) > 0; batch *= 2 {
-		n := min(batch, len(nodes))
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i, node := range nodes[:n] {
-			wg.Go(func() { errs[i] = c.createPod(ctx, key, job, node) })
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return err
-		}
-		nodes = nodes[n:]
-	}
-	return nil
+	_, err := controller.SlowStart(len(nodes), createInFlight, func(i int) error { return c.createPod(ctx, key, job, nodes[i]) })
+	return err
 }
+
+// createInFlight bounds the concurrent pod creations of one sync (one per node: a 1,000-node cluster must not
+// send 512 at once, which API Priority and Fairness answers with 429s).
+const createInFlight = 32
 
 func (c *Controller) createPod(ctx context.Context, key types.NamespacedName, job *appsv1alpha1.BroadcastJob, node string) error {
 	// Expect before the request: if the outcome is unknown (timeout), the node stays blocked until the
