@@ -31,10 +31,17 @@ func IndexByOwnerUID(obj any) ([]string, error) {
 	return out, nil
 }
 
-// AddOwnerUIDIndex adds IndexByOwnerUID to inf. Call it before the informer
-// starts.
+// AddOwnerUIDIndex adds IndexByOwnerUID to inf unless it has it already
+// (informers are shared: another reconciler of the binary, or the informer's
+// constructor, may have added it). Call it before the informer starts.
 func AddOwnerUIDIndex(inf cache.SharedIndexInformer) error {
-	return inf.AddIndexers(cache.Indexers{OwnerUIDIndex: IndexByOwnerUID})
+	if _, ok := inf.GetIndexer().GetIndexers()[OwnerUIDIndex]; ok {
+		return nil
+	}
+	if err := inf.AddIndexers(cache.Indexers{OwnerUIDIndex: IndexByOwnerUID}); err != nil {
+		return fmt.Errorf("add owner-UID index: %w", err)
+	}
+	return nil
 }
 
 // ByOwnerUID returns the objects in indexer owned by uid. The objects are

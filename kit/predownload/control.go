@@ -42,6 +42,30 @@ type Control struct {
 	Recorder record.EventRecorder
 }
 
+// NewControl builds a Control over the ImagePullJob informer jobs, adding
+// its owner-UID index (call it before the informer starts).
+func NewControl(kube kubernetes.Interface, jobs func(namespace string) JobClient, inf cache.SharedIndexInformer, recorder record.EventRecorder) (*Control, error) {
+	if err := controller.AddOwnerUIDIndex(inf); err != nil {
+		return nil, err
+	}
+	return &Control{Kube: kube, Jobs: jobs, Cache: inf.GetIndexer(), Recorder: recorder}, nil
+}
+
+// Reconcile is a workload sync's pre-download step: Sync, then expect (the
+// caller's resource-version expectation) on a revision it labelled. A
+// failure only costs the optimisation: it is logged (and, for a job that
+// could not be created, reported as an event), never returned, so the
+// rollout goes on.
+func (c *Control) Reconcile(ctx context.Context, w Workload, in Input, expect func(metav1.Object)) {
+	out, err := c.Sync(ctx, w, in)
+	if out != nil {
+		expect(out)
+	}
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Image pre-download", "workload", klog.KObj(w.Owner))
+	}
+}
+
 // Sync decides (Decide) and acts for one sync of a workload. It returns the
 // update revision when it labelled it (for the caller's resource-version
 // expectations), else nil.

@@ -125,7 +125,7 @@ func New(d Deps) (*Controller, error) {
 		return nil, fmt.Errorf("set node informer transform: %w", err)
 	}
 	for _, inf := range []cache.SharedIndexInformer{podInf, pvcInf, revInf} {
-		if err := ensureOwnerIndex(inf); err != nil {
+		if err := controller.AddOwnerUIDIndex(inf); err != nil {
 			return nil, err
 		}
 	}
@@ -163,15 +163,11 @@ func New(d Deps) (*Controller, error) {
 	informers := []cache.SharedIndexInformer{setInf.Informer(), podInf, pvcInf, revInf, nodeInf.Informer()}
 	if d.Gates.Enabled(features.PreDownloadImageForInPlaceUpdate) {
 		jobInf := d.Informers.Apps().V1alpha1().ImagePullJobs().Informer()
-		if err := ensureOwnerIndex(jobInf); err != nil {
+		jobs, err := predownload.NewControl(d.Kube, func(ns string) predownload.JobClient { return d.Client.AppsV1alpha1().ImagePullJobs(ns) }, jobInf, d.Recorder)
+		if err != nil {
 			return nil, err
 		}
-		c.jobs = &predownload.Control{
-			Kube:     d.Kube,
-			Jobs:     func(ns string) predownload.JobClient { return d.Client.AppsV1alpha1().ImagePullJobs(ns) },
-			Cache:    jobInf.GetIndexer(),
-			Recorder: d.Recorder,
-		}
+		c.jobs = jobs
 		informers = append(informers, jobInf)
 	}
 	for _, inf := range informers {
@@ -197,16 +193,6 @@ func labelledInformer(namespace string, newInformer filteredInformer) func(kuber
 			cache.Indexers{controller.OwnerUIDIndex: controller.IndexByOwnerUID, controller.OrphanIndex: controller.IndexOrphanByNamespace},
 			func(o *metav1.ListOptions) { o.LabelSelector = pub.CloneSetInstanceID })
 	}
-}
-
-func ensureOwnerIndex(inf cache.SharedIndexInformer) error {
-	if _, ok := inf.GetIndexer().GetIndexers()[controller.OwnerUIDIndex]; ok {
-		return nil
-	}
-	if err := controller.AddOwnerUIDIndex(inf); err != nil {
-		return fmt.Errorf("add owner index: %w", err)
-	}
-	return nil
 }
 
 // keepNodeLabels is the node informer's transform: scale-in ranks pods by

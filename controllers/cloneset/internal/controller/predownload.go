@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -14,21 +13,14 @@ import (
 // preDownload (gate PreDownloadImageForInPlaceUpdate) asks nodes to pull the
 // images of an in-place rollout ahead of it through ImagePullJobs, once per
 // update revision, and deletes the jobs once the rollout has converged
-// (kit/predownload). Failures only cost the optimisation: they are logged
-// and reported as events, never fail the sync.
+// (kit/predownload; failures are logged, never fail the sync).
 func (c *Controller) preDownload(ctx context.Context, st *syncState) {
 	if c.jobs == nil {
 		return
 	}
 	cs := st.cs
 	w := predownload.Workload{Owner: cs, Kind: kindCloneSet, Selector: cs.Spec.Selector, Template: &cs.Spec.Template}
-	out, err := c.jobs.Sync(ctx, w, preDownloadInput(st))
-	if out != nil {
-		c.rvExp.Expect(out)
-	}
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "Image pre-download")
-	}
+	c.jobs.Reconcile(ctx, w, preDownloadInput(st), c.rvExp.Expect)
 }
 
 // preDownloadInput states the CloneSet's rollout in kit/predownload's terms:

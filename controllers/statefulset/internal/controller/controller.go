@@ -114,11 +114,8 @@ func New(d Deps) (*Controller, error) {
 	claimInf := d.KubeInformers.Core().V1().PersistentVolumeClaims().Informer()
 	revInf := d.KubeInformers.Apps().V1().ControllerRevisions().Informer()
 	for _, inf := range []cache.SharedIndexInformer{podInf, revInf} {
-		if _, ok := inf.GetIndexer().GetIndexers()[controller.OwnerUIDIndex]; ok {
-			continue
-		}
 		if err := controller.AddOwnerUIDIndex(inf); err != nil {
-			return nil, fmt.Errorf("add owner index: %w", err)
+			return nil, err
 		}
 	}
 	// Pods dominate the memory of this process: never cache their
@@ -150,17 +147,11 @@ func New(d Deps) (*Controller, error) {
 	infs := []cache.SharedIndexInformer{setInf.Informer(), podInf, claimInf, revInf}
 	if d.Gates.Enabled(features.PreDownloadImageForInPlaceUpdate) {
 		jobInf := d.Informers.Apps().V1alpha1().ImagePullJobs().Informer()
-		if _, ok := jobInf.GetIndexer().GetIndexers()[controller.OwnerUIDIndex]; !ok {
-			if err := controller.AddOwnerUIDIndex(jobInf); err != nil {
-				return nil, fmt.Errorf("add owner index: %w", err)
-			}
+		jobs, err := predownload.NewControl(d.Kube, func(ns string) predownload.JobClient { return d.Client.AppsV1alpha1().ImagePullJobs(ns) }, jobInf, d.Recorder)
+		if err != nil {
+			return nil, err
 		}
-		c.jobs = &predownload.Control{
-			Kube:     d.Kube,
-			Jobs:     func(ns string) predownload.JobClient { return d.Client.AppsV1alpha1().ImagePullJobs(ns) },
-			Cache:    jobInf.GetIndexer(),
-			Recorder: d.Recorder,
-		}
+		c.jobs = jobs
 		infs = append(infs, jobInf)
 	}
 	for _, inf := range infs {

@@ -5,7 +5,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
@@ -15,21 +14,15 @@ import (
 // preDownload (gate PreDownloadImageForInPlaceUpdate) asks nodes to pull the
 // images of an in-place rollout ahead of it through ImagePullJobs, once per
 // update revision, and deletes the jobs once the rollout has converged
-// (kit/predownload, as for CloneSet). Failures only cost the optimisation:
-// they are logged and reported as events, never fail the sync.
+// (kit/predownload, as for CloneSet; failures are logged, never fail the
+// sync).
 func (c *Controller) preDownload(ctx context.Context, st *syncState) {
 	if c.jobs == nil {
 		return
 	}
 	set := st.set
 	w := predownload.Workload{Owner: set, Kind: kindStatefulSet, Selector: set.Spec.Selector, Template: &set.Spec.Template}
-	out, err := c.jobs.Sync(ctx, w, preDownloadInput(set, st.current, st.update))
-	if out != nil {
-		c.rvExp.Expect(out)
-	}
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "Image pre-download")
-	}
+	c.jobs.Reconcile(ctx, w, preDownloadInput(set, st.current, st.update), c.rvExp.Expect)
 }
 
 // preDownloadInput states the set's rollout in kit/predownload's terms. As
