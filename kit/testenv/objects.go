@@ -123,3 +123,18 @@ func (o *Objects[T]) describe(obj T) string {
 }
 
 func kindOf(obj any) string { return fmt.Sprintf("%T", obj) }
+
+// Live returns the items of a List result that are not being deleted (no
+// deletionTimestamp), in order: what a test counts as the objects that exist.
+func Live[T any, P interface {
+	*T
+	GetDeletionTimestamp() *metav1.Time
+}](items []T) []T {
+	var out []T
+	for i := range items {
+		if P(&items[i]).GetDeletionTimestamp() == nil {
+			out = append(out, items[i])
+		}
+	}
+	return out
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -61,4 +62,18 @@ func TestObjects(t *testing.T) {
 	d := deps.WaitFor("later", "4 ready", func(d *appsv1.Deployment) bool { return d.Status.ReadyReplicas >= 4 })
 	require.NotNil(t, d)
 	assert.Equal(t, int32(4), d.Status.ReadyReplicas)
+}
+
+func TestLive(t *testing.T) {
+	gone := metav1.Now()
+	items := []corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "a"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "b", DeletionTimestamp: &gone}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "c"}},
+	}
+	live := Live(items)
+	require.Len(t, live, 2)
+	assert.Equal(t, "a", live[0].Name)
+	assert.Equal(t, "c", live[1].Name)
+	assert.Empty(t, Live([]corev1.Pod(nil)))
 }

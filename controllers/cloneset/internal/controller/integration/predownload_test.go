@@ -22,13 +22,7 @@ func (h *harness) imagePullJobs() []appsv1alpha1.ImagePullJob {
 	h.t.Helper()
 	list, err := h.client.AppsV1alpha1().ImagePullJobs(h.ns).List(context.Background(), metav1.ListOptions{})
 	require.NoError(h.t, err)
-	var out []appsv1alpha1.ImagePullJob
-	for _, j := range list.Items {
-		if j.DeletionTimestamp == nil {
-			out = append(out, j)
-		}
-	}
-	return out
+	return testenv.Live(list.Items)
 }
 
 // enablePreDownload turns on both gates pre-download needs: KruiseDaemon=false
