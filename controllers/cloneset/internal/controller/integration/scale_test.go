@@ -159,7 +159,8 @@ func TestScaleMaxUnavailable(t *testing.T) {
 		// Pods never become ready: every created pod stays unavailable.
 		cs.Spec.Template.Annotations = map[string]string{unreadyAnnotation: "main"}
 	}))
-	h.waitEvent("limited", "ScaleUpLimited")
+	ev := h.waitEvent("limited", "ScaleUpLimited")
+	assert.Equal(t, corev1.EventTypeWarning, ev.Type, "ScaleUpLimited is a Warning, as OpenKruise's")
 	testenv.Consistently(t, 3*time.Second, func() error {
 		if n := len(h.pods("limited")); n > 2 {
 			return fmt.Errorf("%d pods created while 2 are unavailable", n)
