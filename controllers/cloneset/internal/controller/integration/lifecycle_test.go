@@ -108,6 +108,7 @@ func TestInPlaceUpdateHook(t *testing.T) {
 		return allReady(1)(ps) && ps[0].Labels[pub.LifecycleStateKey] == string(pub.LifecycleStateNormal)
 	})
 	assert.Equal(t, pod.UID, final[0].UID)
+	w.waitCaughtUp(h, "iu")
 	var states []string
 	for _, v := range w.versions(pod.Name) {
 		if s := v.Labels[pub.LifecycleStateKey]; len(states) == 0 || states[len(states)-1] != s {

@@ -200,6 +200,7 @@ func TestInPlaceImageUpdate(t *testing.T) {
 		return true
 	})
 	st := h.waitStatus("ip", "settled", settled(2))
+	w.waitCaughtUp(h, "ip")
 	w.check(t)
 	assert.Empty(t, w.deletedPods(), "no pod deleted")
 	for i, p := range after {
@@ -310,6 +311,7 @@ func TestInPlaceContainerPriorityBatches(t *testing.T) {
 	assert.Empty(t, state.NextContainerImages)
 	assert.False(t, state.UpdateEnvFromMetadata)
 	// In between, the state showed main waiting for the sidecar.
+	w.waitCaughtUp(h, "batch")
 	var sawNext bool
 	for _, v := range w.versions(p.Name) {
 		var s pub.InPlaceUpdateState
@@ -335,6 +337,7 @@ func TestInPlaceGracePeriod(t *testing.T) {
 	w := h.watchInvariants("grace", invariants{})
 	h.modify("grace", setImage(imageV2))
 	pods := h.waitPods("grace", "on v2", func(ps []corev1.Pod) bool { return allReady(1)(ps) && allImage(ps, imageV2) })
+	w.waitCaughtUp(h, "grace")
 	var markedAt, changedAt *corev1.Pod
 	for _, v := range w.versions(pods[0].Name) {
 		if markedAt == nil && v.Annotations[pub.InPlaceUpdateGraceKey] != "" {
