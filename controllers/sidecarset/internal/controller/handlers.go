@@ -110,4 +110,3 @@ func podChanged(o, n *corev1.Pod) bool {
 		o.Status.Phase != n.Status.Phase ||
 		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
 }
-
