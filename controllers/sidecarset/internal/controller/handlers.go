@@ -14,9 +14,19 @@ import (
 
 func (c *Controller) addHandlers(sets, pods, namespaces, revisions cache.SharedIndexInformer) error {
 	if _, err := sets.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { c.enqueueObject(o) },
-		UpdateFunc: func(_, o any) { c.enqueueObject(o) },
-		DeleteFunc: func(o any) { c.enqueueObject(o) },
+		AddFunc: func(o any) { c.enqueueObject(o) },
+		UpdateFunc: func(_, o any) {
+			if m, ok := controller.ObjectOf(o); ok {
+				c.rvExp.Observe(m)
+			}
+			c.enqueueObject(o)
+		},
+		DeleteFunc: func(o any) {
+			if m, ok := controller.ObjectOf(o); ok {
+				c.rvExp.Delete(m.GetUID())
+			}
+			c.enqueueObject(o)
+		},
 	}); err != nil {
 		return fmt.Errorf("sidecarset handler: %w", err)
 	}

@@ -61,8 +61,7 @@ func (c *Controller) syncRevisions(ctx context.Context, set *appsv1alpha1.Sideca
 	if pinned, err := sidecarcontrol.PinnedRevision(set, c.revisions); err == nil && pinned != nil {
 		live.Insert(pinned.Name)
 	}
-	limit := int(ptr.Deref(set.Spec.RevisionHistoryLimit, 10))
-	for _, r := range revision.Truncate(res.Revisions, live, max(limit, 1)) {
+	for _, r := range revisionsToDelete(res.Revisions, live, int(ptr.Deref(set.Spec.RevisionHistoryLimit, 10))) {
 		if err := c.revControl.Delete(ctx, r); err != nil {
 			return res.Update, collision, fmt.Errorf("sidecarset %s: delete old revision %s: %w", set.Name, r.Name, err)
 		}
@@ -74,4 +73,21 @@ func (c *Controller) syncRevisions(ctx context.Context, set *appsv1alpha1.Sideca
 // its revisions live in: names and the controllerRef come from it.
 func revisionParent(set *appsv1alpha1.SidecarSet, ns string) *metav1.ObjectMeta {
 	return &metav1.ObjectMeta{Name: set.Name, Namespace: ns, UID: set.UID, Annotations: set.Annotations}
+}
+
+// revisionsToDelete keeps at most limit (at least 1) revisions in all, as
+// OpenKruise counts: the oldest ones (revs are sorted oldest first) go
+// first, never the newest one nor one in live. When live revisions alone
+// exceed the limit, more than limit remain (OpenKruise then reports an
+// error every sync; nothing a retry could fix, so Flotilla does not).
+func revisionsToDelete(revs []*appsv1.ControllerRevision, live sets.Set[string], limit int) []*appsv1.ControllerRevision {
+	excess := len(revs) - max(limit, 1)
+	var out []*appsv1.ControllerRevision
+	for i := 0; i < len(revs)-1 && excess > 0; i++ {
+		if !live.Has(revs[i].Name) {
+			out = append(out, revs[i])
+			excess--
+		}
+	}
+	return out
 }

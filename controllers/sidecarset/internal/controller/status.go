@@ -44,8 +44,10 @@ func (c *Controller) updateStatus(ctx context.Context, set *appsv1alpha1.Sidecar
 	}
 	cp := set.DeepCopy()
 	cp.Status = status
-	if _, err := c.client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil {
+	updated, err := c.client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	if err != nil {
 		return fmt.Errorf("update status of sidecarset %s: %w", set.Name, err)
 	}
+	c.rvExp.Expect(updated)
 	return nil
 }

@@ -33,8 +33,8 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	// Never decide on pods the cache shows older than our own last write.
-	if wait := c.rvExp.Wait(podObjects(pods)...); wait > 0 {
+	// Never decide on objects the cache shows older than our own last write.
+	if wait := c.rvExp.Wait(append(podObjects(pods), set)...); wait > 0 {
 		logger.V(4).Info("Waiting for the cache to show our pod writes", "after", wait)
 		c.queue.AddAfter(name, wait)
 		return nil
@@ -146,7 +146,7 @@ func (c *Controller) upgrade(ctx context.Context, set *appsv1alpha1.SidecarSet, 
 	}
 	c.rvExp.Expect(updated)
 	klog.FromContext(ctx).V(2).Info("Upgraded sidecars in place", "pod", klog.KObj(pod), "containers", changed, "revision", revision)
-	c.recorder.Eventf(set, corev1.EventTypeNormal, "UpgradeSidecar", "pod %s/%s: containers %v upgraded in place", pod.Namespace, pod.Name, changed)
+	c.recorder.Eventf(updated, corev1.EventTypeNormal, "UpgradeSidecar", "sidecarset %s: containers %v upgraded in place to %s", set.Name, changed, revision)
 	return nil
 }
 
@@ -161,7 +161,7 @@ func (c *Controller) flip(ctx context.Context, set *appsv1alpha1.SidecarSet, pod
 		return fmt.Errorf("reset hot-upgrade containers of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	c.rvExp.Expect(updated)
-	c.recorder.Eventf(set, corev1.EventTypeNormal, "ResetContainerSucceed", "pod %s/%s: containers %v back on the empty image", pod.Namespace, pod.Name, changed)
+	c.recorder.Eventf(updated, corev1.EventTypeNormal, "ResetContainerSucceed", "sidecarset %s: hot-upgrade containers %v back on the empty image", set.Name, changed)
 	return nil
 }
 
