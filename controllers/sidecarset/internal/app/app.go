@@ -6,11 +6,14 @@ package app
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/component-base/featuregate"
 
+	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/controller"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // Name is the binary name: user agent, logger name and default Lease name.
@@ -34,8 +37,40 @@ func Binary() kitapp.Binary {
 	return kitapp.Binary{Name: Name, Gates: Gates(), Setup: setup}
 }
 
-// setup registers informers and controllers. No reconciler is written yet,
-// so it registers nothing and the shell idles after winning the Lease.
-func setup(_ context.Context, _ *kitapp.Env) error {
+// setup builds the clients and registers the SidecarSet reconciler.
+func setup(ctx context.Context, env *kitapp.Env) error {
+	cl, err := wiring.New(ctx, env)
+	if err != nil {
+		return err
+	}
+	return addReconciler(env, cl)
+}
+
+// addReconciler registers the SidecarSet reconciler (leader only). Its
+// ControllerRevisions and the kruise-configuration ConfigMap live in the
+// controller's own namespace: the Lease namespace ($POD_NAMESPACE).
+func addReconciler(env *kitapp.Env, cl *wiring.Clients) error {
+	c, err := controller.New(controller.Deps{
+		Kube:            cl.Kube,
+		Client:          cl.Client,
+		KubeInformers:   cl.KubeInformers,
+		Informers:       cl.Informers,
+		Namespace:       env.Options.Namespace,
+		SystemNamespace: SystemNamespace(env),
+		Gates:           env.Gates,
+		Clock:           env.Clock,
+		Recorder:        cl.Recorder,
+		QueueOptions:    env.Options.Queue,
+		QueueConfig:     env.QueueConfig(),
+	})
+	if err != nil {
+		return fmt.Errorf("set up SidecarSet reconciler: %w", err)
+	}
+	env.AddController(c)
 	return nil
 }
+
+// SystemNamespace is where SidecarSet ControllerRevisions and the
+// kruise-configuration ConfigMap (patchPodMetadata whitelist) live: the
+// controller's own namespace, which the webhook must read too.
+func SystemNamespace(env *kitapp.Env) string { return env.Options.LeaseNamespace }
