@@ -95,4 +95,3 @@ func TriggerOnChange(trigger func()) cache.ResourceEventHandler {
 		DeleteFunc: func(any) { trigger() },
 	}
 }
-
