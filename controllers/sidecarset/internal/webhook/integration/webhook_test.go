@@ -37,8 +37,8 @@ import (
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/sidecarcontrol"
 	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/webhook"
-	kitwebhook "github.com/flotilla-dev/flotilla/kit/webhook"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	kitwebhook "github.com/flotilla-dev/flotilla/kit/webhook"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
