@@ -11,8 +11,10 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/controller"
+	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/webhook"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/features"
+	kitwebhook "github.com/flotilla-dev/flotilla/kit/webhook"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
@@ -34,16 +36,37 @@ func Gates() []featuregate.Feature {
 
 // Binary describes sidecarset-controller to the kit/app shell.
 func Binary() kitapp.Binary {
-	return kitapp.Binary{Name: Name, Gates: Gates(), Setup: setup}
+	wh := kitwebhook.DefaultOptions(Name)
+	return kitapp.Binary{
+		Name:     Name,
+		Gates:    Gates(),
+		AddFlags: wh.AddFlags,
+		Setup:    func(ctx context.Context, env *kitapp.Env) error { return setup(ctx, env, wh) },
+	}
 }
 
-// setup builds the clients and registers the SidecarSet reconciler.
-func setup(ctx context.Context, env *kitapp.Env) error {
+// setup builds the clients and registers the SidecarSet reconciler (leader
+// only) and the admission webhook (every replica; not with PodWebhook=false,
+// which also turns injection off in OpenKruise).
+func setup(ctx context.Context, env *kitapp.Env, wh kitwebhook.Options) error {
 	cl, err := wiring.New(ctx, env)
 	if err != nil {
 		return err
 	}
-	return addReconciler(env, cl)
+	if err := addReconciler(env, cl); err != nil {
+		return err
+	}
+	if !env.Gates.Enabled(features.PodWebhook) {
+		env.Logger.Info("PodWebhook is off: no sidecar injection, no SidecarSet validation webhook")
+		return nil
+	}
+	if env.Gates.Enabled(features.EnableExternalCerts) && wh.CertDir == "" {
+		return fmt.Errorf("EnableExternalCerts needs --webhook-cert-dir")
+	}
+	if err := webhook.Setup(env, cl, wh, SystemNamespace(env)); err != nil {
+		return fmt.Errorf("set up SidecarSet webhook: %w", err)
+	}
+	return nil
 }
 
 // addReconciler registers the SidecarSet reconciler (leader only). Its
