@@ -198,7 +198,7 @@ func (h *Handlers) ValidateSidecarSet(_ context.Context, req kitwebhook.Request)
 
 func (h *Handlers) gates() featuregate.FeatureGate {
 	if h.Gates == nil {
-		return features.MustNewGate()
+		return features.MustNewGate(features.EnableSortSidecarContainerByName, features.SidecarSetPatchPodMetadataDefaultsAllowed)
 	}
 	return h.Gates
 }
