@@ -206,4 +206,25 @@ func TestWebhookInjectionAndUpgrade(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, other.Spec.Containers, 1)
 	assert.Empty(t, other.Annotations[sidecarcontrol.InjectedListAnnotation])
+
+	// namespaceSelector (instead of spec.namespace), then injectionStrategy.paused and back.
+	ns := h.createSet(h.newSet("nssel", sideV1, func(s *appsv1alpha1.SidecarSet) {
+		s.Spec.Namespace = ""
+		s.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: h.ns}}
+	}))
+	i := 0
+	injected := func() bool {
+		i++
+		p, err := h.env.Kube.CoreV1().Pods(h.ns).Create(context.Background(), &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("nssel-%d", i), Labels: map[string]string{"app": "nssel"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.local/app:v1"}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return sidecarcontrol.IsInjected(p, ns.Name)
+	}
+	testenv.Eventually(t, waitTimeout, func() (bool, error) { return injected(), nil })
+	h.sets.Modify(ns.Name, func(s *appsv1alpha1.SidecarSet) { s.Spec.InjectionStrategy.Paused = true })
+	testenv.Eventually(t, waitTimeout, func() (bool, error) { return !injected(), nil })
+	h.sets.Modify(ns.Name, func(s *appsv1alpha1.SidecarSet) { s.Spec.InjectionStrategy.Paused = false })
+	testenv.Eventually(t, waitTimeout, func() (bool, error) { return injected(), nil })
 }
