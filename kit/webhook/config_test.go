@@ -175,6 +175,14 @@ func TestLabelsMatchCEL(t *testing.T) {
 	assert.False(t, evalCEL(t, tricky, podObj(map[string]any{"a": "y"}), "ns"))
 }
 
+func TestHasAnnotation(t *testing.T) {
+	expr := HasAnnotation("object", "kruise.io/related-pub")
+	withAnn := map[string]any{"metadata": map[string]any{"annotations": map[string]any{"kruise.io/related-pub": "pub-a"}}}
+	assert.True(t, evalCEL(t, expr, withAnn, "ns"))
+	assert.False(t, evalCEL(t, expr, podObj(map[string]any{"kruise.io/related-pub": "x"}), "ns"), "a label is not an annotation")
+	assert.False(t, evalCEL(t, expr, podObj(nil), "ns"))
+}
+
 func TestCombinators(t *testing.T) {
 	assert.Equal(t, Never, AnyOf())
 	assert.Equal(t, Never, AnyOf(Never, Never))
