@@ -123,6 +123,7 @@ func New(opts Options, client kubernetes.Interface, reg prometheus.Registerer, c
 		certs:  certs,
 	}
 	c.Injector = NewCABundleInjector(client, certs.CABundle, refs...)
+	c.Injector.Refresh = certs.Ensure
 	*onChange = c.Injector.Trigger
 	return c, nil
 }
