@@ -241,6 +241,21 @@ func TestValidate(t *testing.T) {
 		{name: "pinned custom version exists", set: set("s", web, pin("", "v1"))},
 		{name: "upgradeType changed", set: set("s", web, hot), old: set("s", web), wantField: "spec.containers[0].upgradeStrategy.upgradeType"},
 		{name: "image changed", set: set("s", web, func(s *appsv1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "side:2" }), old: set("s", web)},
+		{name: "HotUpgrade without empty image", set: set("s", web, func(s *appsv1alpha1.SidecarSet) {
+			hot(s)
+			s.Spec.Containers[0].UpgradeStrategy.HotUpgradeEmptyImage = ""
+		}), wantField: "spec.containers[0].upgradeStrategy.hotUpgradeEmptyImage"},
+		{name: "transferEnv from spec", set: set("s", web, transfer("spec.nodeName")), wantField: "spec.containers[0].transferEnv[0].sourceContainerNameFrom.fieldRef.fieldPath"},
+		{name: "transferEnv from a label", set: set("s", web, transfer("metadata.labels['app']"))},
+		{name: "transferEnv from the name", set: set("s", web, transfer("metadata.name"))},
+		{name: "native sidecar with RollingUpdate", set: set("s", web, func(s *appsv1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.Type = appsv1alpha1.RollingUpdateSidecarSetStrategyType
+			s.Spec.InitContainers = []appsv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "proxy", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}}}
+		}), wantField: "spec.updateStrategy.type"},
+		{name: "native sidecar with NotUpdate", set: set("s", web, func(s *appsv1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.Type = appsv1alpha1.NotUpdateSidecarSetStrategyType
+			s.Spec.InitContainers = []appsv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "proxy", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}}}
+		})},
 		{name: "container added on update", set: set("s", web, func(s *appsv1alpha1.SidecarSet) {
 			s.Spec.Containers = append(s.Spec.Containers, appsv1alpha1.SidecarContainer{Container: corev1.Container{Name: "new"}})
 		}), old: set("s", web), wantField: "spec.containers[1].name"},
@@ -284,6 +299,12 @@ func pin(name, version string) func(*appsv1alpha1.SidecarSet) {
 			r.CustomVersion = &version
 		}
 		s.Spec.InjectionStrategy.Revision = r
+	}
+}
+func transfer(path string) func(*appsv1alpha1.SidecarSet) {
+	return func(s *appsv1alpha1.SidecarSet) {
+		s.Spec.Containers[0].TransferEnv = []appsv1alpha1.TransferEnvVar{{EnvName: "X",
+			SourceContainerNameFrom: &appsv1alpha1.SourceContainerNameSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}}
 	}
 }
 func hot(s *appsv1alpha1.SidecarSet) {
