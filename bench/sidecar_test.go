@@ -50,7 +50,9 @@ func TestSidecarUpgrade(t *testing.T) {
 	}
 	_, err := b.client.AppsV1alpha1().SidecarSets().Create(ctx, set, metav1.CreateOptions{})
 	mustNoErr(t, err, "create SidecarSet")
-	t.Cleanup(func() { _ = b.client.AppsV1alpha1().SidecarSets().Delete(context.Background(), set.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = b.client.AppsV1alpha1().SidecarSets().Delete(context.Background(), set.Name, metav1.DeleteOptions{})
+	})
 	testenv.Eventually(t, time.Minute, func() (bool, error) { return strings.Contains(b.scope(), ns), nil })
 
 	w := watchPods(t, b.env, ns, "bench=sidecar")
