@@ -7,6 +7,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"k8s.io/component-base/featuregate"
 
@@ -95,5 +96,13 @@ func addReconciler(env *kitapp.Env, cl *wiring.Clients) error {
 
 // SystemNamespace is where SidecarSet ControllerRevisions and the
 // kruise-configuration ConfigMap (patchPodMetadata whitelist) live: the
-// controller's own namespace, which the webhook must read too.
-func SystemNamespace(env *kitapp.Env) string { return env.Options.LeaseNamespace }
+// controller's own namespace ($POD_NAMESPACE, else flotilla-system, as
+// OpenKruise's kruise-system), which the webhook reads too. Not the Lease's
+// namespace: --leader-elect-resource-namespace moves the Lease (tests put it
+// in their own namespace), not where the RBAC grants revisions.
+func SystemNamespace(*kitapp.Env) string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return kitapp.DefaultLeaseNamespace
+}
