@@ -72,7 +72,7 @@ func setup(ctx context.Context, env *kitapp.Env, wh kitwebhook.Options) error {
 
 // addReconciler registers the SidecarSet reconciler (leader only). Its
 // ControllerRevisions and the kruise-configuration ConfigMap live in the
-// controller's own namespace: the Lease namespace ($POD_NAMESPACE).
+// controller's own namespace (SystemNamespace).
 func addReconciler(env *kitapp.Env, cl *wiring.Clients) error {
 	c, err := controller.New(controller.Deps{
 		Kube:            cl.Kube,
