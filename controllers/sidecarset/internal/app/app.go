@@ -47,8 +47,8 @@ func Binary() kitapp.Binary {
 }
 
 // setup builds the clients and registers the SidecarSet reconciler (leader
-// only) and the admission webhook (every replica; not with PodWebhook=false,
-// which also turns injection off in OpenKruise).
+// only) and the admission webhooks (every replica; PodWebhook=false turns pod
+// injection off, as in OpenKruise, and keeps SidecarSet validation).
 func setup(ctx context.Context, env *kitapp.Env, wh kitwebhook.Options) error {
 	cl, err := wiring.New(ctx, env)
 	if err != nil {
@@ -57,14 +57,14 @@ func setup(ctx context.Context, env *kitapp.Env, wh kitwebhook.Options) error {
 	if err := addReconciler(env, cl); err != nil {
 		return err
 	}
-	if !env.Gates.Enabled(features.PodWebhook) {
-		env.Logger.Info("PodWebhook is off: no sidecar injection, no SidecarSet validation webhook")
-		return nil
+	pods := env.Gates.Enabled(features.PodWebhook)
+	if !pods {
+		env.Logger.Info("PodWebhook is off: no sidecar injection (the pod webhook's scope stays false); SidecarSets are still validated")
 	}
 	if env.Gates.Enabled(features.EnableExternalCerts) && wh.CertDir == "" {
 		return fmt.Errorf("EnableExternalCerts needs --webhook-cert-dir")
 	}
-	if err := webhook.Setup(env, cl, wh, SystemNamespace(env)); err != nil {
+	if err := webhook.Setup(env, cl, wh, SystemNamespace(env), pods); err != nil {
 		return fmt.Errorf("set up SidecarSet webhook: %w", err)
 	}
 	return nil

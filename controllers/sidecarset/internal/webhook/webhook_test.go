@@ -386,3 +386,14 @@ func TestPodScope(t *testing.T) {
 	}
 	assert.Equal(t, kitwebhook.Always, cond(t, many...))
 }
+
+// With PodWebhook off only the SidecarSet validation is served.
+func TestRegister(t *testing.T) {
+	h := handlers(t, nil)
+	all := kitwebhook.NewServer(kitwebhook.ServerOptions{}, nil, nil)
+	h.Register(all)
+	assert.Equal(t, map[string]string{PodPath: "sidecarset-inject-pod", SidecarSetPath: "sidecarset-validate"}, all.Paths())
+	only := kitwebhook.NewServer(kitwebhook.ServerOptions{}, nil, nil)
+	h.RegisterValidation(only)
+	assert.Equal(t, map[string]string{SidecarSetPath: "sidecarset-validate"}, only.Paths())
+}
