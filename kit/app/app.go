@@ -267,13 +267,51 @@ func run(ctx context.Context, b Binary, p *Parsed, d deps) error {
 		}
 	}
 	logger.Info("Set up", "controllers", env.Controllers())
-
-	if !opts.LeaderElect {
-		return env.runLeading(ctx, health)
-	}
-	return runLeaderElection(ctx, opts, d, watchdog, func(ctx context.Context) error {
-		return env.runLeading(ctx, health)
+	return runReplicaAndLead(ctx, env, health, func(ctx context.Context) error {
+		if !opts.LeaderElect {
+			return env.runLeading(ctx, health)
+		}
+		return runLeaderElection(ctx, opts, d, watchdog, func(ctx context.Context) error {
+			return env.runLeading(ctx, health)
+		})
 	})
+}
+
+// runReplicaAndLead runs the replica components (on every replica, from now
+// on) beside lead (leader election, then the controllers). A failing replica
+// component stops lead, which releases the Lease; the first error wins.
+func runReplicaAndLead(ctx context.Context, env *Env, health *Health, lead func(context.Context) error) error {
+	replicaCtx, stopReplica := context.WithCancel(ctx)
+	defer stopReplica()
+	replicaErrs := env.startReplica(replicaCtx, health)
+	if replicaErrs == nil {
+		return lead(ctx)
+	}
+	leadCtx, stopLead := context.WithCancel(ctx)
+	defer stopLead()
+	var replicaErr error
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for err := range replicaErrs {
+			if err != nil && replicaErr == nil && replicaCtx.Err() == nil {
+				replicaErr = err
+				stopLead()
+			}
+		}
+	}()
+	leadErr := lead(leadCtx)
+	stopReplica()
+	select {
+	case <-watched:
+	case <-time.After(leadStopTimeout):
+		klog.FromContext(ctx).Info("Replica components did not stop in time", "timeout", leadStopTimeout)
+		return errors.Join(leadErr, errors.New("replica components did not stop in time"))
+	}
+	if replicaErr != nil {
+		return replicaErr
+	}
+	return leadErr
 }
 
 func logShutdown(logger logr.Logger, s *server) {

@@ -20,6 +20,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/component-base/featuregate"
@@ -521,4 +522,84 @@ func TestProtobufConfig(t *testing.T) {
 	assert.Equal(t, "application/vnd.kubernetes.protobuf,application/json", pb.AcceptContentTypes)
 	assert.Equal(t, float32(5), pb.QPS)
 	assert.Empty(t, cfg.ContentType, "the Flotilla clientset's config keeps JSON")
+}
+
+// A webhook binary serves on every replica: its replica components run and
+// make a standby ready while another replica holds the Lease, and the
+// controllers still wait for the Lease.
+func TestReplicaComponentsRunOnStandby(t *testing.T) {
+	fc := &fakeController{name: "fake"}
+	var serving atomic.Bool
+	running := make(chan struct{})
+	b := testBinary(func(_ context.Context, env *Env) error {
+		f := env.NewKubeInformerFactory()
+		f.Core().V1().Pods().Informer() // leader-only
+		rf := informers.NewSharedInformerFactory(env.KubeClient, 0)
+		rf.Core().V1().ConfigMaps().Informer()
+		env.AddReplicaInformerFactory(rf)
+		env.AddReplicaComponent(ReplicaComponent{Name: "webhook", Run: func(ctx context.Context) error {
+			close(running)
+			<-ctx.Done()
+			return nil
+		}, Ready: func() error {
+			if !serving.Load() {
+				return errors.New("not serving yet")
+			}
+			return nil
+		}})
+		env.AddController(fc)
+		return nil
+	})
+	held := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "flotilla-system", Name: "test-controller"},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To("other"),
+			LeaseDurationSeconds: ptr.To(int32(3600)),
+			AcquireTime:          ptr.To(metav1.NewMicroTime(time.Now())),
+			RenewTime:            ptr.To(metav1.NewMicroTime(time.Now())),
+		},
+	}
+	h := startHarnessWithObjects(t, b, leaseArgs(), held)
+	select {
+	case <-running:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the replica component did not start on a standby")
+	}
+	code, body := get(t, h.healthz+"/readyz?verbose")
+	assert.Equal(t, http.StatusInternalServerError, code, "not ready while the component is not")
+	assert.Contains(t, body, "[-]webhook failed: not serving yet")
+	assert.NotContains(t, body, "]informer-sync", "the leader's informer sync no longer gates readiness")
+
+	serving.Store(true)
+	require.Eventually(t, func() bool { return h.status("/readyz") == http.StatusOK }, 5*time.Second, 10*time.Millisecond)
+	_, body = get(t, h.healthz+"/readyz?verbose")
+	assert.Contains(t, body, "[+]replica-informer-sync ok")
+	assert.Contains(t, body, "[+]webhook ok")
+	assert.Never(t, fc.started.Load, 300*time.Millisecond, 10*time.Millisecond, "controllers wait for the Lease")
+	require.NoError(t, h.stop())
+}
+
+// A replica component that fails stops the binary (exit 1) and its
+// controllers.
+func TestReplicaComponentFailureStopsBinary(t *testing.T) {
+	fc := &fakeController{name: "fake"}
+	fail := make(chan struct{})
+	h := startHarness(t, testBinary(func(_ context.Context, env *Env) error {
+		env.AddReplicaComponent(ReplicaComponent{Name: "webhook", Run: func(ctx context.Context) error {
+			select {
+			case <-fail:
+				return errors.New("listener closed")
+			case <-ctx.Done():
+				return nil
+			}
+		}})
+		env.AddController(fc)
+		return nil
+	}), "--leader-elect=false")
+	require.Eventually(t, fc.started.Load, 5*time.Second, 5*time.Millisecond)
+	close(fail)
+	err := h.wait(5 * time.Second)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "replica component webhook: listener closed")
+	assert.True(t, fc.stopped.Load(), "controllers were cancelled")
 }

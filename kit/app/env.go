@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,9 +50,23 @@ type Source struct {
 	HasSynced func() bool
 }
 
+// ReplicaComponent runs on every replica from start-up, whether it leads or
+// not: an admission webhook server, which the API server calls on any
+// replica behind the Service. Only reconcilers wait for the Lease.
+type ReplicaComponent struct {
+	Name string
+	// Run blocks until ctx is done and returns nil then; an error (or a
+	// return before shutdown) stops the binary with exit 1.
+	Run func(ctx context.Context) error
+	// Ready is the component's /readyz check (e.g. "webhook serving");
+	// nil means ready once the replica informers synced.
+	Ready func() error
+}
+
 // Env is what a binary's Setup receives: configuration, clients and
-// registration points. Setup runs before leader election; nothing
-// registered here starts until this replica leads.
+// registration points. Setup runs before leader election; factories,
+// sources and controllers registered here start only once this replica
+// leads, replica factories and components on every replica at once.
 type Env struct {
 	// Name is the binary's name (also its user agent and default Lease).
 	Name string
@@ -77,7 +94,10 @@ type Env struct {
 	factories   []InformerFactory
 	sources     []Source
 	controllers []Controller
-	broadcaster record.EventBroadcaster
+	// replica* run on every replica, leader or not.
+	replicaFactories  []InformerFactory
+	replicaComponents []ReplicaComponent
+	broadcaster       record.EventBroadcaster
 }
 
 // QueueConfig returns the queue collaborators (metrics provider, clock) to
@@ -111,6 +131,25 @@ func (e *Env) AddInformerFactory(f InformerFactory) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.factories = append(e.factories, f)
+}
+
+// AddReplicaInformerFactory registers a factory started on every replica at
+// start-up (not only the leader), for what replica components read: keep it
+// to small, cheap informers (a webhook's SidecarSets or PUBs, not pods).
+// Informers requested from it later by a controller start when it leads.
+func (e *Env) AddReplicaInformerFactory(f InformerFactory) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.replicaFactories = append(e.replicaFactories, f)
+}
+
+// AddReplicaComponent registers a component run on every replica once the
+// replica factories synced. A binary with one is ready (/readyz) when its
+// components are, leader or standby: every replica takes webhook traffic.
+func (e *Env) AddReplicaComponent(c ReplicaComponent) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.replicaComponents = append(e.replicaComponents, c)
 }
 
 // AddSource registers a Source.
@@ -157,11 +196,87 @@ func (e *Env) shutdown() {
 	if e.broadcaster != nil {
 		e.broadcaster.Shutdown()
 	}
-	for _, f := range e.factories {
+	for _, f := range append(append([]InformerFactory(nil), e.factories...), e.replicaFactories...) {
 		if s, ok := f.(interface{ Shutdown() }); ok {
 			s.Shutdown()
 		}
 	}
+}
+
+// startReplica starts the replica factories and, once they synced, the
+// replica components; it swaps the readiness checks so that a standby is
+// ready too. It returns nil when there is nothing to run; otherwise a channel
+// that yields the first component failure (or nil per component stopped at
+// shutdown) and is closed once all stopped.
+func (e *Env) startReplica(ctx context.Context, health *Health) <-chan error {
+	e.mu.Lock()
+	factories := append([]InformerFactory(nil), e.replicaFactories...)
+	components := append([]ReplicaComponent(nil), e.replicaComponents...)
+	e.mu.Unlock()
+	if len(factories) == 0 && len(components) == 0 {
+		return nil
+	}
+	var synced atomic.Bool
+	checks := []Check{{Name: "replica-informer-sync", Check: func(*http.Request) error {
+		if !synced.Load() {
+			return errors.New("replica informer caches have not synced yet")
+		}
+		return nil
+	}}}
+	for _, c := range components {
+		checks = append(checks, Check{Name: c.Name, Check: func(*http.Request) error {
+			if !synced.Load() {
+				return errors.New("waiting for replica informer caches")
+			}
+			if c.Ready == nil {
+				return nil
+			}
+			return c.Ready()
+		}})
+	}
+	// The leader's informer-sync stops gating readiness: a standby serves
+	// webhooks and must receive traffic; a leader still syncing serves them
+	// too.
+	health.replaceReadyz("informer-sync", checks)
+
+	out := make(chan error, len(components)+1)
+	logger := klog.FromContext(ctx)
+	for _, f := range factories {
+		f.Start(ctx.Done())
+	}
+	go func() {
+		defer close(out)
+		syncCtx, cancel := context.WithTimeout(ctx, e.Options.CacheSyncTimeout)
+		defer cancel()
+		for _, f := range factories {
+			for typ, ok := range f.WaitForCacheSync(syncCtx.Done()) {
+				if !ok {
+					if ctx.Err() == nil {
+						out <- fmt.Errorf("replica informer cache for %v did not sync within %s", typ, e.Options.CacheSyncTimeout)
+					}
+					return
+				}
+			}
+		}
+		synced.Store(true)
+		logger.Info("Replica informer caches synced; starting replica components", "components", len(components))
+		var wg sync.WaitGroup
+		for _, c := range components {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := c.Run(ctx)
+				if err == nil && ctx.Err() == nil {
+					err = fmt.Errorf("replica component %s stopped unexpectedly", c.Name)
+				} else if err != nil {
+					err = fmt.Errorf("replica component %s: %w", c.Name, err)
+				}
+				out <- err
+			}()
+		}
+		wg.Wait()
+	}()
+	return out
 }
 
 // runLeading starts informers, waits for them to sync, marks the binary

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,10 +26,13 @@ type Check struct {
 // /healthz passes while the process is alive and, when leader election is
 // on, while the leader-election watchdog is happy (a leader whose Lease
 // expired without it noticing fails the check, so the kubelet restarts it).
-// /readyz passes once every informer the binary registered has synced.
+// /readyz passes once every informer the binary registered has synced; in a
+// binary with replica components (webhooks), once the replica informers
+// synced and every component is ready, on the leader and standbys alike.
 // Append ?verbose to see each check.
 type Health struct {
 	healthz []Check
+	mu      sync.Mutex
 	readyz  []Check
 	synced  atomic.Bool
 }
@@ -52,7 +56,32 @@ func NewHealth() *Health {
 func (h *Health) AddHealthz(c Check) { h.healthz = append(h.healthz, c) }
 
 // AddReadyz adds a readiness check.
-func (h *Health) AddReadyz(c Check) { h.readyz = append(h.readyz, c) }
+func (h *Health) AddReadyz(c Check) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.readyz = append(h.readyz, c)
+}
+
+// replaceReadyz replaces the readiness check named name by checks.
+func (h *Health) replaceReadyz(name string, checks []Check) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]Check, 0, len(h.readyz)+len(checks))
+	for _, c := range h.readyz {
+		if c.Name == name {
+			out = append(out, checks...)
+			continue
+		}
+		out = append(out, c)
+	}
+	h.readyz = out
+}
+
+func (h *Health) readyChecks() []Check {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Check(nil), h.readyz...)
+}
 
 // SetSynced flips the informer-sync readiness check.
 func (h *Health) SetSynced(v bool) { h.synced.Store(v) }
@@ -63,14 +92,16 @@ func (h *Health) Synced() bool { return h.synced.Load() }
 // Handler returns a mux with /healthz, /livez (alias) and /readyz.
 func (h *Health) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/healthz", checksHandler("healthz", h.healthz))
-	mux.Handle("/livez", checksHandler("livez", h.healthz))
-	mux.Handle("/readyz", checksHandler("readyz", h.readyz))
+	healthz := func() []Check { return h.healthz }
+	mux.Handle("/healthz", checksHandler("healthz", healthz))
+	mux.Handle("/livez", checksHandler("livez", healthz))
+	mux.Handle("/readyz", checksHandler("readyz", h.readyChecks))
 	return mux
 }
 
-func checksHandler(name string, checks []Check) http.Handler {
+func checksHandler(name string, list func() []Check) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		checks := list()
 		var b strings.Builder
 		failed := false
 		for _, c := range checks {

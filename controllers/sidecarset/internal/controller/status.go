@@ -1,0 +1,53 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/sidecarcontrol"
+)
+
+// calculateStatus counts the matched pods: updated (on the latest
+// version), ready (consistent and ready, hot-upgrade twins idle) and both.
+func calculateStatus(set *appsv1alpha1.SidecarSet, pods []*corev1.Pod, latestRevision string, collisionCount int32) appsv1alpha1.SidecarSetStatus {
+	st := appsv1alpha1.SidecarSetStatus{
+		ObservedGeneration: set.Generation,
+		MatchedPods:        int32(len(pods)),
+		LatestRevision:     latestRevision,
+		CollisionCount:     ptr.To(collisionCount),
+	}
+	for _, pod := range pods {
+		updated := sidecarcontrol.IsUpdated(pod, set)
+		if updated {
+			st.UpdatedPods++
+		}
+		if available(pod, set) {
+			st.ReadyPods++
+			if updated {
+				st.UpdatedReadyPods++
+			}
+		}
+	}
+	return st
+}
+
+// updateStatus writes status only when it differs from the cached one.
+func (c *Controller) updateStatus(ctx context.Context, set *appsv1alpha1.SidecarSet, status appsv1alpha1.SidecarSetStatus) error {
+	if apiequality.Semantic.DeepEqual(set.Status, status) {
+		return nil
+	}
+	cp := set.DeepCopy()
+	cp.Status = status
+	updated, err := c.client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("update status of sidecarset %s: %w", set.Name, err)
+	}
+	c.rvExp.Expect(updated)
+	return nil
+}

@@ -1,0 +1,203 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/sidecarcontrol"
+	"github.com/flotilla-dev/flotilla/kit/features"
+)
+
+var everything = labels.Everything()
+
+// sync reconciles one SidecarSet: revisions, status, then (unless paused
+// or NotUpdate) hot-upgrade flips or the next in-place upgrades.
+func (c *Controller) sync(ctx context.Context, name string) error {
+	logger := klog.FromContext(ctx)
+	set, err := c.sets.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil // its revisions go with it (controllerRef, garbage collector)
+	}
+	if err != nil {
+		return fmt.Errorf("get sidecarset %s: %w", name, err)
+	}
+	pods, err := c.matchedPods(set)
+	if err != nil {
+		return err
+	}
+	// Never decide on objects the cache shows older than our own last write.
+	if wait := c.rvExp.Wait(append(podObjects(pods), set)...); wait > 0 {
+		logger.V(4).Info("Waiting for the cache to show our pod writes", "after", wait)
+		c.queue.AddAfter(name, wait)
+		return nil
+	}
+	latest, collision, revErr := c.syncRevisions(ctx, set, pods)
+	latestName := set.Status.LatestRevision
+	if latest != nil {
+		latestName = latest.Name
+	}
+	if err := c.updateStatus(ctx, set, calculateStatus(set, pods, latestName, collision)); err != nil {
+		return errors.Join(revErr, err)
+	}
+	if revErr != nil {
+		return revErr
+	}
+
+	p := planUpgrade(set, pods, c.clock.Now())
+	var errs []error
+	for _, pod := range p.flip {
+		errs = append(errs, c.flip(ctx, set, pod))
+	}
+	for _, pod := range p.notUpgradable {
+		errs = append(errs, c.setUpgradable(ctx, set, pod, false))
+	}
+	patchAllowed := c.patchAllowed(ctx, set)
+	upgraded := 0
+	for _, pod := range p.upgrade {
+		err := c.upgrade(ctx, set, pod, latestName, patchAllowed)
+		if err == nil {
+			upgraded++
+		}
+		errs = append(errs, err)
+	}
+	// One event per round, not per pod: at scale, per-pod events would be
+	// as many API writes as the upgrades themselves.
+	if upgraded > 0 {
+		c.recorder.Eventf(set, corev1.EventTypeNormal, "UpgradeSidecars", "upgrading sidecars of %d pod(s) in place to %s", upgraded, latestName)
+	}
+	if len(p.notUpgradable) > 0 {
+		logger.V(2).Info("Pods not upgradable in place: containers changed beyond images", "count", len(p.notUpgradable))
+	}
+	// A pod that was not upgradable and now is (the SidecarSet went back,
+	// or the pod was upgraded): clear this SidecarSet from its condition.
+	for _, pod := range pods {
+		if sidecarcontrol.InPlaceUpgradable(pod, set) {
+			errs = append(errs, c.setUpgradable(ctx, set, pod, true))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// matchedPods are the pods the SidecarSet injected that still carry all its
+// containers and still match its namespace, namespaceSelector and selector.
+func (c *Controller) matchedPods(set *appsv1alpha1.SidecarSet) ([]*corev1.Pod, error) {
+	objs, err := c.pods.ByIndex(podsBySidecarSet, set.Name)
+	if err != nil {
+		return nil, fmt.Errorf("pods of sidecarset %s: %w", set.Name, err)
+	}
+	var out []*corev1.Pod
+	nsLabels := map[string]map[string]string{}
+	for _, o := range objs {
+		pod := o.(*corev1.Pod)
+		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if !sidecarcontrol.HasAllSidecars(pod, set) {
+			continue
+		}
+		nl, ok := nsLabels[pod.Namespace]
+		if !ok && set.Spec.NamespaceSelector != nil {
+			if ns, err := c.namespaces.Get(pod.Namespace); err == nil {
+				nl = ns.Labels
+			}
+			nsLabels[pod.Namespace] = nl
+		}
+		match, err := sidecarcontrol.Matches(pod, nl, set)
+		if err != nil {
+			return nil, err
+		}
+		if match {
+			out = append(out, pod)
+		}
+	}
+	return out, nil
+}
+
+func podObjects(pods []*corev1.Pod) []metav1.Object {
+	out := make([]metav1.Object, len(pods))
+	for i, p := range pods {
+		out[i] = p
+	}
+	return out
+}
+
+// patchAllowed: whether patchPodMetadata may be re-applied in upgrades.
+func (c *Controller) patchAllowed(ctx context.Context, set *appsv1alpha1.SidecarSet) bool {
+	if len(set.Spec.PatchPodMetadata) == 0 {
+		return false
+	}
+	w, err := c.whitelist()
+	if err == nil {
+		err = sidecarcontrol.CheckPatchPodMetadata(set, w, c.gates.Enabled(features.SidecarSetPatchPodMetadataDefaultsAllowed))
+	}
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("patchPodMetadata not re-applied in upgrades", "sidecarSet", set.Name, "reason", err.Error())
+		return false
+	}
+	return true
+}
+
+// upgrade writes one pod's in-place upgrade (cache object deep-copied by
+// sidecarcontrol.Upgrade). A conflict is retried by the next sync, which
+// re-plans from a fresher cache.
+func (c *Controller) upgrade(ctx context.Context, set *appsv1alpha1.SidecarSet, pod *corev1.Pod, revision string, patchAllowed bool) error {
+	next, changed, err := sidecarcontrol.Upgrade(pod, set, revision, patchAllowed, c.clock.Now())
+	if err != nil {
+		return err
+	}
+	updated, err := c.kube.CoreV1().Pods(pod.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("upgrade sidecars of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	c.rvExp.Expect(updated)
+	klog.FromContext(ctx).V(2).Info("Upgraded sidecars in place", "pod", klog.KObj(pod), "containers", changed, "revision", revision)
+	return nil
+}
+
+// flip resets the old container of finished hot upgrades to the empty image.
+func (c *Controller) flip(ctx context.Context, set *appsv1alpha1.SidecarSet, pod *corev1.Pod) error {
+	next, changed, err := sidecarcontrol.Flip(pod, set, c.clock.Now())
+	if err != nil || len(changed) == 0 {
+		return err
+	}
+	updated, err := c.kube.CoreV1().Pods(pod.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("reset hot-upgrade containers of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	c.rvExp.Expect(updated)
+	c.recorder.Eventf(updated, corev1.EventTypeNormal, "ResetContainerSucceed", "sidecarset %s: hot-upgrade containers %v back on the empty image", set.Name, changed)
+	return nil
+}
+
+// setUpgradable writes the pod's SidecarSetUpgradable condition when this
+// SidecarSet's verdict changes it.
+func (c *Controller) setUpgradable(ctx context.Context, set *appsv1alpha1.SidecarSet, pod *corev1.Pod, upgradable bool) error {
+	cond, changed := sidecarcontrol.SetUpgradableCondition(pod, set.Name, upgradable, c.clock.Now())
+	if !changed {
+		return nil
+	}
+	next := pod.DeepCopy()
+	replaced := false
+	for i := range next.Status.Conditions {
+		if next.Status.Conditions[i].Type == cond.Type {
+			next.Status.Conditions[i], replaced = cond, true
+		}
+	}
+	if !replaced {
+		next.Status.Conditions = append(next.Status.Conditions, cond)
+	}
+	updated, err := c.kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("set condition %s of pod %s/%s: %w", cond.Type, pod.Namespace, pod.Name, err)
+	}
+	c.rvExp.Expect(updated)
+	return nil
+}

@@ -1,0 +1,351 @@
+package sidecarcontrol
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	appspub "github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+)
+
+// IsUpdated reports that pod runs set's current sidecars (hash recorded on the pod).
+func IsUpdated(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
+	return PodHash(pod, set.Name) == Hash(set)
+}
+
+// HasAllSidecars reports that pod carries every container set's containers
+// occupy; the controller only counts (and upgrades) such pods.
+func HasAllSidecars(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
+	have := sets.New[string]()
+	for _, c := range pod.Spec.Containers {
+		have.Insert(c.Name)
+	}
+	return have.IsSuperset(ContainersInPod(set))
+}
+
+// InPlaceUpgradable reports whether set's current version differs from the
+// pod's only in images (without-image hashes equal), so it can be applied
+// in place.
+func InPlaceUpgradable(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
+	return PodHashWithoutImage(pod, set.Name) == HashWithoutImage(set)
+}
+
+// States decodes kruise.io/sidecarset-inplace-update-state: SidecarSet name →
+// the in-place state of its last upgrade of pod.
+func States(pod *corev1.Pod) map[string]*appspub.InPlaceUpdateState {
+	out := map[string]*appspub.InPlaceUpdateState{}
+	if v := pod.Annotations[InplaceUpdateStateKey]; v != "" {
+		_ = json.Unmarshal([]byte(v), &out)
+	}
+	return out
+}
+
+// Consistent reports that the kubelet runs what pod's spec asks for in set's
+// containers: after an upgrade each changed container reports an imageID
+// other than the one recorded before it (or, for a digest image, that
+// digest). A pod never upgraded is consistent.
+func Consistent(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
+	state := States(pod)[set.Name]
+	if state == nil {
+		return true
+	}
+	status := map[string]corev1.ContainerStatus{}
+	for _, s := range pod.Status.ContainerStatuses {
+		status[s.Name] = s
+	}
+	spec := map[string]string{}
+	for _, c := range pod.Spec.Containers {
+		spec[c.Name] = c.Image
+	}
+	for name, last := range state.LastContainerStatuses {
+		s, ok := status[name]
+		if !ok {
+			return false
+		}
+		if i := strings.Index(spec[name], "@"); i >= 0 {
+			if !strings.HasSuffix(s.ImageID, spec[name][i:]) {
+				return false
+			}
+			continue
+		}
+		if s.ImageID == "" || s.ImageID == last.ImageID {
+			return false
+		}
+	}
+	return true
+}
+
+// Ready reports pod Running and Ready with, for hot-upgrade sidecars, the
+// idle container back on the empty image (OpenKruise's IsPodReady for a
+// SidecarSet).
+func Ready(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
+	images := map[string]string{}
+	for _, c := range pod.Spec.Containers {
+		images[c.Name] = c.Image
+	}
+	for i := range set.Spec.Containers {
+		sc := &set.Spec.Containers[i]
+		if !IsHotUpgrade(sc) {
+			continue
+		}
+		_, idle := HotUpgradeContainers(sc.Name, pod)
+		if images[idle] != sc.UpgradeStrategy.HotUpgradeEmptyImage {
+			return false
+		}
+	}
+	return podRunningAndReady(pod)
+}
+
+func podRunningAndReady(pod *corev1.Pod) bool {
+	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Upgrade returns a copy of pod moved in place to set's current version
+// (revision is its ControllerRevision name): each sidecar whose image
+// differs gets the new image — a cold sidecar in its own container, a hot
+// one in its idle container, which becomes the working one (version
+// annotations follow) — the hash annotations are rewritten, the in-place
+// state records the pre-upgrade imageIDs of the changed containers, and
+// patchPodMetadata Overwrite/MergePatchJson entries are re-applied when
+// patchAllowed. changed lists the containers given a new image. The caller
+// checks InPlaceUpgradable first.
+func Upgrade(pod *corev1.Pod, set *appsv1alpha1.SidecarSet, revision string, patchAllowed bool, now time.Time) (*corev1.Pod, []string, error) {
+	out := pod.DeepCopy()
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	index := map[string]int{}
+	for i, c := range out.Spec.Containers {
+		index[c.Name] = i
+	}
+	var changed []string
+	for i := range set.Spec.Containers {
+		sc := &set.Spec.Containers[i]
+		if !IsHotUpgrade(sc) {
+			j, ok := index[sc.Name]
+			if !ok || out.Spec.Containers[j].Image == sc.Image {
+				continue
+			}
+			out.Spec.Containers[j].Image = sc.Image
+			changed = append(changed, sc.Name)
+			continue
+		}
+		target, other := hotUpgradeTarget(sc, out)
+		ti, ok1 := index[target]
+		oi, ok2 := index[other]
+		if !ok1 || !ok2 || out.Spec.Containers[oi].Image == sc.Image || out.Spec.Containers[ti].Image == sc.Image {
+			continue
+		}
+		out.Spec.Containers[ti].Image = sc.Image
+		changed = append(changed, target)
+		setWorking(out.Annotations, sc.Name, target)
+		version := set.ResourceVersion
+		if version == "" {
+			version = fmt.Sprint(set.Generation)
+		}
+		out.Annotations[VersionAnnotation(target)] = version
+		out.Annotations[VersionAltAnnotation(target)] = out.Annotations[VersionAnnotation(other)]
+		out.Annotations[VersionAltAnnotation(other)] = version
+	}
+	if patchAllowed && len(set.Spec.PatchPodMetadata) > 0 {
+		patched, err := PatchAnnotations(out.Annotations, set.Spec.PatchPodMetadata, true)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sidecarset %s: %w", set.Name, err)
+		}
+		out.Annotations = patched
+	}
+	t := metav1.NewTime(now)
+	spec := UpgradeSpec{UpdateTimestamp: t, SidecarSetName: set.Name, SidecarList: SidecarNames(set), Hash: Hash(set), ControllerRevision: revision}
+	if err := setUpgradeSpec(out.Annotations, HashAnnotation, spec); err != nil {
+		return nil, nil, err
+	}
+	if err := recordState(out, set, changed, t); err != nil {
+		return nil, nil, err
+	}
+	return out, changed, nil
+}
+
+// hotUpgradeTarget picks the container of a hot-upgrade pair to receive a
+// new image: the one on the empty image, else the not-ready one, else the
+// one not working.
+func hotUpgradeTarget(sc *appsv1alpha1.SidecarContainer, pod *corev1.Pod) (target, other string) {
+	n1, n2 := HotUpgradeNames(sc.Name)
+	images := map[string]string{}
+	for _, c := range pod.Spec.Containers {
+		images[c.Name] = c.Image
+	}
+	empty := sc.UpgradeStrategy.HotUpgradeEmptyImage
+	switch {
+	case images[n1] == empty:
+		return n1, n2
+	case images[n2] == empty:
+		return n2, n1
+	}
+	ready := map[string]bool{}
+	for _, s := range pod.Status.ContainerStatuses {
+		ready[s.Name] = s.Ready
+	}
+	switch {
+	case ready[n1] && !ready[n2]:
+		return n2, n1
+	case !ready[n1] && ready[n2]:
+		return n1, n2
+	}
+	working, idle := HotUpgradeContainers(sc.Name, pod)
+	return idle, working
+}
+
+func recordState(pod *corev1.Pod, set *appsv1alpha1.SidecarSet, changed []string, now metav1.Time) error {
+	states := States(pod)
+	st := states[set.Name]
+	if st == nil || len(changed) > 0 {
+		// A new upgrade starts a new record; a flip adds to the current one.
+		if st == nil || st.Revision != Hash(set) {
+			st = &appspub.InPlaceUpdateState{Revision: Hash(set), UpdateTimestamp: now}
+		}
+	}
+	if st.LastContainerStatuses == nil {
+		st.LastContainerStatuses = map[string]appspub.InPlaceUpdateContainerStatus{}
+	}
+	ids := map[string]string{}
+	for _, s := range pod.Status.ContainerStatuses {
+		ids[s.Name] = s.ImageID
+	}
+	for _, c := range changed {
+		st.LastContainerStatuses[c] = appspub.InPlaceUpdateContainerStatus{ImageID: ids[c]}
+	}
+	states[set.Name] = st
+	data, err := json.Marshal(states)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", InplaceUpdateStateKey, err)
+	}
+	pod.Annotations[InplaceUpdateStateKey] = string(data)
+	return nil
+}
+
+// HotUpgrading reports a hot-upgrade sidecar whose idle container is not on
+// the empty image: an upgrade waiting for its flip.
+func HotUpgrading(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
+	images := map[string]string{}
+	for _, c := range pod.Spec.Containers {
+		images[c.Name] = c.Image
+	}
+	for i := range set.Spec.Containers {
+		sc := &set.Spec.Containers[i]
+		if !IsHotUpgrade(sc) {
+			continue
+		}
+		_, idle := HotUpgradeContainers(sc.Name, pod)
+		if images[idle] != sc.UpgradeStrategy.HotUpgradeEmptyImage {
+			return true
+		}
+	}
+	return false
+}
+
+// FlipReady reports that a hot upgrade may flip: every container other than
+// the idle hot-upgrade ones is ready, and the kubelet runs the new images.
+func FlipReady(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
+	idle := sets.New[string]()
+	for i := range set.Spec.Containers {
+		if sc := &set.Spec.Containers[i]; IsHotUpgrade(sc) {
+			_, o := HotUpgradeContainers(sc.Name, pod)
+			idle.Insert(o)
+		}
+	}
+	if len(pod.Status.ContainerStatuses) < len(pod.Spec.Containers) {
+		return false
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		if !idle.Has(s.Name) && !s.Ready {
+			return false
+		}
+	}
+	return Consistent(pod, set)
+}
+
+// Flip returns a copy of pod whose hot-upgrade containers that are idle but
+// not on the empty image (the old version after an upgrade) are reset to
+// the empty image, their version annotations zeroed; changed lists them.
+func Flip(pod *corev1.Pod, set *appsv1alpha1.SidecarSet, now time.Time) (*corev1.Pod, []string, error) {
+	out := pod.DeepCopy()
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	index := map[string]int{}
+	for i, c := range out.Spec.Containers {
+		index[c.Name] = i
+	}
+	var changed []string
+	for i := range set.Spec.Containers {
+		sc := &set.Spec.Containers[i]
+		if !IsHotUpgrade(sc) {
+			continue
+		}
+		working, idle := HotUpgradeContainers(sc.Name, out)
+		j, ok := index[idle]
+		if !ok || out.Spec.Containers[j].Image == sc.UpgradeStrategy.HotUpgradeEmptyImage {
+			continue
+		}
+		out.Spec.Containers[j].Image = sc.UpgradeStrategy.HotUpgradeEmptyImage
+		out.Annotations[VersionAnnotation(idle)] = "0"
+		out.Annotations[VersionAltAnnotation(working)] = "0"
+		changed = append(changed, idle)
+	}
+	if len(changed) == 0 {
+		return out, nil, nil
+	}
+	if err := recordState(out, set, changed, metav1.NewTime(now)); err != nil {
+		return nil, nil, err
+	}
+	return out, changed, nil
+}
+
+// SetUpgradableCondition returns the pod's SidecarSetUpgradable condition
+// after this SidecarSet's verdict: False with reason UpdateImmutableField
+// and a JSON message naming the SidecarSets that cannot upgrade in place, or
+// True when none is left. changed is false when the pod already says so.
+func SetUpgradableCondition(pod *corev1.Pod, setName string, upgradable bool, now time.Time) (corev1.PodCondition, bool) {
+	var cur *corev1.PodCondition
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == UpgradableCondition {
+			cur = &pod.Status.Conditions[i]
+		}
+	}
+	blocked := map[string]string{}
+	if cur != nil && cur.Message != "" {
+		_ = json.Unmarshal([]byte(cur.Message), &blocked)
+	}
+	if upgradable {
+		delete(blocked, setName)
+	} else {
+		blocked[setName] = "only images may change in place: the sidecarset changed other container fields"
+	}
+	want := corev1.PodCondition{Type: UpgradableCondition, Status: corev1.ConditionTrue}
+	if len(blocked) > 0 {
+		msg, _ := json.Marshal(blocked)
+		want.Status, want.Reason, want.Message = corev1.ConditionFalse, "UpdateImmutableField", string(msg)
+	}
+	if cur == nil && want.Status == corev1.ConditionTrue {
+		return want, false
+	}
+	if cur != nil && cur.Status == want.Status && cur.Reason == want.Reason && cur.Message == want.Message {
+		return *cur, false
+	}
+	want.LastTransitionTime = metav1.NewTime(now)
+	return want, true
+}

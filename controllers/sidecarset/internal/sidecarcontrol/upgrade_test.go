@@ -1,0 +1,232 @@
+package sidecarcontrol
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+)
+
+// running gives every container of pod a ready status with imageID id(image).
+func running(pod *corev1.Pod) *corev1.Pod {
+	p := pod.DeepCopy()
+	p.Status.Phase = corev1.PodRunning
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	p.Status.ContainerStatuses = nil
+	for _, c := range p.Spec.Containers {
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: "id-" + c.Image, Ready: true})
+	}
+	return p
+}
+
+func TestColdUpgrade(t *testing.T) {
+	v1 := newSet("s")
+	pod, _ := mustInject(t, newPod(), []*appsv1alpha1.SidecarSet{v1}, RevisionList{}, Options{})
+	pod = running(pod)
+	v2 := v1.DeepCopy()
+	v2.Spec.Containers[0].Image = "img:2"
+	if IsUpdated(pod, v2) || !IsUpdated(pod, v1) {
+		t.Fatal("IsUpdated follows the pod's recorded hash")
+	}
+	if !InPlaceUpgradable(pod, v2) {
+		t.Fatal("image-only change must be in-place upgradable")
+	}
+	cmd := v1.DeepCopy()
+	cmd.Spec.Containers[0].Command = []string{"x"}
+	if InPlaceUpgradable(pod, cmd) {
+		t.Fatal("command change must not be in-place upgradable")
+	}
+	out, changed, err := Upgrade(pod, v2, "s-rev2", false, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(changed, []string{"s-c"}) || container(t, out, "s-c").Image != "img:2" || container(t, out, "main").Image != "app:1" {
+		t.Fatalf("changed %v, containers %+v", changed, out.Spec.Containers)
+	}
+	if !IsUpdated(out, v2) || PodControllerRevision(out, "s") != "s-rev2" {
+		t.Fatal("hash annotation not moved to v2")
+	}
+	st := States(out)["s"]
+	if st == nil || st.LastContainerStatuses["s-c"].ImageID != "id-img:1" || st.Revision != Hash(v2) {
+		t.Fatalf("in-place state %+v", st)
+	}
+	if !strings.Contains(out.Annotations[InplaceUpdateStateKey], `"lastContainerStatuses":{"s-c":{"imageID":"id-img:1"}}`) {
+		t.Fatalf("state annotation %s", out.Annotations[InplaceUpdateStateKey])
+	}
+	// The kubelet has not restarted the container yet: not consistent.
+	if Consistent(out, v2) {
+		t.Fatal("consistent before the new imageID")
+	}
+	if !Consistent(running(out), v2) {
+		t.Fatal("not consistent after the new imageID")
+	}
+	if !Consistent(pod, v1) {
+		t.Fatal("a never-upgraded pod is consistent")
+	}
+}
+
+func TestUpgradeReappliesPatchPodMetadata(t *testing.T) {
+	v1 := newSet("s", func(s *appsv1alpha1.SidecarSet) { s.Spec.PatchPodMetadata = seedPatches })
+	pod, _ := mustInject(t, newPod(), []*appsv1alpha1.SidecarSet{v1}, RevisionList{}, Options{PatchMetadataDefaultsAllowed: true})
+	v2 := v1.DeepCopy()
+	v2.Spec.Containers[0].Image = "img:2"
+	v2.Spec.PatchPodMetadata[1].Annotations["apps.kruise.io/container-launch-priority"] = "Changed"
+	v2.Spec.PatchPodMetadata[0].Annotations["oom-score"] = `{"log-agent": 5}`
+	out, _, err := Upgrade(pod, v2, "r", true, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Annotations["apps.kruise.io/container-launch-priority"] != "Changed" || out.Annotations["oom-score"] != `{"log-agent":5}` {
+		t.Fatalf("annotations %v", out.Annotations)
+	}
+	out, _, _ = Upgrade(pod, v2, "r", false, t0)
+	if out.Annotations["apps.kruise.io/container-launch-priority"] != "Ordered" {
+		t.Fatal("patch applied although not allowed")
+	}
+}
+
+// The hot-upgrade sequence of pod states (kwok runs no postStart, so the
+// hand-over itself is the sidecar's business; these are the states the
+// controller writes).
+func TestHotUpgradeSequence(t *testing.T) {
+	hot := func(image string) *appsv1alpha1.SidecarSet {
+		return newSet("s", func(s *appsv1alpha1.SidecarSet) {
+			s.ResourceVersion = "rv-" + image
+			s.Spec.Containers[0] = sidecar("proxy", image, func(c *appsv1alpha1.SidecarContainer) {
+				c.UpgradeStrategy = appsv1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: appsv1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "empty:1"}
+			})
+		})
+	}
+	v1, v2, v3 := hot("proxy:1"), hot("proxy:2"), hot("proxy:3")
+	pod, _ := mustInject(t, newPod(), []*appsv1alpha1.SidecarSet{v1}, RevisionList{}, Options{})
+	pod = running(pod)
+	if !Ready(pod, v1) || HotUpgrading(pod, v1) {
+		t.Fatal("freshly injected pod: ready, not upgrading")
+	}
+	images := func(p *corev1.Pod) [2]string {
+		return [2]string{container(t, p, "proxy-1").Image, container(t, p, "proxy-2").Image}
+	}
+
+	// 1. The new image goes on the empty container, which becomes working.
+	up, changed, err := Upgrade(pod, v2, "r2", false, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if images(up) != [2]string{"proxy:1", "proxy:2"} || !reflect.DeepEqual(changed, []string{"proxy-2"}) {
+		t.Fatalf("after upgrade images %v changed %v", images(up), changed)
+	}
+	if w, _ := HotUpgradeContainers("proxy", up); w != "proxy-2" {
+		t.Fatalf("working %s, want proxy-2", w)
+	}
+	wantAnn := map[string]string{
+		VersionAnnotation("proxy-2"): "rv-proxy:2", VersionAltAnnotation("proxy-2"): "1",
+		VersionAnnotation("proxy-1"): "1", VersionAltAnnotation("proxy-1"): "rv-proxy:2",
+	}
+	for k, v := range wantAnn {
+		if up.Annotations[k] != v {
+			t.Errorf("%s = %q, want %q", k, up.Annotations[k], v)
+		}
+	}
+	if !HotUpgrading(up, v2) || Ready(running(up), v2) {
+		t.Fatal("mid-upgrade: upgrading and not ready for the sidecarset")
+	}
+	// 2. Not flippable until the new container runs the new image and is ready.
+	notYet := up.DeepCopy()
+	notYet.Status = pod.Status
+	for i := range notYet.Status.ContainerStatuses {
+		if notYet.Status.ContainerStatuses[i].Name == "proxy-2" {
+			notYet.Status.ContainerStatuses[i].Ready = false
+		}
+	}
+	if FlipReady(notYet, v2) {
+		t.Fatal("flip before the new container is ready")
+	}
+	ready := running(up)
+	if !FlipReady(ready, v2) {
+		t.Fatal("flip not ready once the new container runs")
+	}
+	// 3. The flip puts the old container back on the empty image.
+	flipped, changed, err := Flip(ready, v2, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if images(flipped) != [2]string{"empty:1", "proxy:2"} || !reflect.DeepEqual(changed, []string{"proxy-1"}) {
+		t.Fatalf("after flip %v %v", images(flipped), changed)
+	}
+	if flipped.Annotations[VersionAnnotation("proxy-1")] != "0" || flipped.Annotations[VersionAltAnnotation("proxy-2")] != "0" {
+		t.Fatalf("flip annotations %v", flipped.Annotations)
+	}
+	flipped = running(flipped)
+	if HotUpgrading(flipped, v2) || !Ready(flipped, v2) || !IsUpdated(flipped, v2) {
+		t.Fatal("after flip: done, ready, updated")
+	}
+	if again, changed, _ := Flip(flipped, v2, t0); len(changed) != 0 || !reflect.DeepEqual(again.Spec, flipped.Spec) {
+		t.Fatal("second flip changed the pod")
+	}
+	// 4. The next upgrade goes to proxy-1 (the empty one now).
+	up3, changed, _ := Upgrade(flipped, v3, "r3", false, t0)
+	if images(up3) != [2]string{"proxy:3", "proxy:2"} || changed[0] != "proxy-1" {
+		t.Fatalf("third version %v", images(up3))
+	}
+	if w, _ := HotUpgradeContainers("proxy", up3); w != "proxy-1" {
+		t.Fatal("working container not proxy-1")
+	}
+}
+
+func TestSetUpgradableCondition(t *testing.T) {
+	pod := newPod()
+	c, changed := SetUpgradableCondition(pod, "a", true, t0)
+	if changed {
+		t.Fatal("no condition and upgradable: nothing to write")
+	}
+	c, changed = SetUpgradableCondition(pod, "a", false, t0)
+	if !changed || c.Status != corev1.ConditionFalse || c.Reason != "UpdateImmutableField" || !strings.HasPrefix(c.Message, `{"a":`) {
+		t.Fatalf("condition %+v", c)
+	}
+	pod.Status.Conditions = []corev1.PodCondition{c}
+	if _, changed = SetUpgradableCondition(pod, "a", false, t0); changed {
+		t.Fatal("same verdict rewrites")
+	}
+	c, changed = SetUpgradableCondition(pod, "b", false, t0)
+	if !changed || !strings.Contains(c.Message, `"a"`) || !strings.Contains(c.Message, `"b"`) {
+		t.Fatalf("two sidecarsets: %+v", c)
+	}
+	pod.Status.Conditions = []corev1.PodCondition{c}
+	c, _ = SetUpgradableCondition(pod, "a", true, t0)
+	pod.Status.Conditions = []corev1.PodCondition{c}
+	c, changed = SetUpgradableCondition(pod, "b", true, t0)
+	if !changed || c.Status != corev1.ConditionTrue {
+		t.Fatalf("all upgradable again: %+v", c)
+	}
+}
+
+func TestConsistentDigestImage(t *testing.T) {
+	const digest = "reg/side@sha256:0123456789abcdef"
+	v1 := newSet("s")
+	v2 := v1.DeepCopy()
+	v2.Spec.Containers[0].Image = digest
+	pod, _ := mustInject(t, newPod(), []*appsv1alpha1.SidecarSet{v1}, RevisionList{}, Options{})
+	up, _, err := Upgrade(running(pod), v2, "r", false, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Consistent(up, v2) {
+		t.Fatal("consistent while the kubelet still reports the old image")
+	}
+	st := up.DeepCopy()
+	for i := range st.Status.ContainerStatuses {
+		if st.Status.ContainerStatuses[i].Name == "s-c" {
+			st.Status.ContainerStatuses[i].ImageID = "docker.io/reg/side@sha256:0123456789abcdef"
+		}
+	}
+	if !Consistent(st, v2) {
+		t.Fatal("a digest image is consistent once the imageID carries that digest")
+	}
+	st.Status.ContainerStatuses[0].ImageID = "docker.io/reg/side@sha256:ffff"
+	if Consistent(st, v2) {
+		t.Fatal("another digest is not the image asked for")
+	}
+}

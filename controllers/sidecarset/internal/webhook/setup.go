@@ -1,0 +1,108 @@
+package webhook
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
+	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/sidecarcontrol"
+	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+	kitwebhook "github.com/flotilla-dev/flotilla/kit/webhook"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
+)
+
+// Setup registers the webhook with the shell: the admission server and the
+// small caches it reads run on every replica; the scope syncer (which
+// rewrites the pod webhook's match conditions when SidecarSets change) runs
+// on the leader.
+//
+// With podWebhook false (gate PodWebhook off) only the SidecarSet validation
+// is served: the pod path is not registered and the pod entry's scope stays
+// "false", so the API server never calls it.
+func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options, systemNamespace string, podWebhook bool) error {
+	if opts.Disabled {
+		return nil
+	}
+	strip := controller.StripManagedFields
+	sets := flotillainformers.NewSharedInformerFactoryWithOptions(cl.Client, 0, flotillainformers.WithTransform(strip))
+	setInf := sets.Apps().V1alpha1().SidecarSets()
+	cluster := informers.NewSharedInformerFactoryWithOptions(cl.Kube, 0, informers.WithTransform(strip))
+	nsInf := cluster.Core().V1().Namespaces()
+	revs := informers.NewSharedInformerFactoryWithOptions(cl.Kube, 0, informers.WithTransform(strip),
+		informers.WithNamespace(systemNamespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sidecarcontrol.RevisionNameLabel }))
+	revInf := revs.Apps().V1().ControllerRevisions()
+	if err := revInf.Informer().AddIndexers(cache.Indexers{sidecarcontrol.RevisionIndex: sidecarcontrol.IndexRevisionBySidecarSet}); err != nil {
+		return fmt.Errorf("add revision index: %w", err)
+	}
+	config := informers.NewSharedInformerFactoryWithOptions(cl.Kube, 0, informers.WithTransform(strip),
+		informers.WithNamespace(systemNamespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + sidecarcontrol.ConfigMapName }))
+	cmInf := config.Core().V1().ConfigMaps()
+	for _, f := range []kitapp.InformerFactory{sets, cluster, revs, config} {
+		env.AddReplicaInformerFactory(f)
+	}
+
+	c, err := kitwebhook.New(opts, env.KubeClient, env.Metrics, env.Clock, Refs()...)
+	if err != nil {
+		return err
+	}
+	h := &Handlers{
+		Sets:            setInf.Lister(),
+		Namespaces:      nsInf.Lister(),
+		Kube:            cl.Kube,
+		Revisions:       sidecarcontrol.RevisionIndexer{Indexer: revInf.Informer().GetIndexer()},
+		ConfigMaps:      cmInf.Lister(),
+		SystemNamespace: systemNamespace,
+		Gates:           env.Gates,
+		Clock:           env.Clock,
+	}
+	if podWebhook {
+		h.Register(c.Server)
+	} else {
+		h.RegisterValidation(c.Server)
+	}
+	env.AddReplicaComponent(c.ReplicaComponent())
+
+	setsSynced := setInf.Informer().HasSynced
+	scope := kitwebhook.NewScopeSyncer(cl.Kube, kitwebhook.ConfigRef{Kind: kitwebhook.Mutating, Name: ConfigName}, PodWebhookName,
+		func() (kitwebhook.Scope, error) {
+			if !setsSynced() {
+				return kitwebhook.Scope{}, fmt.Errorf("sidecarset cache not synced yet")
+			}
+			all, err := setInf.Lister().List(labels.Everything())
+			if err != nil {
+				return kitwebhook.Scope{}, err
+			}
+			if !podWebhook {
+				return PodScope(nil)
+			}
+			return PodScope(all)
+		})
+	if _, err := setInf.Informer().AddEventHandler(TriggerOnChange(scope.Trigger)); err != nil {
+		return fmt.Errorf("sidecarset scope handler: %w", err)
+	}
+	env.AddController(scope)
+	return nil
+}
+
+// TriggerOnChange calls trigger on every SidecarSet add, delete and spec or
+// deletion change (status writes do not move the scope).
+func TriggerOnChange(trigger func()) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { trigger() },
+		UpdateFunc: func(o, n any) {
+			oo, ok1 := o.(metav1.Object)
+			no, ok2 := n.(metav1.Object)
+			if !ok1 || !ok2 || oo.GetGeneration() != no.GetGeneration() || (oo.GetDeletionTimestamp() == nil) != (no.GetDeletionTimestamp() == nil) {
+				trigger()
+			}
+		},
+		DeleteFunc: func(any) { trigger() },
+	}
+}

@@ -1,0 +1,128 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Request is one admission request as the API server sent it.
+type Request struct {
+	admissionv1.AdmissionRequest
+}
+
+// DecodeObject unmarshals the request's object (CREATE, UPDATE) into into.
+func (r Request) DecodeObject(into any) error {
+	if len(r.Object.Raw) == 0 {
+		return fmt.Errorf("admission request %s has no object", r.UID)
+	}
+	if err := json.Unmarshal(r.Object.Raw, into); err != nil {
+		return fmt.Errorf("decode object of admission request %s: %w", r.UID, err)
+	}
+	return nil
+}
+
+// DecodeOldObject unmarshals the request's old object (UPDATE, DELETE).
+func (r Request) DecodeOldObject(into any) error {
+	if len(r.OldObject.Raw) == 0 {
+		return fmt.Errorf("admission request %s has no old object", r.UID)
+	}
+	if err := json.Unmarshal(r.OldObject.Raw, into); err != nil {
+		return fmt.Errorf("decode old object of admission request %s: %w", r.UID, err)
+	}
+	return nil
+}
+
+// DryRun reports whether the request must have no side effects.
+func (r Request) IsDryRun() bool { return r.DryRun != nil && *r.DryRun }
+
+// Response is a handler's decision.
+type Response struct {
+	Allowed bool
+	// Result carries the message and code of a denial or an error.
+	Result *metav1.Status
+	// Patch is a JSON patch (RFC 6902) to the request's object; only for
+	// mutating webhooks.
+	Patch []byte
+	// Warnings are shown to the client (kubectl prints them).
+	Warnings []string
+	// errored marks a response that reports a failure of the webhook
+	// itself rather than a decision (metrics count it as an error).
+	errored bool
+}
+
+// Allowed admits the request unchanged.
+func Allowed(warnings ...string) Response { return Response{Allowed: true, Warnings: warnings} }
+
+// Denied rejects the request with a message that names what is wrong; the
+// API server shows it to the client as is.
+func Denied(format string, args ...any) Response {
+	return Response{Result: &metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden,
+		Message: fmt.Sprintf(format, args...),
+	}}
+}
+
+// Invalid rejects the request as an invalid object (HTTP 422), the way the
+// API server reports its own validation errors.
+func Invalid(message string) Response {
+	return Response{Result: &metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity, Reason: metav1.StatusReasonInvalid,
+		Message: message,
+	}}
+}
+
+// Errored rejects the request because the webhook could not decide (code
+// 400 for a request it cannot read, 500 for its own failures). With
+// failurePolicy Ignore the API server still rejects it: an errored response
+// is an answer, not a failure to call.
+func Errored(code int32, err error) Response {
+	return Response{errored: true, Result: &metav1.Status{
+		Status: metav1.StatusFailure, Code: code, Message: err.Error(),
+	}}
+}
+
+// Patched admits the request with the JSON patch turning original (the
+// request's raw object) into mutated; with nothing to change it is Allowed.
+func Patched(original []byte, mutated any, warnings ...string) Response {
+	after, err := json.Marshal(mutated)
+	if err != nil {
+		return Errored(http.StatusInternalServerError, fmt.Errorf("encode mutated object: %w", err))
+	}
+	patch, err := CreatePatch(original, after)
+	if err != nil {
+		return Errored(http.StatusInternalServerError, err)
+	}
+	r := Allowed(warnings...)
+	if len(patch) > 0 {
+		r.Patch = patch
+	}
+	return r
+}
+
+// result classifies a response for the metrics.
+func (r Response) result() string {
+	switch {
+	case r.errored:
+		return "error"
+	case r.Allowed:
+		return "allowed"
+	default:
+		return "denied"
+	}
+}
+
+// Handler decides admission requests of one path.
+type Handler interface {
+	Handle(ctx context.Context, req Request) Response
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req Request) Response
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, req Request) Response { return f(ctx, req) }

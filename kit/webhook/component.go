@@ -1,0 +1,169 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+)
+
+// Options are a webhook binary's flags.
+type Options struct {
+	// Host and Port to listen on (default all addresses, 9443).
+	Host string
+	Port int
+	// CertDir, when set, serves tls.crt/tls.key from that directory
+	// (cert-manager or any mounted Secret) instead of self-managed
+	// certificates; ca.crt, if present, is injected as the caBundle.
+	CertDir string
+	// SecretName and Namespace of the self-managed certificate Secret.
+	SecretName string
+	Namespace  string
+	// ServiceName is the webhook Service: the serving certificate covers
+	// <ServiceName>.<Namespace>.svc (and .cluster.local), plus localhost and
+	// 127.0.0.1 for a local process.
+	ServiceName string
+	// ShutdownDelay: see ServerOptions (default 3s).
+	ShutdownDelay time.Duration
+	// Disabled turns the server off (no webhook configuration installed).
+	Disabled bool
+}
+
+// DefaultOptions for binary name: Secret <name>-webhook-certs and Service
+// <name>-webhook in $POD_NAMESPACE (else flotilla-system).
+func DefaultOptions(name string) Options {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = kitapp.DefaultLeaseNamespace
+	}
+	return Options{Port: 9443, SecretName: name + "-webhook-certs", Namespace: ns, ServiceName: name + "-webhook", ShutdownDelay: 3 * time.Second}
+}
+
+// AddFlags binds the options.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Host, "webhook-host", o.Host, "Address the admission webhook server listens on (empty: all).")
+	fs.IntVar(&o.Port, "webhook-port", o.Port, "Port of the admission webhook server.")
+	fs.StringVar(&o.CertDir, "webhook-cert-dir", o.CertDir, "Directory with tls.crt, tls.key (and optionally ca.crt) provided externally, e.g. by cert-manager. Empty: certificates are generated and kept in --webhook-secret-name.")
+	fs.StringVar(&o.SecretName, "webhook-secret-name", o.SecretName, "Secret holding the self-managed webhook CA and serving certificate, shared by every replica.")
+	fs.StringVar(&o.Namespace, "webhook-secret-namespace", o.Namespace, "Namespace of the certificate Secret and the webhook Service (default: $POD_NAMESPACE, else flotilla-system).")
+	fs.StringVar(&o.ServiceName, "webhook-service-name", o.ServiceName, "Service in front of the webhook replicas; the serving certificate covers its DNS names.")
+	fs.DurationVar(&o.ShutdownDelay, "webhook-shutdown-delay", o.ShutdownDelay, "On shutdown, keep serving webhooks this long (not ready) so the API server stops calling this replica first.")
+	fs.BoolVar(&o.Disabled, "webhook-disable", o.Disabled, "Do not serve admission webhooks.")
+}
+
+// Validate reports invalid options.
+func (o *Options) Validate() error {
+	if o.Disabled {
+		return nil
+	}
+	switch {
+	case o.Port < 0 || o.Port > 65535:
+		return fmt.Errorf("--webhook-port %d out of range", o.Port)
+	case o.CertDir == "" && (o.SecretName == "" || o.Namespace == ""):
+		return fmt.Errorf("self-managed webhook certificates need --webhook-secret-name and --webhook-secret-namespace")
+	}
+	return nil
+}
+
+// CertPolicy is the certificate policy these options ask for.
+func (o *Options) CertPolicy() CertPolicy {
+	svc := o.ServiceName + "." + o.Namespace + ".svc"
+	return CertPolicy{
+		DNSNames: []string{svc, svc + ".cluster.local", o.ServiceName + "." + o.Namespace, "localhost"},
+		IPs:      []net.IP{net.ParseIP("127.0.0.1")},
+	}
+}
+
+// certSource is SecretCerts or FileCerts.
+type certSource interface {
+	CertSource
+	CABundle() []byte
+	Ensure(ctx context.Context) error
+	Run(ctx context.Context)
+}
+
+// Component is a binary's admission webhook: server, certificates and CA
+// bundle injection, run on every replica (kit/app ReplicaComponent).
+type Component struct {
+	Server   *Server
+	Injector *CABundleInjector
+	certs    certSource
+}
+
+// New builds the component; register handlers on c.Server before it runs.
+// refs are the binary's own webhook configurations (the caBundle goes into
+// each of their entries).
+func New(opts Options, client kubernetes.Interface, reg prometheus.Registerer, clk clock.PassiveClock, refs ...ConfigRef) (*Component, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	metrics, err := NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	var certs certSource
+	var onChange *func()
+	if opts.CertDir != "" {
+		f := NewFileCerts(opts.CertDir)
+		certs, onChange = f, &f.OnChange
+	} else {
+		s := NewSecretCerts(client, opts.Namespace, opts.SecretName, opts.CertPolicy(), clk)
+		certs, onChange = s, &s.OnChange
+	}
+	c := &Component{
+		Server: NewServer(ServerOptions{BindAddress: net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)), Clock: clk,
+			ShutdownDelay: opts.ShutdownDelay}, certs, metrics),
+		certs: certs,
+	}
+	c.Injector = NewCABundleInjector(client, certs.CABundle, refs...)
+	c.Injector.Refresh = certs.Ensure
+	*onChange = c.Injector.Trigger
+	return c, nil
+}
+
+// CABundle is the bundle currently served.
+func (c *Component) CABundle() []byte { return c.certs.CABundle() }
+
+// Run loads the certificates (retrying until it can: the replica is not
+// ready meanwhile), then keeps them and the configurations' caBundle
+// current and serves until ctx is done.
+func (c *Component) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: 30 * time.Second, Steps: 1 << 30}
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		if err := c.certs.Ensure(ctx); err != nil {
+			logger.Error(err, "Webhook certificates not available yet; retrying")
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	go c.certs.Run(ctx)
+	go c.Injector.Run(ctx)
+	return c.Server.Run(ctx)
+}
+
+// Ready is the "webhook serving" check.
+func (c *Component) Ready() error { return c.Server.Ready() }
+
+// ReplicaComponent registers the component with kit/app so it runs on every
+// replica and gates /readyz.
+func (c *Component) ReplicaComponent() kitapp.ReplicaComponent {
+	return kitapp.ReplicaComponent{Name: "webhook", Run: c.Run, Ready: c.Ready}
+}

@@ -1,0 +1,224 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+)
+
+// ConfigKind is the kind of a webhook configuration.
+type ConfigKind string
+
+const (
+	Mutating   ConfigKind = "MutatingWebhookConfiguration"
+	Validating ConfigKind = "ValidatingWebhookConfiguration"
+)
+
+// ConfigRef names one of the binary's own webhook configurations. The
+// binary edits only these (RBAC grants get/update by resourceNames).
+type ConfigRef struct {
+	Kind ConfigKind
+	Name string
+}
+
+func (r ConfigRef) String() string { return string(r.Kind) + "/" + r.Name }
+
+// Webhook is the part of a mutating or validating webhook entry Flotilla
+// edits: both kinds have these fields, pointed to here so that one edit
+// function serves both.
+type Webhook struct {
+	Name              string
+	ClientConfig      *admissionregistrationv1.WebhookClientConfig
+	MatchConditions   *[]admissionregistrationv1.MatchCondition
+	NamespaceSelector **metav1.LabelSelector
+	ObjectSelector    **metav1.LabelSelector
+}
+
+// EditFunc edits one webhook entry in place.
+type EditFunc func(w Webhook)
+
+// Configurations edits webhook configurations with get + update, retried
+// on conflicts, writing only when the edit changed something.
+type Configurations struct {
+	Client kubernetes.Interface
+}
+
+// Edit applies edit to every webhook entry of ref and updates the object if
+// anything changed; it reports whether it wrote.
+func (c Configurations) Edit(ctx context.Context, ref ConfigRef, edit EditFunc) (bool, error) {
+	wrote := false
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		wrote = false
+		switch ref.Kind {
+		case Mutating:
+			api := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations()
+			cur, err := api.Get(ctx, ref.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			upd := cur.DeepCopy()
+			for i := range upd.Webhooks {
+				w := &upd.Webhooks[i]
+				edit(Webhook{Name: w.Name, ClientConfig: &w.ClientConfig, MatchConditions: &w.MatchConditions,
+					NamespaceSelector: &w.NamespaceSelector, ObjectSelector: &w.ObjectSelector})
+			}
+			if reflect.DeepEqual(cur.Webhooks, upd.Webhooks) {
+				return nil
+			}
+			_, err = api.Update(ctx, upd, metav1.UpdateOptions{})
+			wrote = err == nil
+			return err
+		case Validating:
+			api := c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+			cur, err := api.Get(ctx, ref.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			upd := cur.DeepCopy()
+			for i := range upd.Webhooks {
+				w := &upd.Webhooks[i]
+				edit(Webhook{Name: w.Name, ClientConfig: &w.ClientConfig, MatchConditions: &w.MatchConditions,
+					NamespaceSelector: &w.NamespaceSelector, ObjectSelector: &w.ObjectSelector})
+			}
+			if reflect.DeepEqual(cur.Webhooks, upd.Webhooks) {
+				return nil
+			}
+			_, err = api.Update(ctx, upd, metav1.UpdateOptions{})
+			wrote = err == nil
+			return err
+		default:
+			return fmt.Errorf("unknown webhook configuration kind %q", ref.Kind)
+		}
+	})
+	if err != nil {
+		return false, fmt.Errorf("edit %s: %w", ref, err)
+	}
+	return wrote, nil
+}
+
+// SetCABundle is the edit writing bundle into every entry's clientConfig.
+func SetCABundle(bundle []byte) EditFunc {
+	return func(w Webhook) {
+		if !bytes.Equal(w.ClientConfig.CABundle, bundle) {
+			w.ClientConfig.CABundle = slices.Clone(bundle)
+		}
+	}
+}
+
+// Trigger is a coalescing wake-up: many Triggers before the loop runs
+// make one run.
+type Trigger chan struct{}
+
+// NewTrigger returns a Trigger.
+func NewTrigger() Trigger { return make(Trigger, 1) }
+
+// Fire wakes the loop (never blocks).
+func (t Trigger) Fire() {
+	select {
+	case t <- struct{}{}:
+	default:
+	}
+}
+
+// runLoop calls sync at start, on each trigger and every resync, until ctx
+// is done; a failed sync is retried with back-off (1s doubling to 1m).
+func runLoop(ctx context.Context, t Trigger, resync time.Duration, what string, sync func(context.Context) error) {
+	logger := klog.FromContext(ctx)
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: time.Minute, Steps: 1 << 30}
+	var retryAfter <-chan time.Time
+	tick := time.NewTicker(resync)
+	defer tick.Stop()
+	t.Fire()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t:
+		case <-tick.C:
+		case <-retryAfter:
+		}
+		retryAfter = nil
+		if err := sync(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			d := backoff.Step()
+			logger.Error(err, "Webhook configuration sync failed; retrying", "what", what, "after", d)
+			retryAfter = time.After(d)
+			continue
+		}
+		backoff = wait.Backoff{Duration: time.Second, Factor: 2, Cap: time.Minute, Steps: 1 << 30}
+	}
+}
+
+// CABundleInjector keeps the CA bundle of the binary's webhook
+// configurations equal to the one its certificates need. Every replica runs
+// one: the bundle must be right before the first request, whoever leads.
+type CABundleInjector struct {
+	Configs Configurations
+	Refs    []ConfigRef
+	// Bundle returns the PEM bundle; nil means "unknown yet": nothing written.
+	Bundle func() []byte
+	// Refresh, if set, reloads the certificates before each sync, so a
+	// replica never writes back a bundle another replica has just replaced
+	// (a CA rotation) from a stale copy.
+	Refresh func(ctx context.Context) error
+	// Resync re-checks the configurations (e.g. after a re-apply of the
+	// manifests emptied the caBundle); default 1m.
+	Resync  time.Duration
+	trigger Trigger
+}
+
+// NewCABundleInjector injects bundle() into refs.
+func NewCABundleInjector(client kubernetes.Interface, bundle func() []byte, refs ...ConfigRef) *CABundleInjector {
+	return &CABundleInjector{Configs: Configurations{Client: client}, Refs: refs, Bundle: bundle, Resync: time.Minute, trigger: NewTrigger()}
+}
+
+// Trigger asks for a check now (after a certificate change).
+func (i *CABundleInjector) Trigger() { i.trigger.Fire() }
+
+// Sync writes the bundle into each configuration that lacks it. A missing
+// configuration is an error (retried): the manifests install them.
+func (i *CABundleInjector) Sync(ctx context.Context) error {
+	if i.Refresh != nil {
+		if err := i.Refresh(ctx); err != nil {
+			return err
+		}
+	}
+	bundle := i.Bundle()
+	if len(bundle) == 0 {
+		return nil
+	}
+	var errs []error
+	for _, ref := range i.Refs {
+		wrote, err := i.Configs.Edit(ctx, ref, SetCABundle(bundle))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if wrote {
+			klog.FromContext(ctx).Info("Wrote the CA bundle into the webhook configuration", "configuration", ref.String())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Run syncs until ctx is done.
+func (i *CABundleInjector) Run(ctx context.Context) {
+	runLoop(ctx, i.trigger, i.Resync, "caBundle", i.Sync)
+}
+
+// IsNotFound reports whether err says a configuration does not exist.
+func IsNotFound(err error) bool { return apierrors.IsNotFound(err) }
