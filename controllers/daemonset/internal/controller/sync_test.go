@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -29,12 +31,14 @@ import (
 // as the caches show them; sync runs the controller's sync once and returns
 // the pod writes it made ("create <node>", "delete <pod>").
 type syncFixture struct {
-	t     *testing.T
-	ds    *appsv1alpha1.DaemonSet
-	nodes []*corev1.Node
-	pods  []*corev1.Pod
-	c     *Controller
-	kube  *kubefake.Clientset
+	t          *testing.T
+	ds         *appsv1alpha1.DaemonSet
+	nodes      []*corev1.Node
+	pods       []*corev1.Pod
+	c          *Controller
+	kube       *kubefake.Clientset
+	clock      *clocktesting.FakeClock
+	podIndexer cache.Indexer
 }
 
 func newSyncFixture(t *testing.T, nodes ...string) *syncFixture {
@@ -54,7 +58,8 @@ func newSyncFixture(t *testing.T, nodes ...string) *syncFixture {
 func (f *syncFixture) hash() string {
 	data, err := revision.TemplatePatch(&f.ds.Spec.Template)
 	require.NoError(f.t, err)
-	return revision.Hash(data, nil)
+	var collisions int32 // status.collisionCount 0, as the controller hashes
+	return revision.Hash(data, &collisions)
 }
 
 // addPod adds a Ready pod of the current template on node.
@@ -75,12 +80,13 @@ func (f *syncFixture) start() {
 		objs = append(objs, p)
 	}
 	f.kube = kubefake.NewClientset(objs...)
+	f.clock = clocktesting.NewFakeClock(t0.Add(time.Hour))
 	client := flotillafake.NewSimpleClientset(f.ds)
 	d := Deps{
 		Kube: f.kube, Client: client,
 		KubeInformers: informers.NewSharedInformerFactory(f.kube, 0),
 		Informers:     flotillainformers.NewSharedInformerFactory(client, 0),
-		Clock:         clocktesting.NewFakeClock(t0.Add(3600e9)),
+		Clock:         f.clock,
 		Recorder:      record.NewFakeRecorder(1000),
 		QueueOptions:  kitcontroller.DefaultQueueOptions(),
 	}
@@ -90,8 +96,9 @@ func (f *syncFixture) start() {
 	for _, n := range f.nodes {
 		require.NoError(f.t, d.KubeInformers.Core().V1().Nodes().Informer().GetIndexer().Add(n))
 	}
+	f.podIndexer = d.KubeInformers.InformerFor(&corev1.Pod{}, nil).GetIndexer()
 	for _, p := range f.pods {
-		require.NoError(f.t, d.KubeInformers.InformerFor(&corev1.Pod{}, nil).GetIndexer().Add(p))
+		require.NoError(f.t, f.podIndexer.Add(p))
 	}
 	f.c = c
 }
@@ -163,4 +170,25 @@ func TestSyncRollingUpdate(t *testing.T) {
 	f.ds.Spec.Template.Spec.Containers[0].Image = "a:2"
 	f.start()
 	assert.Equal(t, []string{"delete pb", "delete pc"}, f.sync())
+}
+
+// TestSyncFailedPodBackoff: a failed pod is deleted at once, the next
+// failed pod on the same node only after the back-off (1s, doubling), so a
+// kubelet that keeps rejecting the pod does not meet a hot loop.
+func TestSyncFailedPodBackoff(t *testing.T) {
+	f := newSyncFixture(t, "a")
+	f.addPod("p1", "a")
+	failed(f.pods[0])
+	f.start()
+	assert.Equal(t, []string{"delete p1"}, f.sync())
+
+	// The cache shows the deletion and a second failed pod.
+	require.NoError(t, f.podIndexer.Delete(f.pods[0]))
+	f.c.deletes.Delete(types.NamespacedName{Namespace: "ns", Name: "ds"})
+	f.addPod("p2", "a")
+	failed(f.pods[1])
+	require.NoError(t, f.podIndexer.Add(f.pods[1]))
+	assert.Empty(t, f.sync(), "within the back-off")
+	f.clock.Step(2 * time.Second)
+	assert.Equal(t, []string{"delete p2"}, f.sync(), "after it")
 }

@@ -104,3 +104,21 @@ func TestBurstReplicas(t *testing.T) {
 	h.waitPlaced("burst", nodes, "")
 	h.waitStatus("burst", "3 nodes settled", settled(3))
 }
+
+// TestCordonedNodeRunsDaemon: a cordoned node still runs its daemon, as
+// upstream's: every daemon pod tolerates node.kubernetes.io/unschedulable, and
+// the scheduler lets it through.
+func TestCordonedNodeRunsDaemon(t *testing.T) {
+	h := newHarness(t)
+	nodes := h.nodes(2, nil)
+	ctx := context.Background()
+	n, err := h.env.Kube.CoreV1().Nodes().Get(ctx, nodes[0], metav1.GetOptions{})
+	require.NoError(t, err)
+	n.Spec.Unschedulable = true
+	_, err = h.env.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	h.start()
+	h.sets.Create(h.newDS("cordon"))
+	h.waitPlaced("cordon", nodes, "")
+	h.waitStatus("cordon", "2 nodes settled", settled(2))
+}
