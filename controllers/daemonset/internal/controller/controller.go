@@ -135,6 +135,12 @@ func New(d Deps) (*Controller, error) {
 			return nil, err
 		}
 	}
+	// Orphan revisions are adopted like orphan pods (adopt.go).
+	if _, exists := revInf.GetIndexer().GetIndexers()[controller.OrphanIndex]; !exists {
+		if err := revInf.AddIndexers(cache.Indexers{controller.OrphanIndex: controller.IndexOrphanByNamespace}); err != nil {
+			return nil, fmt.Errorf("index orphan revisions: %w", err)
+		}
+	}
 	if err := podInf.SetTransform(controller.StripManagedFields); err != nil {
 		return nil, fmt.Errorf("set pod informer transform: %w", err)
 	}

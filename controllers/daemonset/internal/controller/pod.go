@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -18,6 +17,10 @@ import (
 
 // kindDaemonSet is the controllerRef kind of the pods and revisions.
 var kindDaemonSet = appsv1alpha1.SchemeGroupVersion.WithKind("DaemonSet")
+
+// maxGeneratedNameLength is the API server's bound on the generateName part
+// of a generated name (63 minus 5 random characters).
+const maxGeneratedNameLength = 58
 
 // podTemplateGenerationLabel marks pods with the DaemonSet's deprecated
 // template generation annotation (upstream's backward compatibility: such a
@@ -65,13 +68,17 @@ func newPod(ds *appsv1alpha1.DaemonSet, node, hash string) *corev1.Pod {
 	if g := templateGeneration(ds); g != nil {
 		labels[podTemplateGenerationLabel] = *g
 	}
+	// Named as the API server would name it from generateName (the prefix
+	// cut to 58 characters, then 5 random ones).
 	prefix := ds.Name + "-"
-	if max := validation.DNS1123SubdomainMaxLength - 5; len(prefix) > max {
-		prefix = prefix[:max]
+	base := prefix
+	if len(base) > maxGeneratedNameLength {
+		base = base[:maxGeneratedNameLength]
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            prefix + utilrand.String(5),
+			Name:            base + utilrand.String(5),
+			GenerateName:    prefix, // kept as upstream's pods have it (the server uses Name)
 			Namespace:       ds.Namespace,
 			Labels:          labels,
 			Annotations:     tmpl.Annotations,
