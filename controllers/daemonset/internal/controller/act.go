@@ -19,8 +19,11 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 )
 
-// writeConcurrency bounds the parallel pod writes of one sync; the client's
-// QPS/burst still applies on top.
+// writeConcurrency bounds the parallel pod updates (in place, lifecycle,
+// conditions) of one sync; the client's QPS/burst still applies on top.
+// Creations and deletions run a whole slow-start batch at once, as
+// upstream's do: burstReplicas already bounds them, and a DaemonSet landing
+// on a thousand nodes should not queue behind a small pool.
 const writeConcurrency = 16
 
 // manage carries out planManage: creates on nodes lacking a pod, deletes
@@ -89,8 +92,8 @@ func (c *Controller) failedPodsToDelete(ctx context.Context, st *syncState, fail
 }
 
 // createPods creates one pod of revision hash per node in slow-start
-// batches (kit/controller.SlowStart), stopping at the first batch with a
-// failure. A pod the API server rejects as invalid is a spec problem
+// batches (kit/controller.SlowStart: 1, 2, 4, …, each batch all at once),
+// stopping at the first batch with a failure. A pod the API server rejects as invalid is a spec problem
 // admission could not see (the template is not validated as a pod until a
 // pod is made of it): reported, not retried until the spec changes.
 func (c *Controller) createPods(ctx context.Context, st *syncState, nodes []string, hash string) error {
@@ -100,7 +103,7 @@ func (c *Controller) createPods(ctx context.Context, st *syncState, nodes []stri
 	ds := st.ds
 	var mu sync.Mutex
 	var invalid string
-	_, err := controller.SlowStart(len(nodes), writeConcurrency, func(i int) error {
+	_, err := controller.SlowStart(len(nodes), len(nodes), func(i int) error {
 		node := nodes[i]
 		pod := newPod(ds, node, hash)
 		c.creates.Expect(st.key, ds.UID, node, pod.Name)
@@ -140,7 +143,7 @@ func (c *Controller) deletePods(ctx context.Context, st *syncState, pods []*core
 	ds := st.ds
 	var mu sync.Mutex
 	deleted := 0
-	err := controller.ForEach(pods, writeConcurrency, func(p *corev1.Pod) error {
+	err := controller.ForEach(pods, len(pods), func(p *corev1.Pod) error {
 		d := lifecycle.Decide(ds.Spec.Lifecycle, p, lifecycle.Request{Op: lifecycle.OpDelete}, st.now)
 		switch d.Action {
 		case lifecycle.ActionPatch:

@@ -90,23 +90,27 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		}
 		return err
 	}
-	st, err := c.gather(ctx, key, ds)
-	if err != nil {
-		return err
-	}
-	if wait := c.staleCache(st); wait > 0 {
-		logger.V(4).Info("Waiting for the cache to show our own writes", "wait", wait)
-		c.queue.AddAfter(key, wait)
-		return nil
-	}
+	// Expectations first, pods second: the informer stores a pod before its
+	// handler observes it, so a creation observed between a read of the
+	// pods and a look at the expectations would be in neither, and its node
+	// would get a second pod.
 	pending, pendingFor := c.creates.Pending(key, ds.UID, func(name string) bool {
 		_, exists, _ := c.pods.GetByKey(ds.Namespace + "/" + name)
 		return exists
 	})
-	st.requeue.After(pendingFor)
 	deletesSeen, age := c.deletes.Satisfied(key)
 	if age > 0 {
 		logger.Info("Deletion expectations timed out: an event was lost, acting on the cache", "after", age)
+	}
+	st, err := c.gather(ctx, key, ds)
+	if err != nil {
+		return err
+	}
+	st.requeue.After(pendingFor)
+	if wait := c.staleCache(st); wait > 0 {
+		logger.V(4).Info("Waiting for the cache to show our own writes", "wait", wait)
+		c.queue.AddAfter(key, wait)
+		return nil
 	}
 	var actErr error
 	switch {
