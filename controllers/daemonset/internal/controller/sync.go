@@ -61,28 +61,12 @@ type syncState struct {
 	requeue                controller.Requeue
 }
 
-// sync reconciles one DaemonSet: gather → manage (place and clean up pods)
-// → rolling update → history → status.
+// sync reconciles one DaemonSet: expectations → gather → manage (place and
+// clean up pods) → rolling update → history → status.
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
-	logger := klog.FromContext(ctx)
-	ds, err := c.sets.DaemonSets(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		c.deletes.Delete(key)
-		c.creates.Forget(key)
-		return nil
-	}
-	if err != nil {
+	ds, sel, err := c.load(ctx, key)
+	if ds == nil || err != nil {
 		return err
-	}
-	if ds.DeletionTimestamp != nil {
-		return nil // its pods and revisions go with it (garbage collection)
-	}
-	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-	if err != nil || sel.Empty() {
-		// Admission rejects both; an object stored before the rules were
-		// in place must not make this controller claim every pod.
-		c.recorder.Event(ds, corev1.EventTypeWarning, EventSelectingAll, "This DaemonSet is selecting all pods (or none can be parsed). A non-empty selector is required.")
-		return nil
 	}
 	if adopted, err := c.adoptOrphans(ctx, ds, sel); err != nil || adopted {
 		if adopted {
@@ -94,33 +78,26 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	// handler observes it, so a creation observed between a read of the
 	// pods and a look at the expectations would be in neither, and its node
 	// would get a second pod.
-	pending, pendingFor := c.creates.Pending(key, ds.UID, func(name string) bool {
-		_, exists, _ := c.pods.GetByKey(ds.Namespace + "/" + name)
-		return exists
-	})
-	deletesSeen, age := c.deletes.Satisfied(key)
-	if age > 0 {
-		logger.Info("Deletion expectations timed out: an event was lost, acting on the cache", "after", age)
-	}
+	exp := c.expectationsOf(ctx, key, ds)
 	st, err := c.gather(ctx, key, ds)
 	if err != nil {
 		return err
 	}
-	st.requeue.After(pendingFor)
+	st.requeue.After(exp.pendingFor)
 	if wait := c.staleCache(st); wait > 0 {
-		logger.V(4).Info("Waiting for the cache to show our own writes", "wait", wait)
+		klog.FromContext(ctx).V(4).Info("Waiting for the cache to show our own writes", "wait", wait)
 		c.queue.AddAfter(key, wait)
 		return nil
 	}
 	var actErr error
 	switch {
-	case !deletesSeen:
-		c.queue.AddAfter(key, c.deletes.Timeout()-age)
+	case exp.deletesPendingFor > 0:
+		c.queue.AddAfter(key, exp.deletesPendingFor)
 	case st.invalid != "":
 		st.observed = true // reported in the condition; nothing to act on
 	default:
 		st.observed = true
-		actErr = c.act(ctx, st, pending)
+		actErr = c.act(ctx, st, exp.pending)
 	}
 	if err := c.truncateHistory(ctx, st); err != nil {
 		actErr = errors.Join(actErr, err)
@@ -134,7 +111,56 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if d := st.requeue.Earliest(); d > 0 {
 		c.queue.AddAfter(key, d)
 	}
-	return actErr
+	return actErr // nil, or permanent (reported in the status): not retried
+}
+
+// load returns the DaemonSet of key and its selector, or nil when there is
+// nothing to do: gone (its expectations are dropped), being deleted (its
+// pods and revisions go with it), or selecting everything (admission rejects
+// that; an object stored before the rules must not make this controller
+// claim every pod).
+func (c *Controller) load(ctx context.Context, key types.NamespacedName) (*appsv1alpha1.DaemonSet, labels.Selector, error) {
+	ds, err := c.sets.DaemonSets(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.deletes.Delete(key)
+		c.creates.Forget(key)
+		return nil, nil, nil
+	}
+	if err != nil || ds.DeletionTimestamp != nil {
+		return nil, nil, err
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil || sel.Empty() {
+		c.recorder.Event(ds, corev1.EventTypeWarning, EventSelectingAll, "This DaemonSet is selecting all pods (or none can be parsed). A non-empty selector is required.")
+		return nil, nil, nil
+	}
+	return ds, sel, nil
+}
+
+// expectationState is what the expectations say before a sync looks at pods.
+type expectationState struct {
+	// pending are the nodes whose created pod the cache does not show yet;
+	// pendingFor is when the earliest of those expectations expires.
+	pending    sets.Set[string]
+	pendingFor time.Duration
+	// deletesPendingFor > 0: deletions not yet observed, wait that long at
+	// most (an event usually comes first).
+	deletesPendingFor time.Duration
+}
+
+func (c *Controller) expectationsOf(ctx context.Context, key types.NamespacedName, ds *appsv1alpha1.DaemonSet) expectationState {
+	var e expectationState
+	e.pending, e.pendingFor = c.creates.Pending(key, ds.UID, func(name string) bool {
+		_, exists, _ := c.pods.GetByKey(ds.Namespace + "/" + name)
+		return exists
+	})
+	seen, age := c.deletes.Satisfied(key)
+	if !seen {
+		e.deletesPendingFor = max(c.deletes.Timeout()-age, time.Millisecond)
+	} else if age > 0 {
+		klog.FromContext(ctx).Info("Deletion expectations timed out: an event was lost, acting on the cache", "after", age)
+	}
+	return e
 }
 
 // act places and cleans up pods and, once nothing of that is in flight,
