@@ -32,7 +32,38 @@ func (c *Controller) adoptOrphans(ctx context.Context, ds *appsv1alpha1.DaemonSe
 		return adoptedRevisions, err
 	}
 	adoptedPods, err := c.adoptOrphanPods(ctx, ds, sel)
-	return adoptedRevisions || adoptedPods, err
+	if err != nil {
+		return adoptedRevisions || adoptedPods, err
+	}
+	released, err := c.releaseUnselected(ctx, ds, sel)
+	return adoptedRevisions || adoptedPods || released, err
+}
+
+// releaseUnselected removes ds's controllerRef from the pods it controls
+// whose labels its selector no longer matches (someone relabelled them to
+// take them out, e.g. for debugging), as upstream's ClaimPods does: the
+// pod keeps running, unmanaged, and its node gets a new daemon pod.
+func (c *Controller) releaseUnselected(ctx context.Context, ds *appsv1alpha1.DaemonSet, sel labels.Selector) (bool, error) {
+	objs, err := controller.ByOwnerUID(c.pods, ds.UID)
+	if err != nil {
+		return false, fmt.Errorf("list pods: %w", err)
+	}
+	released := false
+	for _, o := range objs {
+		p, ok := o.(*corev1.Pod)
+		if !ok || !metav1.IsControlledBy(p, ds) || p.DeletionTimestamp != nil || sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		if err := controller.ReleasePod(ctx, c.kube, p, ds.UID); err != nil {
+			if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+				continue
+			}
+			return released, fmt.Errorf("release pod %s: %w", p.Name, err)
+		}
+		klog.FromContext(ctx).Info("Released pod the selector no longer matches", "pod", klog.KObj(p))
+		released = true
+	}
+	return released, nil
 }
 
 func (c *Controller) adoptOrphanRevisions(ctx context.Context, ds *appsv1alpha1.DaemonSet, sel labels.Selector) (bool, error) {

@@ -61,3 +61,23 @@ func TestAdoptFromAppsV1(t *testing.T) {
 	require.Len(t, revs, 1, "the apps/v1 revision, adopted and re-used")
 	assert.Equal(t, "mig-"+st.Status.DaemonSetHash, revs[0].Name)
 }
+
+// TestReleaseRelabelledPod: a pod relabelled out of the selector is
+// released (it keeps running, without controllerRef) and its node gets a new
+// daemon pod, as upstream's DaemonSet does.
+func TestReleaseRelabelledPod(t *testing.T) {
+	h := newHarness(t)
+	nodes := h.nodes(1, nil)
+	h.start()
+	h.sets.Create(h.newDS("rel"))
+	placed := h.waitPlaced("rel", nodes, "")
+	p := placed[nodes[0]]
+	h.env.PatchPod(t, h.ns, p.Name, `{"metadata":{"labels":{"app":"debug"}}}`)
+	testenv.Eventually(t, waitTimeout, func() (bool, error) {
+		got, err := h.env.Kube.CoreV1().Pods(h.ns).Get(context.Background(), p.Name, metav1.GetOptions{})
+		return err == nil && metav1.GetControllerOf(got) == nil, nil
+	})
+	fresh := h.waitPlaced("rel", nodes, "")
+	assert.NotEqual(t, p.UID, fresh[nodes[0]].UID)
+	h.waitStatus("rel", "settled", settled(1))
+}
