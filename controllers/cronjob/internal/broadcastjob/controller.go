@@ -8,7 +8,6 @@ package broadcastjob
 import (
 	"context"
 	"fmt"
-	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +25,7 @@ import (
 	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/deps"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
 )
 
 // Name is the reconciler's name: queue name, log key, event source.

@@ -3,7 +3,6 @@ package broadcastjob
 import (
 	"context"
 	"fmt"
-	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"sort"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/deps"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
 

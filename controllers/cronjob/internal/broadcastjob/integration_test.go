@@ -3,7 +3,6 @@ package broadcastjob
 import (
 	"context"
 	"fmt"
-	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
 

@@ -2,7 +2,6 @@ package broadcastjob
 
 import (
 	"fmt"
-	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 )
 
 // podTally sorts the job's pods the way OpenKruise counts them: per pod. A pod that failed is never replaced, so

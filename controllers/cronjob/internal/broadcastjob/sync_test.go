@@ -3,7 +3,6 @@ package broadcastjob
 import (
 	"context"
 	"fmt"
-	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -28,6 +27,7 @@ import (
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/deps"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 )
 
 // fixture is a Controller over fake clientsets whose caches the test seeds directly (informers never start), with

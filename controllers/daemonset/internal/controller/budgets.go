@@ -4,7 +4,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
-
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 )
 

@@ -6,11 +6,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
-
-	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 )
 
 // nodeState is what one sync knows about one node: whether it exists, its
