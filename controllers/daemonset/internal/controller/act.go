@@ -10,9 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
@@ -117,7 +119,7 @@ func (c *Controller) createPods(ctx context.Context, st *syncState, nodes []stri
 			}
 			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 				mu.Lock()
-				invalid = rejection(err)
+				invalid = rejectionMessage(err)
 				mu.Unlock()
 			}
 			c.recorder.Eventf(ds, corev1.EventTypeWarning, EventFailedCreate, "Error creating pod on node %s: %v", node, err)
@@ -127,7 +129,8 @@ func (c *Controller) createPods(ctx context.Context, st *syncState, nodes []stri
 		return nil
 	})
 	if invalid != "" {
-		st.invalid, st.invalidReason = "the pod template is rejected by the API server: "+invalid, "PodRejected"
+		st.invalid, st.invalidReason = "the pod template is rejected by the API server: "+invalid, reasonPodRejected
+		c.rejected.remember(ds, st.invalid)
 		return controller.Permanent(err)
 	}
 	return err
@@ -226,10 +229,10 @@ func (c *Controller) rollOut(ctx context.Context, st *syncState) error {
 	return errors.Join(delErr, c.createPods(ctx, st, create, st.hash))
 }
 
-// rejection describes why the API server rejected a pod, without the pod's
+// rejectionMessage describes why the API server rejected a pod, without the pod's
 // (random) name, so that the condition message is the same at every
 // attempt and writing it does not wake the DaemonSet again.
-func rejection(err error) string {
+func rejectionMessage(err error) string {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		if d := status.Status().Details; d != nil && len(d.Causes) > 0 {
@@ -242,4 +245,47 @@ func rejection(err error) string {
 		return string(status.Status().Reason)
 	}
 	return err.Error()
+}
+
+// reasonPodRejected is the InvalidSpec reason for a template the API server
+// rejects as a pod.
+const reasonPodRejected = "PodRejected"
+
+// rejections remembers, per DaemonSet, the generation whose pod template
+// the API server rejected as invalid: no pod is created again for that
+// generation (every node event would otherwise cost one failing request);
+// the next spec change tries again.
+type rejections struct {
+	mu    sync.Mutex
+	byUID map[types.UID]rejection
+}
+
+type rejection struct {
+	generation int64
+	message    string
+}
+
+func (r *rejections) remember(ds *appsv1alpha1.DaemonSet, message string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byUID[ds.UID] = rejection{generation: ds.Generation, message: message}
+}
+
+// of returns why the current generation of ds was rejected ("" if it was
+// not), forgetting a rejection of an older generation.
+func (r *rejections) of(ds *appsv1alpha1.DaemonSet) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rej, ok := r.byUID[ds.UID]
+	if ok && rej.generation != ds.Generation {
+		delete(r.byUID, ds.UID)
+		return ""
+	}
+	return rej.message
+}
+
+func (r *rejections) forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.byUID, uid)
 }

@@ -99,6 +99,7 @@ type Controller struct {
 	rvExp     *expectations.ResourceVersion
 	placement *placementCache
 	backoff   *flowcontrol.Backoff
+	rejected  *rejections
 	synced    []cache.InformerSynced
 	jobs      *predownload.Control // nil unless PreDownloadImageForDaemonSetUpdate
 }
@@ -166,6 +167,7 @@ func New(d Deps) (*Controller, error) {
 		creates:    expectations.NewNode[types.NamespacedName](expOpts...),
 		rvExp:      expectations.NewResourceVersion(expOpts...),
 		placement:  newPlacementCache(),
+		rejected:   &rejections{byUID: map[types.UID]rejection{}},
 		backoff:    flowcontrol.NewFakeBackOff(failedPodsBackoffBase, failedPodsBackoffMax, d.Clock), // "Fake" only means "with this clock",
 	}
 	c.loop = controller.NewLoop(Name, c.queue, c.sync)

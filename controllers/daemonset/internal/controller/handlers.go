@@ -67,6 +67,7 @@ func (c *Controller) enqueueSet(obj any) {
 func (c *Controller) forgetSet(obj any) {
 	if o, ok := controller.ObjectOf(obj); ok {
 		c.placement.forget(o.GetUID())
+		c.rejected.forget(o.GetUID())
 	}
 	if key, ok := controller.KeyOf(obj); ok {
 		c.deletes.Delete(key)

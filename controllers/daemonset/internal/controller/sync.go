@@ -202,6 +202,8 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, ds *a
 	if why, reason := invalidSpec(ds); why != "" {
 		st.invalid, st.invalidReason = why, reason
 		c.recorder.Eventf(ds, corev1.EventTypeWarning, EventInvalidSpec, "%s", why)
+	} else if why := c.rejected.of(ds); why != "" {
+		st.invalid, st.invalidReason = why, reasonPodRejected
 	}
 	if st.revisions, err = c.revisions.List(ds); err != nil {
 		return nil, fmt.Errorf("list revisions: %w", err)

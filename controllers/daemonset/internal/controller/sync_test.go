@@ -9,9 +9,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -39,6 +42,7 @@ type syncFixture struct {
 	kube       *kubefake.Clientset
 	clock      *clocktesting.FakeClock
 	podIndexer cache.Indexer
+	dsIndexer  cache.Indexer
 }
 
 func newSyncFixture(t *testing.T, nodes ...string) *syncFixture {
@@ -92,7 +96,8 @@ func (f *syncFixture) start() {
 	}
 	c, err := New(d)
 	require.NoError(f.t, err)
-	require.NoError(f.t, d.Informers.Apps().V1alpha1().DaemonSets().Informer().GetIndexer().Add(f.ds))
+	f.dsIndexer = d.Informers.Apps().V1alpha1().DaemonSets().Informer().GetIndexer()
+	require.NoError(f.t, f.dsIndexer.Add(f.ds))
 	for _, n := range f.nodes {
 		require.NoError(f.t, d.KubeInformers.Core().V1().Nodes().Informer().GetIndexer().Add(n))
 	}
@@ -105,8 +110,16 @@ func (f *syncFixture) start() {
 
 func (f *syncFixture) sync() []string {
 	f.t.Helper()
+	writes, err := f.syncErr()
+	require.NoError(f.t, err)
+	return writes
+}
+
+// syncErr is sync for a sync that may fail.
+func (f *syncFixture) syncErr() ([]string, error) {
+	f.t.Helper()
 	f.kube.ClearActions()
-	require.NoError(f.t, f.c.sync(context.Background(), types.NamespacedName{Namespace: "ns", Name: "ds"}))
+	err := f.c.sync(context.Background(), types.NamespacedName{Namespace: "ns", Name: "ds"})
 	out := []string{}
 	for _, a := range f.kube.Actions() {
 		if a.GetResource().Resource != "pods" || a.GetSubresource() != "" {
@@ -120,7 +133,7 @@ func (f *syncFixture) sync() []string {
 		}
 	}
 	slices.Sort(out)
-	return out
+	return out, err
 }
 
 // TestSyncBurstReplicas: one sync creates at most burstReplicas pods,
@@ -226,4 +239,28 @@ func TestSyncCreationObservedMidSync(t *testing.T) {
 	require.NotNil(t, created)
 	f.c.pods = &racingIndexer{Indexer: f.podIndexer, arrive: created}
 	assert.Empty(t, f.sync(), "no second pod on a")
+}
+
+// TestSyncRejectedTemplateNotRetried: a template the API server rejects as
+// a pod is tried once per generation; the condition says why; a new
+// generation tries again.
+func TestSyncRejectedTemplateNotRetried(t *testing.T) {
+	f := newSyncFixture(t, "a", "b")
+	f.start()
+	f.kube.PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "x", field.ErrorList{field.Invalid(field.NewPath("spec", "containers").Index(0).Child("name"), "Bad_Name", "bad")})
+	})
+	writes, err := f.syncErr()
+	assert.Equal(t, []string{"create a"}, writes, "slow start: one attempt")
+	assert.True(t, kitcontroller.IsPermanent(err))
+	writes, err = f.syncErr()
+	assert.NoError(t, err)
+	assert.Empty(t, writes, "the same generation is not tried again")
+	assert.Equal(t, "the pod template is rejected by the API server: spec.containers[0].name: Invalid value: \"Bad_Name\": bad", f.c.rejected.of(f.ds))
+
+	next := f.ds.DeepCopy()
+	next.Generation++
+	require.NoError(t, f.dsIndexer.Update(next))
+	writes, _ = f.syncErr()
+	assert.Equal(t, []string{"create a"}, writes, "a new generation is tried")
 }
