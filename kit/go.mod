@@ -20,6 +20,8 @@ require (
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
 )
 
+require k8s.io/component-helpers v0.37.1
+
 require (
 	cel.dev/expr v0.25.1 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect

@@ -20,6 +20,7 @@ import (
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/deps"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
 
@@ -112,7 +113,7 @@ func (it *itest) pods(job string) []corev1.Pod {
 func podsByNode(pods []corev1.Pod) map[string][]corev1.Pod {
 	out := map[string][]corev1.Pod{}
 	for _, p := range pods {
-		out[targetNode(&p)] = append(out[targetNode(&p)], p)
+		out[nodeplacement.TargetNode(&p)] = append(out[nodeplacement.TargetNode(&p)], p)
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 )
 
 // podTally sorts the job's pods the way OpenKruise counts them: per pod. A pod that failed is never replaced, so
@@ -31,7 +32,7 @@ type podTally struct {
 func tallyPods(pods []*corev1.Pod, restartLimit int32) podTally {
 	t := podTally{byNode: map[string][]*corev1.Pod{}}
 	for _, p := range pods {
-		n := targetNode(p)
+		n := nodeplacement.TargetNode(p)
 		t.byNode[n] = append(t.byNode[n], p)
 		switch {
 		case p.Status.Phase == corev1.PodSucceeded:
