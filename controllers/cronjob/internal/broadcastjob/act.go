@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,7 +50,7 @@ func (c *Controller) act(ctx context.Context, key types.NamespacedName, job *app
 			errs = append(errs, fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err))
 			continue
 		}
-		c.recorder.Eventf(job, corev1.EventTypeNormal, EventSuccessfulDelete, "Deleted pod %s (node %s)", pod.Name, targetNode(pod))
+		c.recorder.Eventf(job, corev1.EventTypeNormal, EventSuccessfulDelete, "Deleted pod %s (node %s)", pod.Name, nodeplacement.TargetNode(pod))
 	}
 	if err := c.createPods(ctx, key, job, plan.create); err != nil {
 		errs = append(errs, err)
@@ -72,16 +73,16 @@ const createInFlight = 32
 func (c *Controller) createPod(ctx context.Context, key types.NamespacedName, job *appsv1alpha1.BroadcastJob, node string) error {
 	// Expect before the request: if the outcome is unknown (timeout), the node stays blocked until the
 	// expectation expires rather than getting a second pod.
-	c.creates.expect(key, job.UID, node, "")
+	c.creates.Expect(key, job.UID, node, "")
 	pod, err := c.kube.CoreV1().Pods(job.Namespace).Create(ctx, newPod(job, node), metav1.CreateOptions{})
 	if err != nil {
 		if rejected(err) {
-			c.creates.observed(key, node, "")
+			c.creates.Observed(key, node, "")
 		}
 		c.recorder.Eventf(job, corev1.EventTypeWarning, EventFailedCreate, "Error creating pod for node %s: %v", node, err)
 		return fmt.Errorf("create pod for node %s: %w", node, err)
 	}
-	c.creates.expect(key, job.UID, node, pod.Name)
+	c.creates.Expect(key, job.UID, node, pod.Name)
 	klog.FromContext(ctx).V(2).Info("Created pod", "pod", klog.KObj(pod), "node", node)
 	c.recorder.Eventf(job, corev1.EventTypeNormal, EventSuccessfulCreate, "Created pod %s for node %s", pod.Name, node)
 	return nil

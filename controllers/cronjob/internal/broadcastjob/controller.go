@@ -8,6 +8,7 @@ package broadcastjob
 import (
 	"context"
 	"fmt"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,7 +47,7 @@ type Controller struct {
 	recorder record.EventRecorder
 	queue    *controller.Queue[types.NamespacedName]
 	loop     *controller.Loop[types.NamespacedName]
-	creates  *createExpectations
+	creates  *expectations.Node[types.NamespacedName]
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -77,7 +78,7 @@ func New(d deps.Deps) (*Controller, error) {
 		clock:    d.Clock,
 		recorder: d.Recorder,
 		queue:    controller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
-		creates:  newCreateExpectations(d.Clock, ExpectationTTL),
+		creates:  expectations.NewNode[types.NamespacedName](expectations.WithClock(d.Clock), expectations.WithTimeout(ExpectationTTL)),
 	}
 	c.loop = controller.NewLoop(Name, c.queue, c.sync)
 	for _, inf := range []cache.SharedIndexInformer{jobInf.Informer(), podInf, nodeInf.Informer()} {

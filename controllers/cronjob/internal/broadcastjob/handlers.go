@@ -1,15 +1,13 @@
 package broadcastjob
 
 import (
-	"reflect"
-
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 )
 
 var jobOwner = controller.OwnerKind{Group: controllerKind.Group, Kind: controllerKind.Kind}
@@ -41,7 +39,7 @@ func (c *Controller) observe(obj any) {
 		return
 	}
 	if key, ok := jobOwner.ControllerKey(pod); ok {
-		c.creates.observed(key, targetNode(pod), pod.Name)
+		c.creates.Observed(key, nodeplacement.TargetNode(pod), pod.Name)
 	}
 }
 
@@ -58,21 +56,12 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 		UpdateFunc: func(oldObj, newObj any) {
 			oldNode, ok1 := oldObj.(*corev1.Node)
 			newNode, ok2 := newObj.(*corev1.Node)
-			if ok1 && ok2 && nodeEligibilityChanged(oldNode, newNode) {
+			if ok1 && ok2 && nodeplacement.EligibilityChanged(oldNode, newNode, eligibilityOptions) {
 				c.enqueueUnfinishedJobs()
 			}
 		},
 		DeleteFunc: func(any) { c.enqueueUnfinishedJobs() },
 	}
-}
-
-// nodeEligibilityChanged reports whether anything eligibility looks at differs between the two versions.
-func nodeEligibilityChanged(oldNode, newNode *corev1.Node) bool {
-	return !reflect.DeepEqual(oldNode.Labels, newNode.Labels) ||
-		!reflect.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints) ||
-		oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable ||
-		!apiequality.Semantic.DeepEqual(oldNode.Status.Allocatable, newNode.Status.Allocatable) ||
-		(oldNode.DeletionTimestamp == nil) != (newNode.DeletionTimestamp == nil)
 }
 
 func (c *Controller) enqueueUnfinishedJobs() {

@@ -3,6 +3,7 @@ package broadcastjob
 import (
 	"context"
 	"fmt"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"sort"
 	"testing"
 	"time"
@@ -112,7 +113,7 @@ func (it *itest) pods(job string) []corev1.Pod {
 func podsByNode(pods []corev1.Pod) map[string][]corev1.Pod {
 	out := map[string][]corev1.Pod{}
 	for _, p := range pods {
-		out[targetNode(&p)] = append(out[targetNode(&p)], p)
+		out[nodeplacement.TargetNode(&p)] = append(out[nodeplacement.TargetNode(&p)], p)
 	}
 	return out
 }

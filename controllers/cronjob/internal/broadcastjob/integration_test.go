@@ -3,6 +3,7 @@ package broadcastjob
 import (
 	"context"
 	"fmt"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"testing"
 	"time"
 
@@ -62,7 +63,7 @@ func TestIntegrationOnePodPerEligibleNode(t *testing.T) {
 		running := it.waitRunning(tc.job.Name, len(tc.nodes))
 		var bound []string
 		for _, p := range running {
-			assert.Equal(t, targetNode(&p), p.Spec.NodeName, "the scheduler bound %s where the affinity pins it", p.Name)
+			assert.Equal(t, nodeplacement.TargetNode(&p), p.Spec.NodeName, "the scheduler bound %s where the affinity pins it", p.Name)
 			assert.Equal(t, string(tc.job.UID), p.Labels[LabelJobUID])
 			assert.True(t, metav1.IsControlledBy(&p, tc.job))
 			bound = append(bound, p.Spec.NodeName)
@@ -105,7 +106,7 @@ func TestIntegrationParallelism(t *testing.T) {
 		it.waitStatus("par", counters(3, 1, step, 0))
 		pods := it.pods("par")
 		assert.Len(t, pods, int(step)+1, "never more than one pod beyond those finished")
-		node := targetNode(&running[0])
+		node := nodeplacement.TargetNode(&running[0])
 		assert.False(t, seen[node], "node %s ran twice", node)
 		seen[node] = true
 		it.complete(running[0].Name, corev1.PodSucceeded)

@@ -2,6 +2,7 @@ package broadcastjob
 
 import (
 	"fmt"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,7 +32,7 @@ type podTally struct {
 func tallyPods(pods []*corev1.Pod, restartLimit int32) podTally {
 	t := podTally{byNode: map[string][]*corev1.Pod{}}
 	for _, p := range pods {
-		n := targetNode(p)
+		n := nodeplacement.TargetNode(p)
 		t.byNode[n] = append(t.byNode[n], p)
 		switch {
 		case p.Status.Phase == corev1.PodSucceeded:

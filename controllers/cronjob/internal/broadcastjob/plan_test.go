@@ -12,12 +12,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 )
 
 // jobPod is a pod of the test job pinned to node, in phase (empty = Pending), bound when bound is true.
 func jobPod(name, node string, phase corev1.PodPhase, bound bool) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Status: corev1.PodStatus{Phase: phase}}
-	p.Spec.Affinity = pinToNode(nil, node)
+	p.Spec.Affinity = nodeplacement.PinToNode(nil, node)
 	if bound {
 		p.Spec.NodeName = node
 	}

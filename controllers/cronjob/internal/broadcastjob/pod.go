@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 )
 
 // Labels every BroadcastJob pod carries (the names OpenKruise uses, so tools that select its pods keep working).
@@ -13,9 +14,6 @@ const (
 	LabelJobName = "broadcastjob-name"
 	LabelJobUID  = "broadcastjob-controller-uid"
 )
-
-// nodeNameField is the node field the scheduler matches in matchFields terms.
-const nodeNameField = "metadata.name"
 
 var controllerKind = appsv1alpha1.SchemeGroupVersion.WithKind("BroadcastJob")
 
@@ -49,58 +47,9 @@ func newPod(job *appsv1alpha1.BroadcastJob, node string) *corev1.Pod {
 		pod.Spec.RestartPolicy = corev1.RestartPolicyNever
 	}
 	if pod.Spec.NodeName == "" {
-		pod.Spec.Affinity = pinToNode(pod.Spec.Affinity, node)
+		pod.Spec.Affinity = nodeplacement.PinToNode(pod.Spec.Affinity, node)
 	}
 	return pod
-}
-
-// pinToNode returns affinity (which it may modify: pass a copy) whose required node affinity only matches node.
-// Terms are ORed, so every term gets the node constraint; a user's own metadata.name fields are replaced.
-func pinToNode(affinity *corev1.Affinity, node string) *corev1.Affinity {
-	field := corev1.NodeSelectorRequirement{Key: nodeNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}
-	if affinity == nil {
-		affinity = &corev1.Affinity{}
-	}
-	if affinity.NodeAffinity == nil {
-		affinity.NodeAffinity = &corev1.NodeAffinity{}
-	}
-	na := affinity.NodeAffinity
-	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil || len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
-		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{field}}},
-		}
-		return affinity
-	}
-	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	for i := range terms {
-		fields := []corev1.NodeSelectorRequirement{field}
-		for _, f := range terms[i].MatchFields {
-			if f.Key != nodeNameField {
-				fields = append(fields, f)
-			}
-		}
-		terms[i].MatchFields = fields
-	}
-	return affinity
-}
-
-// targetNode is the node a job pod belongs to: where it is bound, else the node its affinity pins it to.
-func targetNode(pod *corev1.Pod) string {
-	if pod.Spec.NodeName != "" {
-		return pod.Spec.NodeName
-	}
-	a := pod.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return ""
-	}
-	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		for _, f := range term.MatchFields {
-			if f.Key == nodeNameField && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
-				return f.Values[0]
-			}
-		}
-	}
-	return ""
 }
 
 // podFinished reports whether the pod reached a terminal phase.

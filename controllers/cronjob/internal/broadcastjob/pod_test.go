@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 )
 
 func TestNewPod(t *testing.T) {
@@ -21,7 +22,7 @@ func TestNewPod(t *testing.T) {
 	zone := corev1.NodeSelectorRequirement{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}
 	job.Spec.Template.Spec.Affinity = requiredAffinity(
 		corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{zone}},
-		corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{Key: nodeNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{"other"}}}},
+		corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{Key: nodeplacement.NodeNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{"other"}}}},
 	)
 	before := job.DeepCopy()
 
@@ -38,20 +39,20 @@ func TestNewPod(t *testing.T) {
 	assert.Equal(t, job.UID, ref.UID)
 	assert.Equal(t, corev1.RestartPolicyNever, pod.Spec.RestartPolicy, "empty restartPolicy becomes Never")
 	assert.Empty(t, pod.Spec.NodeName, "the scheduler binds the pod")
-	assert.Equal(t, "n1", targetNode(pod))
+	assert.Equal(t, "n1", nodeplacement.TargetNode(pod))
 
 	terms := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 	require.Len(t, terms, 2)
 	for _, term := range terms {
-		assert.Equal(t, []corev1.NodeSelectorRequirement{{Key: nodeNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{"n1"}}}, term.MatchFields)
+		assert.Equal(t, []corev1.NodeSelectorRequirement{{Key: nodeplacement.NodeNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{"n1"}}}, term.MatchFields)
 	}
 	assert.Equal(t, []corev1.NodeSelectorRequirement{zone}, terms[0].MatchExpressions, "user expressions are kept")
 
 	// The pinned pod is eligible for n1 only (given the user's own constraints hold).
 	e := newEligibility(klog.Background(), &pod.Spec)
-	ok, _ := e.check(node("n1", map[string]string{"zone": "a"}))
+	ok, _ := e.Check(node("n1", map[string]string{"zone": "a"}))
 	assert.True(t, ok)
-	ok, _ = e.check(node("n2", map[string]string{"zone": "a"}))
+	ok, _ = e.Check(node("n2", map[string]string{"zone": "a"}))
 	assert.False(t, ok)
 }
 
@@ -64,6 +65,6 @@ func TestNewPodLongNameAndBoundTemplate(t *testing.T) {
 	assert.Equal(t, "u", pod.Labels[LabelJobUID])
 	assert.Nil(t, pod.Spec.Affinity, "a template bound to a node keeps its nodeName and needs no affinity")
 	assert.Equal(t, corev1.RestartPolicyOnFailure, pod.Spec.RestartPolicy)
-	assert.Equal(t, "n1", targetNode(pod))
-	assert.Empty(t, targetNode(&corev1.Pod{}))
+	assert.Equal(t, "n1", nodeplacement.TargetNode(pod))
+	assert.Empty(t, nodeplacement.TargetNode(&corev1.Pod{}))
 }

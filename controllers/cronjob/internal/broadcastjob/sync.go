@@ -23,7 +23,7 @@ import (
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	job, err := c.jobs.BroadcastJobs(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		c.creates.forget(key)
+		c.creates.Forget(key)
 		return nil
 	}
 	if err != nil {
@@ -91,7 +91,7 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, job *
 	logger := klog.FromContext(ctx)
 	g.tally = tallyPods(pods, job.Spec.FailurePolicy.RestartLimit)
 	g.place = place(logger, newEligibility(logger, &job.Spec.Template.Spec), nodes, g.tally.byNode)
-	g.inFlight, g.expiresIn = c.creates.pending(key, job.UID, func(name string) bool {
+	g.inFlight, g.expiresIn = c.creates.Pending(key, job.UID, func(name string) bool {
 		_, err := c.pods.Pods(job.Namespace).Get(name)
 		return err == nil
 	})

@@ -3,6 +3,7 @@ package broadcastjob
 import (
 	"context"
 	"fmt"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -146,7 +147,7 @@ func TestSyncOnePodPerEligibleNodeAndNoDuplicateOnStaleCache(t *testing.T) {
 	var targets []string
 	for _, a := range actions[:2] {
 		pod := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
-		targets = append(targets, targetNode(pod))
+		targets = append(targets, nodeplacement.TargetNode(pod))
 		assert.Empty(t, pod.Spec.NodeName)
 	}
 	assert.ElementsMatch(t, []string{"n1", "n2"}, targets)
@@ -181,7 +182,7 @@ func TestSyncParallelismAndCompletion(t *testing.T) {
 	actions, err = f.sync()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"create pods", "update broadcastjobs/status"}, verbs(actions))
-	assert.Equal(t, "n3", targetNode(actions[0].(k8stesting.CreateAction).GetObject().(*corev1.Pod)))
+	assert.Equal(t, "n3", nodeplacement.TargetNode(actions[0].(k8stesting.CreateAction).GetObject().(*corev1.Pod)))
 	f.setJob(actions[1].(k8stesting.UpdateAction).GetObject().(*appsv1alpha1.BroadcastJob))
 
 	f.addPod(jobPod("bcj-2", "n2", corev1.PodSucceeded, true))
@@ -353,7 +354,7 @@ func TestSyncResourceFit(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"create pods", "update broadcastjobs/status"}, verbs(actions))
 	pod := actions[0].(k8stesting.CreateAction).GetObject().(*corev1.Pod)
-	assert.Equal(t, "big", targetNode(pod))
+	assert.Equal(t, "big", nodeplacement.TargetNode(pod))
 	assert.Equal(t, int32(1), lastStatus(t, actions).Desired)
 	f.setJob(lastJob(actions))
 
