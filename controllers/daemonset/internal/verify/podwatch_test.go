@@ -26,8 +26,9 @@ type podWatch struct {
 	pods  map[types.UID]*corev1.Pod // current state of every pod not yet deleted
 	ready map[types.UID]bool        // seen Ready once: a pod the kwok node later reports NotReady is the node's doing
 	gone  map[types.UID]bool
-	ops   map[string][]string // node → operations
-	n     int                 // number of operations recorded
+	ops   map[string][]string     // node → operations
+	owner map[types.UID]types.UID // pod → last controller UID seen
+	n     int                     // number of operations recorded
 
 	limits              bool
 	nodes               []string
@@ -39,7 +40,7 @@ type podWatch struct {
 func (h *harness) watchPods(app string) *podWatch {
 	h.t.Helper()
 	initial, w := h.watchFromNow(app)
-	pw := &podWatch{pods: map[types.UID]*corev1.Pod{}, ready: map[types.UID]bool{}, gone: map[types.UID]bool{}, ops: map[string][]string{}}
+	pw := &podWatch{pods: map[types.UID]*corev1.Pod{}, ready: map[types.UID]bool{}, gone: map[types.UID]bool{}, ops: map[string][]string{}, owner: map[types.UID]types.UID{}}
 	for i := range initial {
 		p := &initial[i]
 		pw.pods[p.UID] = p
@@ -61,6 +62,9 @@ func (w *podWatch) observe(t watch.EventType, p *corev1.Pod) {
 	defer w.mu.Unlock()
 	node := nodeOf(p)
 	hash := p.Labels[revisionHashLabel]
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		w.owner[p.UID] = ref.UID
+	}
 	rec := func(op string) {
 		w.ops[node] = append(w.ops[node], op+hash)
 		w.n++
@@ -190,4 +194,11 @@ func (w *podWatch) opsSince(skip map[string]int, revs map[string]int64, names []
 		}
 	}
 	return out, next
+}
+
+// controller is the last controller UID the watch saw on a pod.
+func (w *podWatch) controller(pod types.UID) types.UID {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.owner[pod]
 }
