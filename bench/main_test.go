@@ -21,13 +21,14 @@ type sizes struct {
 	restartPodsPerSet    int
 	inPlacePods          int
 	statefulSetPods      int
+	daemonSetNodes       int
 	idle                 time.Duration
 	quietFor, waitBudget time.Duration
 }
 
 var presets = map[string]sizes{
-	"smoke":   {scaleUpPods: 20, restartSets: 3, restartPodsPerSet: 5, inPlacePods: 10, statefulSetPods: 20, idle: 5 * time.Second, quietFor: time.Second, waitBudget: 3 * time.Minute},
-	"default": {scaleUpPods: 2000, restartSets: 100, restartPodsPerSet: 100, inPlacePods: 1000, statefulSetPods: 1000, idle: 60 * time.Second, quietFor: 2 * time.Second, waitBudget: 10 * time.Minute},
+	"smoke":   {scaleUpPods: 20, restartSets: 3, restartPodsPerSet: 5, inPlacePods: 10, statefulSetPods: 20, daemonSetNodes: 10, idle: 5 * time.Second, quietFor: time.Second, waitBudget: 3 * time.Minute},
+	"default": {scaleUpPods: 2000, restartSets: 100, restartPodsPerSet: 100, inPlacePods: 1000, statefulSetPods: 1000, daemonSetNodes: 1000, idle: 60 * time.Second, quietFor: 2 * time.Second, waitBudget: 10 * time.Minute},
 }
 
 var (
@@ -37,6 +38,7 @@ var (
 	flagPerSet      = flag.Int("bench.restart-pods", 0, "restart: pods per CloneSet / Deployment (0: the size's default)")
 	flagInPlace     = flag.Int("bench.inplace-pods", 0, "in-place rollout: pods (0: the size's default)")
 	flagSTS         = flag.Int("bench.statefulset-pods", 0, "statefulset scale-up: pods (0: the size's default)")
+	flagDSNodes     = flag.Int("bench.daemonset-nodes", 0, "daemonset: kwok nodes the DaemonSets cover (0: the size's default)")
 	flagIdle        = flag.Duration("bench.idle", 0, "idle: measuring window (0: the size's default)")
 	flagQPS         = flag.Float64("bench.qps", 1000, "client QPS of the cloneset-controller and the raw client (kube-controller-manager's is set when the cluster starts: KUBE_API_QPS)")
 	flagBurst       = flag.Int("bench.burst", 2000, "client burst, likewise (KUBE_API_BURST)")
@@ -59,6 +61,7 @@ func size() sizes {
 	override(&s.restartPodsPerSet, *flagPerSet)
 	override(&s.inPlacePods, *flagInPlace)
 	override(&s.statefulSetPods, *flagSTS)
+	override(&s.daemonSetNodes, *flagDSNodes)
 	if *flagIdle > 0 {
 		s.idle = *flagIdle
 	}
@@ -79,7 +82,7 @@ type row struct {
 var (
 	resultsMu sync.Mutex
 	results   []row
-	order     = map[string]int{"scale-up": 1, "restart": 2, "in-place rollout": 3, "idle": 4, "statefulset scale-up": 5}
+	order     = map[string]int{"scale-up": 1, "restart": 2, "in-place rollout": 3, "idle": 4, "statefulset scale-up": 5, "daemonset create": 6, "daemonset rolling update": 7}
 )
 
 func record(r row) {
