@@ -6,11 +6,17 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/component-base/featuregate"
 
+	"github.com/flotilla-dev/flotilla/controllers/daemonset/internal/controller"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // Name is the binary name: user agent, logger name and default Lease name.
@@ -29,11 +35,43 @@ func Gates() []featuregate.Feature {
 
 // Binary describes daemonset-controller to the kit/app shell.
 func Binary() kitapp.Binary {
-	return kitapp.Binary{Name: Name, Gates: Gates(), Setup: setup}
+	o := &options{expectationTimeout: expectations.DefaultTimeout}
+	return kitapp.Binary{Name: Name, Gates: Gates(), AddFlags: o.addFlags, Setup: o.setup}
 }
 
-// setup registers informers and controllers. No reconciler is written yet,
-// so it registers nothing and the shell idles after winning the Lease.
-func setup(_ context.Context, _ *kitapp.Env) error {
+// options are the flags only this binary has.
+type options struct {
+	expectationTimeout time.Duration
+}
+
+func (o *options) addFlags(fs *pflag.FlagSet) {
+	fs.DurationVar(&o.expectationTimeout, "expectation-timeout", o.expectationTimeout,
+		"How long a pod creation or deletion that never shows up in the cache may block its DaemonSet (a creation blocks only its node).")
+}
+
+// setup builds the clients and informer factories and registers the
+// DaemonSet reconciler.
+func (o *options) setup(ctx context.Context, env *kitapp.Env) error {
+	cl, err := wiring.New(ctx, env)
+	if err != nil {
+		return err
+	}
+	c, err := controller.New(controller.Deps{
+		Kube:               cl.Kube,
+		Client:             cl.Client,
+		KubeInformers:      cl.KubeInformers,
+		Informers:          cl.Informers,
+		Namespace:          env.Options.Namespace,
+		Gates:              env.Gates,
+		Clock:              env.Clock,
+		Recorder:           cl.Recorder,
+		QueueOptions:       env.Options.Queue,
+		QueueConfig:        env.QueueConfig(),
+		ExpectationTimeout: o.expectationTimeout,
+	})
+	if err != nil {
+		return fmt.Errorf("set up DaemonSet reconciler: %w", err)
+	}
+	env.AddController(c)
 	return nil
 }

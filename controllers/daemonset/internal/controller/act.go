@@ -1,0 +1,221 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+
+	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
+	"github.com/flotilla-dev/flotilla/kit/lifecycle"
+)
+
+// writeConcurrency bounds the parallel pod writes of one sync; the client's
+// QPS/burst still applies on top.
+const writeConcurrency = 16
+
+// manage carries out planManage: creates on nodes lacking a pod, deletes
+// what must go, both capped by burstReplicas. It reports whether it wrote
+// anything (the rolling update then waits for the cache).
+func (c *Controller) manage(ctx context.Context, st *syncState, pending sets.Set[string]) (bool, error) {
+	ds := st.ds
+	maxSurge, _ := surgeAndUnavailable(ds, countDesired(st.nodes))
+	plan := planManage(manageInput{
+		nodes: st.nodes, hash: st.hash, generation: st.generation, surge: maxSurge > 0,
+		minReadySeconds: ds.Spec.MinReadySeconds, now: st.now,
+		partition: partition(ds, countDesired(st.nodes)), progressive: progressive(ds),
+	})
+	create := plan.create[:0:0]
+	for _, n := range plan.create {
+		if !pending.Has(n) { // created already, the cache does not show it yet
+			create = append(create, n)
+		}
+	}
+	toDelete := append(plan.delete, c.failedPodsToDelete(ctx, st, plan.failed)...)
+	burst := burstReplicas(ds, plan.desired)
+	if len(create) > burst {
+		create = create[:burst]
+	}
+	if len(toDelete) > burst {
+		toDelete = toDelete[:burst]
+	}
+	if len(create) == 0 && len(toDelete) == 0 {
+		return false, nil
+	}
+	klog.FromContext(ctx).V(2).Info("Managing daemon pods", "create", len(create), "delete", len(toDelete), "desired", plan.desired)
+	deleted, delErr := c.deletePods(ctx, st, toDelete)
+	createErr := c.createPods(ctx, st, create, st.hash)
+	return len(create) > 0 || deleted > 0, errors.Join(delErr, createErr)
+}
+
+func countDesired(nodes []*nodeState) int {
+	n := 0
+	for _, st := range nodes {
+		if st.exists && st.verdict.ShouldRun {
+			n++
+		}
+	}
+	return n
+}
+
+// failedPodsToDelete applies the per-node back-off to the failed pods: a
+// node whose failed pod was deleted recently waits (1s doubling to 15min),
+// so a kubelet that keeps rejecting the pod does not meet a hot loop.
+func (c *Controller) failedPodsToDelete(ctx context.Context, st *syncState, failed []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	now := c.clock.Now()
+	for _, p := range failed {
+		key := string(st.ds.UID) + "/" + p.Spec.NodeName
+		if c.backoff.IsInBackOffSinceUpdate(key, now) {
+			d := c.backoff.Get(key)
+			klog.FromContext(ctx).V(4).Info("Deleting the failed pod is limited by back-off", "pod", klog.KObj(p), "node", p.Spec.NodeName, "delay", d)
+			st.requeue.After(d)
+			continue
+		}
+		c.backoff.Next(key, now)
+		c.recorder.Eventf(st.ds, corev1.EventTypeWarning, EventFailedDaemonPod, "Found failed daemon pod %s/%s on node %s, will try to kill it", p.Namespace, p.Name, p.Spec.NodeName)
+		out = append(out, p)
+	}
+	return out
+}
+
+// createPods creates one pod of revision hash per node in slow-start
+// batches (kit/controller.SlowStart), stopping at the first batch with a
+// failure. A pod the API server rejects as invalid is a spec problem
+// admission could not see (the template is not validated as a pod until a
+// pod is made of it): reported, not retried until the spec changes.
+func (c *Controller) createPods(ctx context.Context, st *syncState, nodes []string, hash string) error {
+	if len(nodes) == 0 {
+		return nil
+	}
+	ds := st.ds
+	var mu sync.Mutex
+	var invalid string
+	_, err := controller.SlowStart(len(nodes), writeConcurrency, func(i int) error {
+		node := nodes[i]
+		pod := newPod(ds, node, hash)
+		c.creates.Expect(st.key, ds.UID, node, pod.Name)
+		created, err := c.kube.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			if !apierrors.IsAlreadyExists(err) {
+				c.creates.Observed(st.key, node, pod.Name)
+			}
+			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+				return nil
+			}
+			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+				mu.Lock()
+				invalid = err.Error()
+				mu.Unlock()
+			}
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, EventFailedCreate, "Error creating pod on node %s: %v", node, err)
+			return fmt.Errorf("create pod on node %s: %w", node, err)
+		}
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, EventSuccessfulCreate, "Created pod: %s", created.Name)
+		return nil
+	})
+	if invalid != "" {
+		st.invalid, st.invalidReason = "the pod template is rejected by the API server: "+invalid, "PodRejected"
+		return controller.Permanent(err)
+	}
+	return err
+}
+
+// deletePods deletes pods, each through the preDelete hook: a hooked pod
+// is moved to PreparingDelete (and optionally marked NotReady) instead, and
+// deleted once the hook is released. It returns how many deletions it made.
+func (c *Controller) deletePods(ctx context.Context, st *syncState, pods []*corev1.Pod) (int, error) {
+	if len(pods) == 0 {
+		return 0, nil
+	}
+	ds := st.ds
+	var mu sync.Mutex
+	deleted := 0
+	err := controller.ForEach(pods, writeConcurrency, func(p *corev1.Pod) error {
+		d := lifecycle.Decide(ds.Spec.Lifecycle, p, lifecycle.Request{Op: lifecycle.OpDelete}, st.now)
+		switch d.Action {
+		case lifecycle.ActionPatch:
+			out, err := c.lifecycle.Patch(ctx, p, d.Patch)
+			if err != nil {
+				return fmt.Errorf("pod %s: %s: %w", p.Name, d.Reason, err)
+			}
+			if out != nil {
+				c.rvExp.Expect(out)
+			}
+			return nil
+		case lifecycle.ActionProceed:
+		default:
+			return nil // waiting for the hook to be released
+		}
+		c.deletes.Expect(st.key, expectations.Delete, p.Name)
+		err := c.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
+		if err != nil {
+			c.deletes.Observe(st.key, expectations.Delete, p.Name)
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				return nil // already gone (or replaced by a namesake)
+			}
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, EventFailedDelete, "Error deleting pod %s: %v", p.Name, err)
+			return fmt.Errorf("delete pod %s: %w", p.Name, err)
+		}
+		mu.Lock()
+		deleted++
+		mu.Unlock()
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, EventSuccessfulDelete, "Deleted pod: %s", p.Name)
+		return nil
+	})
+	return deleted, err
+}
+
+// rollOut takes one rolling-update step (planRollingUpdate).
+func (c *Controller) rollOut(ctx context.Context, st *syncState) error {
+	ds := st.ds
+	desired := countDesired(st.nodes)
+	maxSurge, maxUnavailable := surgeAndUnavailable(ds, desired)
+	in := updateInput{
+		nodes: st.nodes, hash: st.hash, generation: st.generation, maxSurge: maxSurge, maxUnavailable: maxUnavailable,
+		partition: partition(ds, desired), minReadySeconds: ds.Spec.MinReadySeconds, now: st.now,
+		nodeLabels: func(name string) map[string]string {
+			if n, err := c.nodes.Get(name); err == nil {
+				return n.Labels
+			}
+			return nil
+		},
+	}
+	if ru := rollingUpdate(ds); ru.Selector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(ru.Selector)
+		if err != nil {
+			return nil // reported by gather
+		}
+		in.selector = sel
+	}
+	plan := planRollingUpdate(in)
+	if len(plan.replace) == 0 && len(plan.create) == 0 {
+		return nil
+	}
+	klog.FromContext(ctx).V(2).Info("Rolling update step", "replace", len(plan.replace), "create", len(plan.create),
+		"maxSurge", maxSurge, "maxUnavailable", maxUnavailable, "hash", st.hash)
+	replace := plan.replace
+	if inPlaceIfPossible(ds) {
+		var err error
+		if replace, err = c.updateInPlace(ctx, st, replace); err != nil {
+			return err
+		}
+	}
+	burst := burstReplicas(ds, desired)
+	if len(replace) > burst {
+		replace = replace[:burst]
+	}
+	create := plan.create
+	if len(create) > burst {
+		create = create[:burst]
+	}
+	_, delErr := c.deletePods(ctx, st, replace)
+	return errors.Join(delErr, c.createPods(ctx, st, create, st.hash))
+}

@@ -1,0 +1,111 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/inplace"
+	"github.com/flotilla-dev/flotilla/kit/revision"
+)
+
+// inPlaceSpec returns the in-place change that moves pod from its own
+// revision to update, or why it cannot be done in place: the pod must carry
+// the InPlaceUpdateReady gate (created under InPlaceIfPossible), its
+// revision must still exist, and the change must be images and metadata
+// only (kit/inplace).
+func inPlaceSpec(pod *corev1.Pod, revisions []*appsv1.ControllerRevision, update *appsv1.ControllerRevision) (inplace.Spec, string) {
+	if !inplace.HasReadinessGate(pod) {
+		return inplace.Spec{}, "the pod has no InPlaceUpdateReady readiness gate"
+	}
+	label := pod.Labels[pub.ControllerRevisionHashLabelKey]
+	var from *appsv1.ControllerRevision
+	for _, r := range revisions {
+		if revision.HashMatches(label, r.Name) {
+			from = r
+		}
+	}
+	if from == nil {
+		return inplace.Spec{}, "the pod's revision " + label + " is gone"
+	}
+	spec, ok := inplace.Diff(from.Data.Raw, update.Data.Raw)
+	if why := inplace.Refusal(spec, ok); why != "" {
+		return inplace.Spec{}, why
+	}
+	return spec, ""
+}
+
+// updateInPlace updates the pods it can in place and returns the others,
+// which the caller deletes (recreate).
+func (c *Controller) updateInPlace(ctx context.Context, st *syncState, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	logger := klog.FromContext(ctx)
+	var recreate []*corev1.Pod
+	var todo []*corev1.Pod
+	specs := map[string]inplace.Spec{}
+	for _, p := range pods {
+		spec, why := inPlaceSpec(p, st.revisions, st.update)
+		if why != "" {
+			logger.V(4).Info("Pod cannot be updated in place, recreating it", "pod", klog.KObj(p), "reason", why)
+			recreate = append(recreate, p)
+			continue
+		}
+		specs[p.Name] = spec
+		todo = append(todo, p)
+	}
+	var mu sync.Mutex
+	err := controller.ForEach(todo, writeConcurrency, func(p *corev1.Pod) error {
+		out, err := c.inplace.Update(ctx, p, inplace.UpdateRequest{
+			Revision: st.hash, Spec: specs[p.Name],
+			Labels: map[string]string{pub.ControllerRevisionHashLabelKey: st.hash},
+		})
+		if out != nil {
+			mu.Lock()
+			c.rvExp.Expect(out)
+			mu.Unlock()
+		}
+		if err != nil {
+			c.recorder.Eventf(st.ds, corev1.EventTypeWarning, EventFailedInPlaceUpdate, "Failed to update pod %s in place: %v", p.Name, err)
+			return fmt.Errorf("update pod %s in place: %w", p.Name, err)
+		}
+		c.recorder.Eventf(st.ds, corev1.EventTypeNormal, EventSuccessfulInPlace, "Updated pod %s in place to revision %s", p.Name, st.hash)
+		return nil
+	})
+	return recreate, err
+}
+
+// refreshPods advances the in-place updates in progress (next batch,
+// completion: InPlaceUpdateReady back to True). It reports whether it wrote.
+func (c *Controller) refreshPods(ctx context.Context, st *syncState) (bool, error) {
+	var todo []*corev1.Pod
+	for _, p := range st.pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if _, grace := pub.GetInPlaceUpdateGrace(p); grace || p.Annotations[pub.InPlaceUpdateStateKey] != "" {
+			todo = append(todo, p)
+		}
+	}
+	var mu sync.Mutex
+	written := false
+	err := controller.ForEach(todo, writeConcurrency, func(p *corev1.Pod) error {
+		res, err := c.inplace.Refresh(ctx, p)
+		mu.Lock()
+		defer mu.Unlock()
+		if res.Written && res.Pod != nil {
+			c.rvExp.Expect(res.Pod)
+			written = true
+		}
+		st.requeue.After(res.RequeueAfter)
+		if err != nil {
+			return fmt.Errorf("refresh in-place update of pod %s: %w", p.Name, err)
+		}
+		return nil
+	})
+	return written, err
+}

@@ -1,0 +1,165 @@
+// Package integration runs the real Advanced DaemonSet reconciler in-process
+// (controllertest.Start) against the local control plane (kit/testenv:
+// kube-apiserver, kube-scheduler, kube-controller-manager, kwok nodes and
+// kubelets), one namespace and its own kwok nodes per test, and asserts what
+// a user sees: pods per node, revisions and status.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/component-base/featuregate"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
+	"github.com/flotilla-dev/flotilla/controllers/daemonset/internal/controller/controllertest"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// waitTimeout bounds every poll: pods need the scheduler and kwok.
+const waitTimeout = 90 * time.Second
+
+// Images the tests roll between; kwok never pulls them.
+const (
+	imageV1 = "registry.local/agent:v1"
+	imageV2 = "registry.local/agent:v2"
+)
+
+type harness struct {
+	t      *testing.T
+	env    *testenv.Env
+	ns     string
+	client versioned.Interface
+	sets   *testenv.Objects[*appsv1alpha1.DaemonSet]
+	gates  map[featuregate.Feature]bool
+	// nodeLabel=ns selects this test's nodes; a DaemonSet built by newDS
+	// runs only there.
+	nodeLabel string
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	t.Parallel()
+	env := testenv.Get(t)
+	h := &harness{t: t, env: env, ns: env.Namespace(t), client: versioned.NewForConfigOrDie(env.Config),
+		gates: map[featuregate.Feature]bool{}, nodeLabel: "flotilla.dev/ds-test"}
+	h.sets = testenv.ObjectsOf(t, h.client.AppsV1alpha1().DaemonSets(h.ns), waitTimeout)
+	h.sets.Describe = func(ds *appsv1alpha1.DaemonSet) string { return fmt.Sprintf("%+v", ds.Status) }
+	return h
+}
+
+// nodes creates n kwok nodes of this test (tainted for it, labelled
+// nodeLabel=ns plus extra) and returns their names, sorted.
+func (h *harness) nodes(n int, extra map[string]string) []string {
+	l := map[string]string{h.nodeLabel: h.ns}
+	for k, v := range extra {
+		l[k] = v
+	}
+	names := h.env.KwokNodes(h.t, h.ns, n, l)
+	sort.Strings(names)
+	return names
+}
+
+func (h *harness) start() controllertest.Running {
+	return controllertest.Start(h.t, h.env, h.ns, controllertest.Options{Gates: h.gates})
+}
+
+// newDS builds a DaemonSet of one container "main" running imageV1 on this
+// test's nodes (nodeSelector nodeLabel=ns, toleration of the test taint).
+func (h *harness) newDS(name string, mutate ...func(*appsv1alpha1.DaemonSet)) *appsv1alpha1.DaemonSet {
+	ds := &appsv1alpha1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1alpha1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{h.nodeLabel: h.ns},
+					Tolerations:  []corev1.Toleration{testenv.TestNodeToleration()},
+					Containers:   []corev1.Container{{Name: "main", Image: imageV1}},
+				},
+			},
+		},
+	}
+	for _, m := range mutate {
+		m(ds)
+	}
+	return ds
+}
+
+// pods lists the live pods of DaemonSet name.
+func (h *harness) pods(name string) []corev1.Pod {
+	h.t.Helper()
+	list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: labels.Set{"app": name}.String()})
+	require.NoError(h.t, err)
+	return testenv.Live(list.Items)
+}
+
+// byNode maps node → live pods of DaemonSet name targeting it.
+func (h *harness) byNode(name string) map[string][]corev1.Pod {
+	out := map[string][]corev1.Pod{}
+	for _, p := range h.pods(name) {
+		n := nodeplacement.TargetNode(&p)
+		out[n] = append(out[n], p)
+	}
+	return out
+}
+
+// waitPlaced waits until DaemonSet name runs exactly one Ready pod on each
+// of nodes and none elsewhere, every pod bound where its affinity pins it
+// and labelled with hash (if not empty).
+func (h *harness) waitPlaced(name string, nodes []string, hash string) map[string]corev1.Pod {
+	h.t.Helper()
+	var got map[string]corev1.Pod
+	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+		by := h.byNode(name)
+		if len(by) != len(nodes) {
+			return false, nil
+		}
+		got = map[string]corev1.Pod{}
+		for _, n := range nodes {
+			ps := by[n]
+			if len(ps) != 1 || !testenv.PodReady(&ps[0]) || ps[0].Spec.NodeName != n {
+				return false, nil
+			}
+			if hash != "" && ps[0].Labels[pub.ControllerRevisionHashLabelKey] != hash {
+				return false, nil
+			}
+			got[n] = ps[0]
+		}
+		return true, nil
+	})
+	return got
+}
+
+// waitStatus waits until the DaemonSet's status satisfies cond at its
+// current generation.
+func (h *harness) waitStatus(name, what string, cond func(appsv1alpha1.DaemonSetStatus) bool) *appsv1alpha1.DaemonSet {
+	h.t.Helper()
+	return h.sets.WaitFor(name, what, func(ds *appsv1alpha1.DaemonSet) bool {
+		return ds.Status.ObservedGeneration == ds.Generation && cond(ds.Status)
+	})
+}
+
+// settled: every counter says n nodes all updated and available.
+func settled(n int32) func(appsv1alpha1.DaemonSetStatus) bool {
+	return func(s appsv1alpha1.DaemonSetStatus) bool {
+		return s.DesiredNumberScheduled == n && s.CurrentNumberScheduled == n && s.NumberReady == n &&
+			s.NumberAvailable == n && s.UpdatedNumberScheduled == n && s.NumberUnavailable == 0 && s.NumberMisscheduled == 0
+	}
+}
+
+func names(pods []corev1.Pod) string { return strings.Join(testenv.PodNames(pods), ",") }

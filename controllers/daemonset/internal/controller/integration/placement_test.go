@@ -1,0 +1,106 @@
+package integration
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
+)
+
+// TestPlacement: one pod per eligible node, placed by the scheduler through
+// a required node affinity on metadata.name; a node that joins gets a pod;
+// a node relabelled out or tainted NoExecute loses it (a NoSchedule taint
+// keeps the running pod); a deleted node's pod goes; a failed pod is
+// replaced; the status counts it all.
+func TestPlacement(t *testing.T) {
+	h := newHarness(t)
+	nodes := h.nodes(3, nil)
+	h.start()
+	ds := h.sets.Create(h.newDS("agent"))
+	placed := h.waitPlaced("agent", nodes, "")
+	for n, p := range placed {
+		assert.Equal(t, n, nodeplacement.TargetNode(&p))
+		require.NotNil(t, p.Spec.Affinity)
+		terms := p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+		assert.Equal(t, []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n}}}, terms[0].MatchFields)
+		assert.True(t, metav1.IsControlledBy(&p, ds))
+		assert.Contains(t, p.Spec.Tolerations, corev1.Toleration{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}, "daemon tolerations")
+	}
+	got := h.waitStatus("agent", "3 nodes settled", settled(3))
+	assert.NotEmpty(t, got.Status.DaemonSetHash)
+
+	// A node joins.
+	more := h.nodes(1, nil)
+	all := append(append([]string{}, nodes...), more...)
+	h.waitPlaced("agent", all, got.Status.DaemonSetHash)
+	h.waitStatus("agent", "4 nodes settled", settled(4))
+
+	// A node is relabelled out: its pod goes.
+	ctx := context.Background()
+	node, err := h.env.Kube.CoreV1().Nodes().Get(ctx, nodes[0], metav1.GetOptions{})
+	require.NoError(t, err)
+	node.Labels[h.nodeLabel] = "elsewhere"
+	_, err = h.env.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	h.waitPlaced("agent", all[1:], "")
+	h.waitStatus("agent", "3 desired after relabel", settled(3))
+
+	// NoSchedule keeps the running pod; NoExecute evicts it.
+	taint := func(name string, effect corev1.TaintEffect) {
+		n, err := h.env.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "flotilla.dev/ds-test-taint", Value: "x", Effect: effect})
+		_, err = h.env.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
+	taint(nodes[1], corev1.TaintEffectNoSchedule)
+	h.waitStatus("agent", "NoSchedule: not desired, pod kept (misscheduled)", func(s appsv1alpha1.DaemonSetStatus) bool {
+		return s.DesiredNumberScheduled == 2 && s.NumberMisscheduled == 1
+	})
+	assert.Len(t, h.byNode("agent")[nodes[1]], 1, "a NoSchedule taint does not evict")
+	taint(nodes[2], corev1.TaintEffectNoExecute)
+	testenv.Eventually(t, waitTimeout, func() (bool, error) { return len(h.byNode("agent")[nodes[2]]) == 0, nil })
+
+	// A failed pod is replaced.
+	by := h.byNode("agent")
+	victim := by[more[0]][0]
+	victim.Status.Phase = corev1.PodFailed
+	_, err = h.env.Kube.CoreV1().Pods(h.ns).UpdateStatus(ctx, &victim, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	testenv.Eventually(t, waitTimeout, func() (bool, error) {
+		ps := h.byNode("agent")[more[0]]
+		return len(ps) == 1 && ps[0].UID != victim.UID && testenv.PodReady(&ps[0]), nil
+	})
+	h.waitStatus("agent", "failed pod replaced", func(s appsv1alpha1.DaemonSetStatus) bool {
+		return s.DesiredNumberScheduled == 1 && s.NumberAvailable == 1 && s.NumberMisscheduled == 1
+	})
+
+	// A deleted node's pod goes (the pod garbage collector for a bound pod).
+	require.NoError(t, h.env.Kube.CoreV1().Nodes().Delete(ctx, more[0], metav1.DeleteOptions{}))
+	h.waitStatus("agent", "node deleted", func(s appsv1alpha1.DaemonSetStatus) bool {
+		return s.DesiredNumberScheduled == 0 && s.CurrentNumberScheduled == 0
+	})
+}
+
+// TestBurstReplicas: with burstReplicas 1 every sync creates at most one
+// pod (TestManageBurst checks the cap); the DaemonSet still reaches every
+// node.
+func TestBurstReplicas(t *testing.T) {
+	h := newHarness(t)
+	nodes := h.nodes(3, nil)
+	h.start()
+	h.sets.Create(h.newDS("burst", func(ds *appsv1alpha1.DaemonSet) {
+		ds.Spec.BurstReplicas = ptr.To(intstr.FromInt32(1))
+	}))
+	h.waitPlaced("burst", nodes, "")
+	h.waitStatus("burst", "3 nodes settled", settled(3))
+}

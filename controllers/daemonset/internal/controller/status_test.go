@@ -1,0 +1,59 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
+)
+
+func TestCalculateStatus(t *testing.T) {
+	now := t0.Add(10 * time.Second)
+	verdicts := map[string]nodeplacement.Verdict{"a": run, "b": run, "c": run, "d": run, "x": keep, "y": evict}
+	pods := []*corev1.Pod{
+		pod("a1", "a", "h2", 0),              // ready, available, updated
+		pod("b1", "b", "h1", 0),              // ready, available, old
+		pod("c1", "c", "h2", 0, notReady),    // scheduled, not ready
+		pod("x1", "x", "h1", 0),              // misscheduled (NoSchedule keeps it)
+		pod("gone", "nowhere", "h2", 0),      // node unknown: not counted
+		pod("a2", "a", "h1", 5, preDeleting), // younger: the oldest pod of a node is the one counted
+	}
+	ds := dsWith(func(ds *appsv1alpha1.DaemonSet) { ds.Generation = 4; ds.Spec.MinReadySeconds = 5 })
+	s := calculateStatus(statusInput{ds: ds, nodes: state(verdicts, pods...), hash: "h2", minReadySeconds: 5, now: now, observed: true})
+	assert.Equal(t, appsv1alpha1.DaemonSetStatus{
+		DesiredNumberScheduled: 4, CurrentNumberScheduled: 3, NumberMisscheduled: 1, NumberReady: 2, NumberAvailable: 2,
+		UpdatedNumberScheduled: 2, NumberUnavailable: 2, ObservedGeneration: 4, DaemonSetHash: "h2",
+	}, s)
+
+	// minReadySeconds not yet elapsed: ready but not available.
+	s = calculateStatus(statusInput{ds: ds, nodes: state(verdicts, pods...), hash: "h2", minReadySeconds: 30, now: now, observed: true})
+	assert.Equal(t, int32(2), s.NumberReady)
+	assert.Equal(t, int32(0), s.NumberAvailable)
+
+	// Not observed (expectations pending): observedGeneration stays.
+	ds.Status.ObservedGeneration = 3
+	s = calculateStatus(statusInput{ds: ds, nodes: state(verdicts, pods...), hash: "h2", now: now})
+	assert.Equal(t, int64(3), s.ObservedGeneration)
+
+	// collisionCount is kept once set; invalid spec sets the condition.
+	ds.Status.CollisionCount = ptr.To[int32](0)
+	s = calculateStatus(statusInput{ds: ds, nodes: nil, hash: "h2", now: now, invalid: "bad selector", invalidReason: "InvalidSelector"})
+	assert.Equal(t, ptr.To[int32](0), s.CollisionCount)
+	if assert.Len(t, s.Conditions, 1) {
+		assert.Equal(t, appsv1.DaemonSetCondition{Type: ConditionInvalidSpec, Status: corev1.ConditionTrue, Reason: "InvalidSelector", Message: "bad selector",
+			LastTransitionTime: s.Conditions[0].LastTransitionTime}, s.Conditions[0])
+	}
+	ds.Status.Conditions = s.Conditions
+	s = calculateStatus(statusInput{ds: ds, hash: "h2", now: now})
+	assert.Equal(t, corev1.ConditionFalse, s.Conditions[0].Status, "cleared once valid")
+}
+
+func TestSetConditionAddsNothingWhenNeverInvalid(t *testing.T) {
+	assert.Nil(t, setCondition(nil, ConditionInvalidSpec, "", "", t0))
+}

@@ -1,0 +1,241 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/revision"
+)
+
+// Event reasons (upstream's where it has one).
+const (
+	EventSelectingAll        = "SelectingAll"
+	EventFailedDaemonPod     = "FailedDaemonPod"
+	EventSucceededDaemonPod  = "SucceededDaemonPod"
+	EventFailedCreate        = "FailedCreate"
+	EventFailedDelete        = "FailedDelete"
+	EventSuccessfulCreate    = "SuccessfulCreate"
+	EventSuccessfulDelete    = "SuccessfulDelete"
+	EventInvalidSpec         = "InvalidSpec"
+	EventSuccessfulInPlace   = "SuccessfulUpdatePodInPlace"
+	EventFailedInPlaceUpdate = "FailedUpdatePodInPlace"
+)
+
+// syncState is what one sync knows about a DaemonSet. Everything in it comes
+// from informer caches and is read-only.
+type syncState struct {
+	key types.NamespacedName
+	ds  *appsv1alpha1.DaemonSet
+	now time.Time
+	// pods are the DaemonSet's pods, nodes its view of every node and of
+	// the nodes its pods target, sorted by name.
+	pods  []*corev1.Pod
+	nodes []*nodeState
+	// revisions are the DaemonSet's ControllerRevisions, oldest first;
+	// update is the current template's, hash its hash.
+	revisions      []*appsv1.ControllerRevision
+	update         *appsv1.ControllerRevision
+	hash           string
+	generation     *string
+	collisionCount int32
+	// observed: the sync got past the expectations, observedGeneration may
+	// move (upstream does the same).
+	observed bool
+	// invalid says why the spec cannot be acted on ("" if it can).
+	invalid, invalidReason string
+	requeue                controller.Requeue
+}
+
+// sync reconciles one DaemonSet: gather → manage (place and clean up pods)
+// → rolling update → history → status.
+func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
+	logger := klog.FromContext(ctx)
+	ds, err := c.sets.DaemonSets(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.deletes.Delete(key)
+		c.creates.Forget(key)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if ds.DeletionTimestamp != nil {
+		return nil // its pods and revisions go with it (garbage collection)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil || sel.Empty() {
+		// Admission rejects both; an object stored before the rules were
+		// in place must not make this controller claim every pod.
+		c.recorder.Event(ds, corev1.EventTypeWarning, EventSelectingAll, "This DaemonSet is selecting all pods (or none can be parsed). A non-empty selector is required.")
+		return nil
+	}
+	if adopted, err := c.adoptOrphans(ctx, ds, sel); err != nil || adopted {
+		if adopted {
+			c.queue.AddAfter(key, podUpdateBatch)
+		}
+		return err
+	}
+	st, err := c.gather(ctx, key, ds)
+	if err != nil {
+		return err
+	}
+	if wait := c.staleCache(st); wait > 0 {
+		logger.V(4).Info("Waiting for the cache to show our own writes", "wait", wait)
+		c.queue.AddAfter(key, wait)
+		return nil
+	}
+	pending, pendingFor := c.creates.Pending(key, ds.UID, func(name string) bool {
+		_, exists, _ := c.pods.GetByKey(ds.Namespace + "/" + name)
+		return exists
+	})
+	st.requeue.After(pendingFor)
+	deletesSeen, age := c.deletes.Satisfied(key)
+	if age > 0 {
+		logger.Info("Deletion expectations timed out: an event was lost, acting on the cache", "after", age)
+	}
+	var actErr error
+	if deletesSeen && st.invalid == "" {
+		st.observed = true
+		actErr = c.act(ctx, st, pending)
+	} else if !deletesSeen {
+		c.queue.AddAfter(key, c.deletes.Timeout()-age)
+	}
+	if err := c.truncateHistory(ctx, st); err != nil {
+		actErr = errors.Join(actErr, err)
+	}
+	if err := c.updateStatus(ctx, st); err != nil {
+		return errors.Join(actErr, err)
+	}
+	if controller.Retryable(actErr) != nil {
+		return actErr
+	}
+	if d := st.requeue.Earliest(); d > 0 {
+		c.queue.AddAfter(key, d)
+	}
+	return actErr
+}
+
+// act places and cleans up pods and, once nothing of that is in flight,
+// takes the next rolling-update step.
+func (c *Controller) act(ctx context.Context, st *syncState, pending sets.Set[string]) error {
+	c.preDownload(ctx, st)
+	refreshed, refreshErr := c.refreshPods(ctx, st)
+	acted, err := c.manage(ctx, st, pending)
+	err = errors.Join(refreshErr, err)
+	if err != nil || acted || refreshed || pending.Len() > 0 {
+		// The update's budgets are computed from pods; wait until the
+		// cache shows what manage did.
+		return err
+	}
+	if rollingUpdate(st.ds) == nil || paused(st.ds) {
+		return nil
+	}
+	return c.rollOut(ctx, st)
+}
+
+// gather reads the DaemonSet's pods, the nodes and its revisions from the
+// caches and syncs the revisions.
+func (c *Controller) gather(ctx context.Context, key types.NamespacedName, ds *appsv1alpha1.DaemonSet) (*syncState, error) {
+	st := &syncState{key: key, ds: ds, now: c.clock.Now(), generation: templateGeneration(ds)}
+	objs, err := controller.ByOwnerUID(c.pods, ds.UID)
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok && metav1.IsControlledBy(p, ds) {
+			st.pods = append(st.pods, p)
+		}
+	}
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	st.nodes = groupByNode(c.placement.verdicts(klog.FromContext(ctx), ds, nodes), st.pods)
+	if ru := rollingUpdate(ds); ru != nil && ru.Selector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(ru.Selector); err != nil {
+			st.invalid, st.invalidReason = fmt.Sprintf("spec.updateStrategy.rollingUpdate.selector: %v", err), "InvalidSelector"
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, EventInvalidSpec, "%s", st.invalid)
+		}
+	}
+	if st.revisions, err = c.revisions.List(ds); err != nil {
+		return nil, fmt.Errorf("list revisions: %w", err)
+	}
+	if err := c.syncRevisions(ctx, st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// syncRevisions finds or creates the update revision (re-using an equal
+// older one on rollback, as `kubectl kruise rollout undo` expects). Like
+// upstream's, a DaemonSet revision carries its hash in the
+// controller-revision-hash label its pods carry too.
+func (c *Controller) syncRevisions(ctx context.Context, st *syncState) error {
+	ds := st.ds
+	data, err := revision.TemplatePatch(&ds.Spec.Template)
+	if err != nil {
+		return fmt.Errorf("encode template: %w", err)
+	}
+	st.collisionCount = ptr.Deref(ds.Status.CollisionCount, 0)
+	labels := make(map[string]string, len(ds.Spec.Template.Labels)+1)
+	for k, v := range ds.Spec.Template.Labels {
+		labels[k] = v
+	}
+	labels[pub.ControllerRevisionHashLabelKey] = revision.Hash(data, &st.collisionCount)
+	want := revision.New(ds, kindDaemonSet, labels, data, revision.NextRevisionNumber(st.revisions), &st.collisionCount)
+	res, err := revision.Resolve(ctx, c.revControl, ds, want, st.revisions, &st.collisionCount)
+	if err != nil {
+		return err
+	}
+	st.update, st.revisions = res.Update, res.Revisions
+	if res.Written {
+		c.rvExp.Expect(st.update)
+	}
+	// The name's suffix is the hash even after a collision bumped it (the
+	// label was computed before).
+	st.hash = revision.ShortHash(st.update.Name)
+	return nil
+}
+
+// staleCache returns how long to wait when the cache does not yet show a
+// write this controller made to the DaemonSet, its update revision or a pod.
+func (c *Controller) staleCache(st *syncState) time.Duration {
+	objs := make([]metav1.Object, 0, len(st.pods)+2)
+	objs = append(objs, st.ds, st.update)
+	for _, p := range st.pods {
+		objs = append(objs, p)
+	}
+	return c.rvExp.Wait(objs...)
+}
+
+// truncateHistory deletes the oldest revisions beyond revisionHistoryLimit
+// that neither the update revision nor a pod uses.
+func (c *Controller) truncateHistory(ctx context.Context, st *syncState) error {
+	live := sets.New(st.update.Name)
+	for _, p := range st.pods {
+		if h := p.Labels[pub.ControllerRevisionHashLabelKey]; h != "" {
+			live.Insert(h)
+		}
+	}
+	for _, r := range revision.Truncate(st.revisions, live, int(ptr.Deref(st.ds.Spec.RevisionHistoryLimit, 10))) {
+		if err := c.revControl.Delete(ctx, r); err != nil {
+			return fmt.Errorf("truncate history: %w", err)
+		}
+	}
+	return nil
+}
