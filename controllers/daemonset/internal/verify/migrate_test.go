@@ -22,8 +22,19 @@ import (
 // `kubectl get -o yaml` gives them; OpenKruise's documented migration) gets
 // the running pods adopted — each seen with the new DaemonSet as controller —
 // and neither deletes nor creates a pod: the pods count as updated, the
-// status settles on them.
-func TestMigrateFromAppsV1(t *testing.T) {
+// status settles on them. The manifest carries apps/v1's
+// deprecated.daemonset.template.generation annotation, which the pods'
+// pod-template-generation label matches.
+func TestMigrateFromAppsV1(t *testing.T) { migrate(t, true) }
+
+// TestMigrateFromAppsV1NewManifest: the same with a manifest written anew —
+// the same template, without apps/v1's annotations. Upstream and OpenKruise
+// still keep the pods: they adopt the orphaned ControllerRevision whose data
+// equals the template (ClaimControllerRevisions + Match), so its hash, which
+// the pods carry, stays the current one.
+func TestMigrateFromAppsV1NewManifest(t *testing.T) { migrate(t, false) }
+
+func migrate(t *testing.T, keepAnnotations bool) {
 	if !oursAvailable {
 		t.Skip("the Advanced DaemonSet reconciler is not there yet")
 	}
@@ -32,8 +43,10 @@ func TestMigrateFromAppsV1(t *testing.T) {
 	ctx := context.Background()
 	upstreamDS{h}.create(f.template(parityApp, imageV1))
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		got := h.layout(parityApp, f.names)
-		return got == "n0=r1 n1=r1 n2=r1", fmt.Errorf("apps/v1 pods: %s", got)
+		if got := h.layout(parityApp, f.names); got != "n0=r1 n1=r1 n2=r1" {
+			return false, fmt.Errorf("apps/v1 pods: %s", got)
+		}
+		return true, nil
 	})
 	old, err := h.env.Kube.AppsV1().DaemonSets(h.ns).Get(ctx, parityApp, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -57,8 +70,12 @@ func TestMigrateFromAppsV1(t *testing.T) {
 	w := h.watchPods(parityApp)
 	startOurs(h)
 	one := intstr.FromInt32(1)
+	meta := metav1.ObjectMeta{Name: old.Name, Labels: old.Labels}
+	if keepAnnotations {
+		meta.Annotations = old.Annotations
+	}
 	ds := &appsv1alpha1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: old.Name, Labels: old.Labels, Annotations: old.Annotations},
+		ObjectMeta: meta,
 		Spec: appsv1alpha1.DaemonSetSpec{
 			Selector: old.Spec.Selector, Template: old.Spec.Template, MinReadySeconds: old.Spec.MinReadySeconds,
 			RevisionHistoryLimit: old.Spec.RevisionHistoryLimit,

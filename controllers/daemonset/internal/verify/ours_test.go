@@ -1,11 +1,13 @@
 package verify
 
-// oursAvailable: the in-process reconciler can be started (ds-core).
-const oursAvailable = false
+import "github.com/flotilla-dev/flotilla/controllers/daemonset/internal/controller/controllertest"
+
+// oursAvailable: the in-process reconciler can be started.
+const oursAvailable = true
 
 // startOurs runs the Advanced DaemonSet reconciler in-process over h's
 // namespace (and the cluster's nodes) and returns a function stopping it.
 func startOurs(h *harness) (stop func()) {
-	h.t.Fatal("not wired yet")
-	return nil
+	h.t.Helper()
+	return controllertest.Start(h.t, h.env, h.ns, controllertest.Options{}).Stop
 }

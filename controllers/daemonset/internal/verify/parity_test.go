@@ -121,16 +121,17 @@ type paritySubject struct {
 }
 
 // parityStep is what one step must end with: pods per node as
-// n<i>=r<revision>, the status counters, and, during a rolling update, the
-// budgets the watch enforces (maxPerNode 0: none).
+// n<i>=r<revision>, the status counters, and, during a rolling update
+// (rolling set), the budgets the watch enforces.
 type parityStep struct {
-	name       string
-	act        func()
-	layout     string
-	status     dsStatus
-	maxPerNode int
-	maxUnav    int
-	eligible   []int // node indexes the unavailability budget counts
+	name     string
+	act      func()
+	layout   string
+	status   dsStatus
+	rolling  bool
+	maxSurge int
+	maxUnav  int
+	eligible []int // node indexes the unavailability budget counts
 	// upstreamStatus, when set, is what kube-controller-manager shows
 	// instead of status after this step: a known difference, explained in
 	// known.
@@ -149,13 +150,13 @@ func runParity(t *testing.T, f *fleet, subjects []*paritySubject, steps []parity
 		s.skip = map[string]int{}
 	}
 	for _, step := range steps {
-		if step.maxPerNode > 0 {
+		if step.rolling {
 			var nodes []string
 			for _, i := range step.eligible {
 				nodes = append(nodes, f.names[i])
 			}
 			for _, s := range subjects {
-				s.watch.enforce(nodes, step.maxPerNode, step.maxUnav)
+				s.watch.enforce(nodes, step.maxSurge, step.maxUnav)
 			}
 		}
 		step.act()
@@ -187,10 +188,10 @@ func runParity(t *testing.T, f *fleet, subjects []*paritySubject, steps []parity
 				t.Logf("%s: %s: status %v (known difference: %s)", s.name, step.name, want, step.known)
 			}
 			rec := fmt.Sprintf("%s: ops {%s}; pods %s; %s", step.name, strings.Join(perNode, "; "), step.layout, status)
-			if step.maxPerNode > 0 {
-				peakPerNode, peakUn, violations := s.watch.relax()
+			if step.rolling {
+				p, violations := s.watch.relax()
 				assert.Empty(t, violations, "%s, %s", step.name, s.name)
-				rec += fmt.Sprintf("; peak pods per node %d, peak unavailable %d", peakPerNode, peakUn)
+				rec += "; " + p.String()
 			}
 			t.Logf("%s: %s", s.name, rec)
 			s.steps = append(s.steps, rec)
@@ -225,10 +226,10 @@ func parityScenario(f *fleet, subjects []*paritySubject) []parityStep {
 			layout: "n0=r1 n2=r1 n4=r1 n5=r1", status: dsStatus{3, 3, 1, 3, 3, 3, 0, true}},
 		{name: "rolling update maxUnavailable 1", act: each(func(d daemonSet) { d.roll(imageV2, one, zero) }),
 			layout: "n0=r2 n4=r2 n5=r2", status: dsStatus{3, 3, 0, 3, 3, 3, 0, true},
-			maxPerNode: 1, maxUnav: 1, eligible: []int{0, 4, 5}},
+			rolling: true, maxSurge: 0, maxUnav: 1, eligible: []int{0, 4, 5}},
 		{name: "rolling update maxSurge 1", act: each(func(d daemonSet) { d.roll(imageV3, zero, one) }),
 			layout: "n0=r3 n4=r3 n5=r3", status: dsStatus{3, 3, 0, 3, 3, 3, 0, true},
-			maxPerNode: 2, maxUnav: 0, eligible: []int{0, 4, 5}},
+			rolling: true, maxSurge: 1, maxUnav: 0, eligible: []int{0, 4, 5}},
 	}
 }
 

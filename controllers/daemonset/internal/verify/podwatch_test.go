@@ -18,9 +18,11 @@ import (
 // podWatch follows one DaemonSet's pods from a watch: it records, per node,
 // the order in which pods were created, became Ready and were deleted
 // ("+<hash>", "ready <hash>", "-<hash>"), and, while limits are set, checks
-// at every event that no node holds more than maxPerNode pods (terminating
-// ones included: they still run) and that no more than maxUnavailable of
-// the watched nodes lack an available pod.
+// at every event of a rolling update with budgets maxSurge and
+// maxUnavailable that no node holds more than one pod, or two when surging
+// (terminating ones included: they still run); that no more than maxSurge
+// nodes hold two pods not being deleted; and that no more than
+// maxUnavailable of the watched nodes lack an available pod.
 type podWatch struct {
 	mu    sync.Mutex
 	pods  map[types.UID]*corev1.Pod // current state of every pod not yet deleted
@@ -30,11 +32,12 @@ type podWatch struct {
 	owner map[types.UID]types.UID // pod → last controller UID seen
 	n     int                     // number of operations recorded
 
-	limits              bool
-	nodes               []string
-	maxPerNode, maxUnav int
-	peakPerNode, peakUn int
-	violations          []string
+	limits                   bool
+	nodes                    []string
+	maxSurge, maxUnav        int
+	peakPerNode, peakSurging int
+	peakUn                   int
+	violations               []string
 }
 
 func (h *harness) watchPods(app string) *podWatch {
@@ -95,20 +98,36 @@ func (w *podWatch) observe(t watch.EventType, p *corev1.Pod) {
 // check evaluates the limits on the current state (mu held).
 func (w *podWatch) check() {
 	perNode := map[string][]string{}
+	live := map[string]int{}
 	available := map[string]bool{}
 	for uid, p := range w.pods {
 		n := nodeOf(p)
 		perNode[n] = append(perNode[n], p.Name)
-		if !w.gone[uid] && w.ready[uid] {
-			available[n] = true
+		if !w.gone[uid] {
+			live[n]++
+			if w.ready[uid] {
+				available[n] = true
+			}
 		}
 	}
+	maxPerNode := 1 + min(w.maxSurge, 1)
 	for n, names := range perNode {
 		w.peakPerNode = max(w.peakPerNode, len(names))
-		if len(names) > w.maxPerNode {
+		if len(names) > maxPerNode {
 			sort.Strings(names)
 			w.violations = append(w.violations, fmt.Sprintf("%d pods on node %s: %s", len(names), n, strings.Join(names, ",")))
 		}
+	}
+	var surging []string
+	for n, c := range live {
+		if c > 1 {
+			surging = append(surging, n)
+		}
+	}
+	w.peakSurging = max(w.peakSurging, len(surging))
+	if len(surging) > w.maxSurge {
+		sort.Strings(surging)
+		w.violations = append(w.violations, fmt.Sprintf("%d nodes with two pods: %s", len(surging), strings.Join(surging, ",")))
 	}
 	var unavailable []string
 	for _, n := range w.nodes {
@@ -122,24 +141,32 @@ func (w *podWatch) check() {
 	}
 }
 
-// enforce starts checking the limits over nodes (and resets the peaks).
-func (w *podWatch) enforce(nodes []string, maxPerNode, maxUnavailable int) {
+// enforce starts checking the budgets of a rolling update, the
+// unavailability over nodes (and resets the peaks).
+func (w *podWatch) enforce(nodes []string, maxSurge, maxUnavailable int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.limits, w.nodes, w.maxPerNode, w.maxUnav = true, nodes, maxPerNode, maxUnavailable
-	w.peakPerNode, w.peakUn = 0, 0
+	w.limits, w.nodes, w.maxSurge, w.maxUnav = true, nodes, maxSurge, maxUnavailable
+	w.peakPerNode, w.peakSurging, w.peakUn = 0, 0, 0
 	w.check()
 }
 
-// relax stops checking the limits and returns the peaks seen while they
+// peaks are the highest counts seen while the budgets were checked.
+type peaks struct{ perNode, surging, unavailable int }
+
+func (p peaks) String() string {
+	return fmt.Sprintf("peak pods per node %d, peak nodes with two pods %d, peak unavailable %d", p.perNode, p.surging, p.unavailable)
+}
+
+// relax stops checking the budgets and returns the peaks seen while they
 // were checked and the violations.
-func (w *podWatch) relax() (peakPerNode, peakUnavailable int, violations []string) {
+func (w *podWatch) relax() (peaks, []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.limits = false
 	v := w.violations
 	w.violations = nil
-	return w.peakPerNode, w.peakUn, v
+	return peaks{w.peakPerNode, w.peakSurging, w.peakUn}, v
 }
 
 // caughtUp reports (as an error) whether the watch has seen exactly the pods
