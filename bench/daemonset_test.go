@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -22,7 +24,7 @@ import (
 
 var (
 	flagDSProfile    = flag.String("bench.daemonset-cpuprofile", "", "daemonset: write a CPU profile of daemonset-controller, taken from the DaemonSet's creation on, to this file")
-	flagDSProfileFor = flag.Duration("bench.daemonset-cpuprofile-for", 30*time.Second, "daemonset: length of that profile")
+	flagDSProfileFor = flag.Duration("bench.daemonset-cpuprofile-for", 10*time.Second, "daemonset: length of that profile")
 )
 
 // Identities of the two DaemonSet controllers in the audit log: ours with its
@@ -149,6 +151,7 @@ func (b *bench) measureDaemonSet(s dsSubject) (created, rolled row) {
 		done := w.waitReady(t, n, image, b.s.waitBudget)
 		rss, cpu1, _ := procStats(pid)
 		reqs, writes := b.audit.count(from, s.match)
+		t.Logf("%s, %s: requests by verb and resource: %v", scenario, s.name, b.audit.byResource(from, s.match))
 		return row{scenario: scenario, subject: s.name, wall: done.Sub(start), requests: reqs, writes: writes, rssMiB: rss, cpuSec: cpu1 - cpu0, note: s.note}
 	}
 	created = phase("daemonset create", func() { s.create(ns, tmpl, intstr.FromString("10%")) }, imageV1)
@@ -157,6 +160,45 @@ func (b *bench) measureDaemonSet(s dsSubject) (created, rolled row) {
 	s.remove(ns)
 	b.cleanup(ns)
 	return created, rolled
+}
+
+// byResource counts the requests of the matching identity since offset from
+// by "verb resource[/subresource]" (a diagnostic for the log, not the table).
+func (a *audit) byResource(from int64, match func(user, agent string) bool) map[string]int {
+	if a == nil {
+		return nil
+	}
+	f, err := os.Open(a.path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return nil
+	}
+	out := map[string]int{}
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e struct {
+			auditEvent
+			ObjectRef struct {
+				Resource    string `json:"resource"`
+				Subresource string `json:"subresource"`
+			} `json:"objectRef"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil || seen[e.AuditID] || !match(e.User.Username, e.UserAgent) {
+			continue
+		}
+		seen[e.AuditID] = true
+		key := e.Verb + " " + e.ObjectRef.Resource
+		if e.ObjectRef.Subresource != "" {
+			key += "/" + e.ObjectRef.Subresource
+		}
+		out[key]++
+	}
+	return out
 }
 
 // profile saves a CPU profile of the process serving pprof at base.
