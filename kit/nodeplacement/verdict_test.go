@@ -17,10 +17,10 @@ func TestVerdictRunningPods(t *testing.T) {
 	cordoned := node("n", nil)
 	cordoned.Spec.Unschedulable = true
 	cases := []struct {
-		name          string
-		spec          corev1.PodSpec
-		opts          Options
-		node          *corev1.Node
+		name           string
+		spec           corev1.PodSpec
+		opts           Options
+		node           *corev1.Node
 		run, continue_ bool
 	}{
 		{name: "eligible", node: node("n", nil), run: true, continue_: true},

@@ -7,11 +7,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
+	"github.com/flotilla-dev/flotilla/kit/podreadiness"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
 
@@ -79,12 +82,18 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, pods []*c
 	return recreate, err
 }
 
-// refreshPods advances the in-place updates in progress (next batch,
+// refreshPods gives scheduled pods with the InPlaceUpdateReady gate their
+// first True condition (the gate is ours: without it the pod never becomes
+// Ready) and advances the in-place updates in progress (next batch,
 // completion: InPlaceUpdateReady back to True). It reports whether it wrote.
 func (c *Controller) refreshPods(ctx context.Context, st *syncState) (bool, error) {
-	var todo []*corev1.Pod
+	var todo, fresh []*corev1.Pod
 	for _, p := range st.pods {
 		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if p.Spec.NodeName != "" && inplace.HasReadinessGate(p) && inplace.Condition(p) == nil {
+			fresh = append(fresh, p)
 			continue
 		}
 		if _, grace := pub.GetInPlaceUpdateGrace(p); grace || p.Annotations[pub.InPlaceUpdateStateKey] != "" {
@@ -93,7 +102,30 @@ func (c *Controller) refreshPods(ctx context.Context, st *syncState) (bool, erro
 	}
 	var mu sync.Mutex
 	written := false
-	err := controller.ForEach(todo, writeConcurrency, func(p *corev1.Pod) error {
+	err := controller.ForEach(fresh, writeConcurrency, func(p *corev1.Pod) error {
+		changed, conds := podreadiness.InitGateConditions(p, st.now, pub.InPlaceUpdateReady)
+		if !changed {
+			return nil
+		}
+		cp := p.DeepCopy()
+		cp.Status.Conditions = conds
+		out, err := c.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil // the kubelet wrote it meanwhile (its event brings us back), or it is gone
+		}
+		if err != nil {
+			return fmt.Errorf("set InPlaceUpdateReady of pod %s: %w", p.Name, err)
+		}
+		mu.Lock()
+		c.rvExp.Expect(out)
+		written = true
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return written, err
+	}
+	err = controller.ForEach(todo, writeConcurrency, func(p *corev1.Pod) error {
 		res, err := c.inplace.Refresh(ctx, p)
 		mu.Lock()
 		defer mu.Unlock()

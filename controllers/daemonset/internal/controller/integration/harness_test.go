@@ -10,13 +10,16 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
@@ -163,3 +166,102 @@ func settled(n int32) func(appsv1alpha1.DaemonSetStatus) bool {
 }
 
 func names(pods []corev1.Pod) string { return strings.Join(testenv.PodNames(pods), ",") }
+
+// setImage changes the template's container image.
+func setImage(image string) func(*appsv1alpha1.DaemonSet) {
+	return func(ds *appsv1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = image }
+}
+
+// rolling adjusts the rolling update parameters.
+func rolling(mutate func(*appsv1alpha1.RollingUpdateDaemonSet)) func(*appsv1alpha1.DaemonSet) {
+	return func(ds *appsv1alpha1.DaemonSet) {
+		ds.Spec.UpdateStrategy.Type = appsv1alpha1.RollingUpdateDaemonSetStrategyType
+		if ds.Spec.UpdateStrategy.RollingUpdate == nil {
+			ds.Spec.UpdateStrategy.RollingUpdate = &appsv1alpha1.RollingUpdateDaemonSet{}
+		}
+		mutate(ds.Spec.UpdateStrategy.RollingUpdate)
+	}
+}
+
+// podWatcher sees every pod event of one DaemonSet from its start and
+// checks an invariant over the pods per node after each; the first
+// violation is kept.
+type podWatcher struct {
+	mu        sync.Mutex
+	pods      map[string]*corev1.Pod // by name
+	violation string
+	events    int
+}
+
+func (h *harness) watchPods(name string, invariant func(byNode map[string][]*corev1.Pod) string) *podWatcher {
+	h.t.Helper()
+	opts := metav1.ListOptions{LabelSelector: "app=" + name}
+	list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), opts)
+	require.NoError(h.t, err)
+	w := &podWatcher{pods: map[string]*corev1.Pod{}}
+	for i := range list.Items {
+		w.pods[list.Items[i].Name] = &list.Items[i]
+	}
+	opts.ResourceVersion = list.ResourceVersion
+	wi, err := h.env.Kube.CoreV1().Pods(h.ns).Watch(context.Background(), opts)
+	require.NoError(h.t, err)
+	h.t.Cleanup(wi.Stop)
+	go func() {
+		for ev := range wi.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			w.mu.Lock()
+			w.events++
+			if ev.Type == watch.Deleted {
+				delete(w.pods, p.Name)
+			} else {
+				w.pods[p.Name] = p
+			}
+			by := map[string][]*corev1.Pod{}
+			for _, q := range w.pods {
+				by[nodeplacement.TargetNode(q)] = append(by[nodeplacement.TargetNode(q)], q)
+			}
+			if v := invariant(by); v != "" && w.violation == "" {
+				w.violation = v
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+func (w *podWatcher) check(t *testing.T) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	assert.Empty(t, w.violation, "invariant violated (after %d events)", w.events)
+	assert.NotZero(t, w.events, "the watcher saw the update")
+}
+
+// unavailableNodes counts nodes without a Ready pod that is not being deleted.
+func unavailableNodes(nodes []string, by map[string][]*corev1.Pod) int {
+	n := 0
+	for _, node := range nodes {
+		ok := false
+		for _, p := range by[node] {
+			ok = ok || (p.DeletionTimestamp == nil && testenv.PodReady(p))
+		}
+		if !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// hashes returns the revision hash of each node's pod.
+func (h *harness) hashes(name string) map[string]string {
+	out := map[string]string{}
+	for n, ps := range h.byNode(name) {
+		if len(ps) == 1 {
+			out[n] = ps[0].Labels[pub.ControllerRevisionHashLabelKey]
+		}
+	}
+	return out
+}
