@@ -20,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
@@ -205,15 +207,23 @@ func shortNode(names []string, node string) string {
 }
 
 // watchFromNow lists app's pods and watches them from that list on (no
-// ADDED events replayed for the pods that already exist).
+// ADDED events replayed for the pods that already exist). The watch resumes
+// from the last event seen when the API server closes it (it does under
+// load, for slow readers).
 func (h *harness) watchFromNow(app string) ([]corev1.Pod, watch.Interface) {
 	h.t.Helper()
-	opts := metav1.ListOptions{LabelSelector: "app=" + app}
-	list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), opts)
+	sel := "app=" + app
+	pods := h.env.Kube.CoreV1().Pods(h.ns)
+	list, err := pods.List(context.Background(), metav1.ListOptions{LabelSelector: sel})
 	require.NoError(h.t, err)
-	opts.ResourceVersion = list.ResourceVersion
-	w, err := h.env.Kube.CoreV1().Pods(h.ns).Watch(context.Background(), opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = sel
+			return pods.Watch(ctx, o)
+		},
+	})
 	require.NoError(h.t, err)
-	h.t.Cleanup(w.Stop)
+	h.t.Cleanup(func() { w.Stop(); cancel() })
 	return list.Items, w
 }
