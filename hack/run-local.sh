@@ -87,5 +87,5 @@ for c in "${CONTROLLERS[@]}"; do
   i=$((i + 1))
 done
 echo "all ${#CONTROLLERS[@]} controllers healthy, ready and leading in $(awk "BEGIN{printf \"%.1f\", $t1-$t0}") s"
-echo "samples applied from deploy/samples/; try: KUBECONFIG=$KUBECONFIG kubectl get clonesets,statefulsets.apps.kruise.io,pods,pvc"
+echo "samples applied from deploy/samples/; try: KUBECONFIG=$KUBECONFIG kubectl get clonesets,statefulsets.apps.kruise.io,daemonsets.apps.kruise.io,pods,pvc"
 echo "logs: $LOGS/<name>-controller.log   stop: make stop   control plane down: make cluster-down"

@@ -75,27 +75,32 @@ func (c *Control) Reconcile(ctx context.Context, w Workload, in Input, expect fu
 // leaves the revision unlabelled, so the next sync tries again; OpenKruise
 // labels it anyway and never retries.
 func (c *Control) Sync(ctx context.Context, w Workload, in Input) (*appsv1.ControllerRevision, error) {
-	d := Decide(in)
+	return c.Act(ctx, w, in.Update, Decide(in))
+}
+
+// Act carries out a decision (Decide, DecideDaemonSet) about update, the
+// workload's update revision, with Sync's error handling.
+func (c *Control) Act(ctx context.Context, w Workload, update *appsv1.ControllerRevision, d Decision) (*appsv1.ControllerRevision, error) {
 	logger := klog.FromContext(ctx)
 	if d.Action != DeleteJobs {
-		logger.V(4).Info("Image pre-download", "action", d.Action, "reason", d.Reason, "revision", klog.KObj(in.Update))
+		logger.V(4).Info("Image pre-download", "action", d.Action, "reason", d.Reason, "revision", klog.KObj(update))
 	}
 	switch d.Action {
 	case DeleteJobs:
 		return nil, c.DeleteJobs(ctx, w.Owner)
 	case Ignore:
-		return c.labelRevision(ctx, in.Update, pub.ImagePreDownloadIgnoredKey)
+		return c.labelRevision(ctx, update, pub.ImagePreDownloadIgnoredKey)
 	case Create:
 		var errs []error
 		for _, container := range slices.Sorted(maps.Keys(d.Images)) {
-			if err := c.createJob(ctx, w, NewJob(w, in.Update, container, d.Images[container])); err != nil {
+			if err := c.createJob(ctx, w, NewJob(w, update, container, d.Images[container])); err != nil {
 				errs = append(errs, err)
 			}
 		}
 		if err := errors.Join(errs...); err != nil {
 			return nil, err
 		}
-		return c.labelRevision(ctx, in.Update, pub.ImagePreDownloadCreatedKey)
+		return c.labelRevision(ctx, update, pub.ImagePreDownloadCreatedKey)
 	}
 	return nil, nil
 }

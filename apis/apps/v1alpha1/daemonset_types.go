@@ -53,8 +53,10 @@ type DaemonSetUpdateStrategy struct {
 // creates the whole rollingUpdate block, otherwise the controller resolves
 // a missing value (1 if maxSurge is also unset, else 0).
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || !has(self.maxSurge) || !((type(self.maxUnavailable) == int ? self.maxUnavailable == 0 : self.maxUnavailable == '0%') && (type(self.maxSurge) == int ? self.maxSurge == 0 : self.maxSurge == '0%'))",message="spec.updateStrategy.rollingUpdate.maxUnavailable and spec.updateStrategy.rollingUpdate.maxSurge must not both be 0"
-// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdateType) || self.rollingUpdateType != 'InPlaceIfPossible' || !has(self.maxSurge) || (type(self.maxSurge) == int ? self.maxSurge == 0 : self.maxSurge == '0%')",message="spec.updateStrategy.rollingUpdate.maxSurge must be 0 when rollingUpdateType is InPlaceIfPossible"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || !has(self.maxSurge) || !((type(self.maxUnavailable) == int ? self.maxUnavailable == 0 : self.maxUnavailable == '0%') && (type(self.maxSurge) == int ? self.maxSurge == 0 : self.maxSurge == '0%'))",message="spec.updateStrategy.rollingUpdate.maxUnavailable and spec.updateStrategy.rollingUpdate.maxSurge must not both be 0",fieldPath=".maxUnavailable"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || !has(self.maxSurge) || (type(self.maxUnavailable) == int ? self.maxUnavailable == 0 : self.maxUnavailable == '0%') || (type(self.maxSurge) == int ? self.maxSurge == 0 : self.maxSurge == '0%')",message="spec.updateStrategy.rollingUpdate.maxSurge may not be set when maxUnavailable is non-zero",fieldPath=".maxSurge"
+// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdateType) || self.rollingUpdateType != 'InPlaceIfPossible' || !has(self.maxSurge) || (type(self.maxSurge) == int ? self.maxSurge == 0 : self.maxSurge == '0%')",message="spec.updateStrategy.rollingUpdate.maxSurge must be 0 when rollingUpdateType is InPlaceIfPossible",fieldPath=".maxSurge"
+// +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdateType) || self.rollingUpdateType != 'Surging' || !has(self.maxUnavailable) || (type(self.maxUnavailable) == int ? self.maxUnavailable == 0 : self.maxUnavailable == '0%')",message="spec.updateStrategy.rollingUpdate.maxUnavailable must be 0 when rollingUpdateType is Surging",fieldPath=".maxUnavailable"
 type RollingUpdateDaemonSet struct {
 	// Type is the rolling update flavour.
 	// +kubebuilder:default=Standard
@@ -98,13 +100,18 @@ type RollingUpdateDaemonSet struct {
 //
 // A RollingUpdate strategy without a rollingUpdate block is valid; the
 // controller then uses Standard / maxUnavailable 1 / maxSurge 0 / partition 0.
-// +kubebuilder:validation:XValidation:rule="!has(self.lifecycle) || !has(self.lifecycle.inPlaceUpdate)",message="spec.lifecycle.inPlaceUpdate is not supported for DaemonSet"
+// +kubebuilder:validation:XValidation:rule="!has(self.lifecycle) || !has(self.lifecycle.inPlaceUpdate)",message="spec.lifecycle.inPlaceUpdate is not supported for DaemonSet",fieldPath=".lifecycle.inPlaceUpdate"
+// +kubebuilder:validation:XValidation:rule="!has(self.selector) || !has(self.selector.matchLabels) || size(self.selector.matchLabels) == 0 || (has(self.template.metadata) && has(self.template.metadata.labels) && self.template.metadata.labels.filter(k, k in self.selector.matchLabels && self.selector.matchLabels[k] == self.template.metadata.labels[k]).size() == size(self.selector.matchLabels))",message="spec.template.metadata.labels must contain every spec.selector.matchLabels entry",fieldPath=".template.metadata.labels"
+// +kubebuilder:validation:XValidation:rule="!has(self.template.spec) || !has(self.template.spec.restartPolicy) || self.template.spec.restartPolicy == 'Always' || self.template.spec.restartPolicy.size() == 0",message="spec.template.spec.restartPolicy must be Always",fieldPath=".template.spec.restartPolicy"
+// +kubebuilder:validation:XValidation:rule="!has(self.template.spec) || !has(self.template.spec.activeDeadlineSeconds)",message="spec.template.spec.activeDeadlineSeconds is not supported by DaemonSet",fieldPath=".template.spec.activeDeadlineSeconds"
 type DaemonSetSpec struct {
 	// Selector selects the pods of this DaemonSet.
 	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="spec.selector must set matchLabels or matchExpressions"
 	Selector *metav1.LabelSelector `json:"selector"`
 
-	// Template describes the pods to create.
+	// Template describes the pods to create. The schema is generated
+	// schemaless (no pod field is ever pruned); a few fields are declared by
+	// apis/crd-patches/daemonsets.apps.kruise.io.yaml for the rules above.
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields

@@ -35,7 +35,9 @@ import (
 type DaemonSetSpecApplyConfiguration struct {
 	// Selector selects the pods of this DaemonSet.
 	Selector *v1.LabelSelectorApplyConfiguration `json:"selector,omitempty"`
-	// Template describes the pods to create.
+	// Template describes the pods to create. The schema is generated
+	// schemaless (no pod field is ever pruned); a few fields are declared by
+	// apis/crd-patches/daemonsets.apps.kruise.io.yaml for the rules above.
 	Template *corev1.PodTemplateSpecApplyConfiguration `json:"template,omitempty"`
 	// UpdateStrategy controls updates.
 	UpdateStrategy *DaemonSetUpdateStrategyApplyConfiguration `json:"updateStrategy,omitempty"`

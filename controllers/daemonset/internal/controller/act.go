@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
+	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 )
 
@@ -112,7 +114,7 @@ func (c *Controller) createPods(ctx context.Context, st *syncState, nodes []stri
 			}
 			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 				mu.Lock()
-				invalid = err.Error()
+				invalid = rejection(err)
 				mu.Unlock()
 			}
 			c.recorder.Eventf(ds, corev1.EventTypeWarning, EventFailedCreate, "Error creating pod on node %s: %v", node, err)
@@ -181,6 +183,7 @@ func (c *Controller) rollOut(ctx context.Context, st *syncState) error {
 	in := updateInput{
 		nodes: st.nodes, hash: st.hash, generation: st.generation, maxSurge: maxSurge, maxUnavailable: maxUnavailable,
 		partition: partition(ds, desired), minReadySeconds: ds.Spec.MinReadySeconds, now: st.now,
+		pruneIneligible: c.gates.Enabled(features.DaemonSetPruneIneligibleNodes),
 		nodeLabels: func(name string) map[string]string {
 			if n, err := c.nodes.Get(name); err == nil {
 				return n.Labels
@@ -218,4 +221,22 @@ func (c *Controller) rollOut(ctx context.Context, st *syncState) error {
 	}
 	_, delErr := c.deletePods(ctx, st, replace)
 	return errors.Join(delErr, c.createPods(ctx, st, create, st.hash))
+}
+
+// rejection describes why the API server rejected a pod, without the pod's
+// (random) name, so that the condition message is the same at every
+// attempt and writing it does not wake the DaemonSet again.
+func rejection(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		if d := status.Status().Details; d != nil && len(d.Causes) > 0 {
+			parts := make([]string, 0, len(d.Causes))
+			for _, c := range d.Causes {
+				parts = append(parts, c.Field+": "+c.Message)
+			}
+			return strings.Join(parts, "; ")
+		}
+		return string(status.Status().Reason)
+	}
+	return err.Error()
 }

@@ -109,11 +109,14 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		logger.Info("Deletion expectations timed out: an event was lost, acting on the cache", "after", age)
 	}
 	var actErr error
-	if deletesSeen && st.invalid == "" {
+	switch {
+	case !deletesSeen:
+		c.queue.AddAfter(key, c.deletes.Timeout()-age)
+	case st.invalid != "":
+		st.observed = true // reported in the condition; nothing to act on
+	default:
 		st.observed = true
 		actErr = c.act(ctx, st, pending)
-	} else if !deletesSeen {
-		c.queue.AddAfter(key, c.deletes.Timeout()-age)
 	}
 	if err := c.truncateHistory(ctx, st); err != nil {
 		actErr = errors.Join(actErr, err)
@@ -166,11 +169,9 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, ds *a
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	st.nodes = groupByNode(c.placement.verdicts(klog.FromContext(ctx), ds, nodes), st.pods)
-	if ru := rollingUpdate(ds); ru != nil && ru.Selector != nil {
-		if _, err := metav1.LabelSelectorAsSelector(ru.Selector); err != nil {
-			st.invalid, st.invalidReason = fmt.Sprintf("spec.updateStrategy.rollingUpdate.selector: %v", err), "InvalidSelector"
-			c.recorder.Eventf(ds, corev1.EventTypeWarning, EventInvalidSpec, "%s", st.invalid)
-		}
+	if why, reason := invalidSpec(ds); why != "" {
+		st.invalid, st.invalidReason = why, reason
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, EventInvalidSpec, "%s", why)
 	}
 	if st.revisions, err = c.revisions.List(ds); err != nil {
 		return nil, fmt.Errorf("list revisions: %w", err)
@@ -179,6 +180,28 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, ds *a
 		return nil, err
 	}
 	return st, nil
+}
+
+// invalidSpec says what admission cannot check but makes the spec
+// unusable ("" if nothing): selector expressions the template's labels do
+// not satisfy (the pods created would not be the DaemonSet's), a
+// rollingUpdate.selector that does not parse. Such a DaemonSet gets a
+// Warning event and the InvalidSpec condition, and no pod is written until
+// the spec changes.
+func invalidSpec(ds *appsv1alpha1.DaemonSet) (why, reason string) {
+	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil {
+		return fmt.Sprintf("spec.selector: %v", err), "InvalidSelector"
+	}
+	if !sel.Matches(labels.Set(ds.Spec.Template.Labels)) {
+		return "spec.template.metadata.labels: the selector does not match the template's labels", "SelectorMismatch"
+	}
+	if ru := rollingUpdate(ds); ru != nil && ru.Selector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(ru.Selector); err != nil {
+			return fmt.Sprintf("spec.updateStrategy.rollingUpdate.selector: %v", err), "InvalidSelector"
+		}
+	}
+	return "", ""
 }
 
 // syncRevisions finds or creates the update revision (re-using an equal

@@ -21,6 +21,10 @@ type updateInput struct {
 	nodeLabels      func(node string) map[string]string
 	minReadySeconds int32
 	now             time.Time
+	// pruneIneligible (gate DaemonSetPruneIneligibleNodes): nodes that should
+	// not run the daemon are left out of the update and of its budget even
+	// when their pod may stay (e.g. a NoSchedule taint).
+	pruneIneligible bool
 }
 
 // updatePlan is what one rolling-update step does.
@@ -44,7 +48,7 @@ func nodesToUpdate(in updateInput) []*nodeState {
 	total := 0
 	for i := len(in.nodes) - 1; i >= 0; i-- {
 		st := in.nodes[i]
-		if !st.exists || (len(st.pods) == 0 && !st.verdict.ShouldRun) {
+		if !st.exists || (len(st.pods) == 0 && !st.verdict.ShouldRun) || (in.pruneIneligible && !st.verdict.ShouldRun) {
 			continue
 		}
 		total++

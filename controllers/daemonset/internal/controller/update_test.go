@@ -19,6 +19,7 @@ func TestNodesToUpdate(t *testing.T) {
 		pods      []*corev1.Pod
 		partition int
 		selector  string
+		prune     bool
 		want      []string
 	}{
 		{name: "reverse name order", verdicts: allRun("a", "b", "c"),
@@ -36,12 +37,16 @@ func TestNodesToUpdate(t *testing.T) {
 		{name: "selector: only matching old nodes", verdicts: allRun("a", "b", "c", "d"),
 			pods:     []*corev1.Pod{pod("pa", "a", "h1", 0), pod("pb", "b", "h1", 0), pod("pc", "c", "h1", 0), pod("pd", "d", "h2", 0)},
 			selector: "zone=x", want: []string{"d", "c", "a"}},
+		{name: "pruned: an ineligible node keeping its pod is left out", prune: true, verdicts: map[string]nodeplacement.Verdict{"a": run, "b": keep},
+			pods: []*corev1.Pod{pod("pa", "a", "h1", 0), pod("pb", "b", "h1", 0)}, want: []string{"a"}},
+		{name: "not pruned: it is updated too", verdicts: map[string]nodeplacement.Verdict{"a": run, "b": keep},
+			pods: []*corev1.Pod{pod("pa", "a", "h1", 0), pod("pb", "b", "h1", 0)}, want: []string{"b", "a"}},
 		{name: "nodes that should not run and have no pod are not counted", verdicts: map[string]nodeplacement.Verdict{"a": run, "b": evict},
 			pods: []*corev1.Pod{pod("pa", "a", "h1", 0)}, want: []string{"a"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := updateInput{nodes: state(tc.verdicts, tc.pods...), hash: "h2", partition: tc.partition,
+			in := updateInput{nodes: state(tc.verdicts, tc.pods...), hash: "h2", partition: tc.partition, pruneIneligible: tc.prune,
 				nodeLabels: func(n string) map[string]string { return zone[n] }}
 			if tc.selector != "" {
 				in.selector = labels.SelectorFromSet(labels.Set{"zone": "x"})
