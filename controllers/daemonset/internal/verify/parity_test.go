@@ -146,8 +146,10 @@ type parityStep struct {
 // the status.
 func runParity(t *testing.T, f *fleet, subjects []*paritySubject, steps []parityStep) {
 	for _, s := range subjects {
-		s.watch = s.ds.harness().watchPods(parityApp)
-		s.skip = map[string]int{}
+		if s.watch == nil {
+			s.watch = s.ds.harness().watchPods(parityApp)
+			s.skip = map[string]int{}
+		}
 	}
 	for _, step := range steps {
 		if step.rolling {
@@ -256,4 +258,71 @@ func TestUpstreamParity(t *testing.T) {
 		t.Skip("the Advanced DaemonSet reconciler is not there yet: only the apps/v1 half ran")
 	}
 	assert.Equal(t, theirs.steps, ours.steps)
+}
+
+// TestUpstreamPodParity: the pod an Advanced DaemonSet creates on a node is
+// the pod kube-controller-manager creates for the same apps/v1 DaemonSet:
+// same metadata (generateName, labels, annotations, finalizers) and the same
+// spec as stored (node affinity pinning the node, the daemon tolerations in
+// the same order, defaults).
+func TestUpstreamPodParity(t *testing.T) {
+	h := newHarness(t)
+	f := h.newFleet(1)
+	theirs, ours := upstreamDS{h.another()}, oursDS{h.another()}
+	startOurs(ours.h)
+	for _, d := range []daemonSet{theirs, ours} {
+		d.create(f.template(parityApp, imageV1))
+	}
+	for _, d := range []daemonSet{theirs, ours} {
+		testenv.Eventually(t, waitTimeout, func() (bool, error) {
+			if got := d.harness().layout(parityApp, f.names); got != "n0=r1" {
+				return false, fmt.Errorf("pods %s", got)
+			}
+			return true, nil
+		})
+	}
+	assert.Equal(t, podShape(t, theirs.h, f.names[0]), podShape(t, ours.h, f.names[0]))
+}
+
+// podShape is the live pod of h's DaemonSet on node as the API server
+// stores it, without what is unique to the object or to its controller:
+// name, uid, owner, timestamps, resource version, status, the name of the
+// service-account token volume, and the value of the revision hash (the
+// hashes differ; that both carry one is compared). The
+// pod-template-generation label is left out too: upstream's pods carry it
+// because the API server annotates every apps/v1 DaemonSet with
+// deprecated.daemonset.template.generation; an Advanced DaemonSet has that
+// annotation only if its author wrote it (then its pods carry the label
+// too, as OpenKruise's do: TestMigrateFromAppsV1).
+func podShape(t *testing.T, h *harness, node string) corev1.Pod {
+	t.Helper()
+	for _, p := range h.pods(parityApp) {
+		if nodeOf(&p) != node {
+			continue
+		}
+		shape := corev1.Pod{Spec: *p.Spec.DeepCopy()}
+		shape.Labels = maps.Clone(p.Labels)
+		if _, ok := shape.Labels[revisionHashLabel]; ok {
+			shape.Labels[revisionHashLabel] = "<hash>"
+		}
+		delete(shape.Labels, "pod-template-generation")
+		for i := range shape.Spec.Volumes {
+			if strings.HasPrefix(shape.Spec.Volumes[i].Name, "kube-api-access-") {
+				shape.Spec.Volumes[i].Name = "kube-api-access"
+			}
+		}
+		for i := range shape.Spec.Containers {
+			for j := range shape.Spec.Containers[i].VolumeMounts {
+				if m := &shape.Spec.Containers[i].VolumeMounts[j]; strings.HasPrefix(m.Name, "kube-api-access-") {
+					m.Name = "kube-api-access"
+				}
+			}
+		}
+		shape.Annotations = p.Annotations
+		shape.Finalizers = p.Finalizers
+		shape.GenerateName = p.GenerateName
+		return shape
+	}
+	t.Fatalf("no pod on node %s", node)
+	return corev1.Pod{}
 }
