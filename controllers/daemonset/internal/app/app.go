@@ -72,6 +72,11 @@ func (o *options) setup(ctx context.Context, env *kitapp.Env) error {
 	if err != nil {
 		return fmt.Errorf("set up DaemonSet reconciler: %w", err)
 	}
+	if env.Metrics != nil {
+		if err := c.RegisterMetrics(env.Metrics); err != nil {
+			return fmt.Errorf("register metrics: %w", err)
+		}
+	}
 	env.AddController(c)
 	return nil
 }

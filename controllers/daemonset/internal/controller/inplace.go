@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +16,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
+	"github.com/flotilla-dev/flotilla/kit/podutil"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
 
@@ -82,9 +84,22 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, pods []*c
 	return recreate, err
 }
 
-// refreshPods gives scheduled pods with the InPlaceUpdateReady gate their
-// first True condition (the gate is ours: without it the pod never becomes
-// Ready) and advances the in-place updates in progress (next batch,
+// gatedConditions are the readiness gates this controller injects and
+// therefore owns the first condition of.
+var gatedConditions = []corev1.PodConditionType{pub.InPlaceUpdateReady, pub.KruisePodReadyConditionType}
+
+// needsGateInit: the pod carries one of our gates without its condition.
+func needsGateInit(p *corev1.Pod) bool {
+	for _, g := range p.Spec.ReadinessGates {
+		if slices.Contains(gatedConditions, g.ConditionType) && podutil.GetCondition(p, g.ConditionType) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// refreshPods gives scheduled pods with our readiness gates their first
+// True conditions (without them the pod never becomes Ready) and advances the in-place updates in progress (next batch,
 // completion: InPlaceUpdateReady back to True). It reports whether it wrote.
 func (c *Controller) refreshPods(ctx context.Context, st *syncState) (bool, error) {
 	var todo, fresh []*corev1.Pod
@@ -92,7 +107,7 @@ func (c *Controller) refreshPods(ctx context.Context, st *syncState) (bool, erro
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		if p.Spec.NodeName != "" && inplace.HasReadinessGate(p) && inplace.Condition(p) == nil {
+		if p.Spec.NodeName != "" && needsGateInit(p) {
 			fresh = append(fresh, p)
 			continue
 		}
@@ -103,7 +118,7 @@ func (c *Controller) refreshPods(ctx context.Context, st *syncState) (bool, erro
 	var mu sync.Mutex
 	written := false
 	err := controller.ForEach(fresh, writeConcurrency, func(p *corev1.Pod) error {
-		changed, conds := podreadiness.InitGateConditions(p, st.now, pub.InPlaceUpdateReady)
+		changed, conds := podreadiness.InitGateConditions(p, st.now, gatedConditions...)
 		if !changed {
 			return nil
 		}

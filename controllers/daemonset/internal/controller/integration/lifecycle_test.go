@@ -116,3 +116,24 @@ func TestPreDeleteScaleIn(t *testing.T) {
 	testenv.Eventually(t, waitTimeout, func() (bool, error) { return len(h.byNode("fin")[nodes[0]]) == 0, nil })
 	h.waitStatus("fin", "one node left", settled(1))
 }
+
+// TestPreDeleteMarkPodNotReady: with markPodNotReady, pods carry the
+// KruisePodReady gate (Ready once the controller sets it True); a pod moved
+// to PreparingDelete turns NotReady at once, so it leaves its Services
+// before anything else happens to it.
+func TestPreDeleteMarkPodNotReady(t *testing.T) {
+	h := newHarness(t)
+	nodes := h.nodes(1, nil)
+	h.start()
+	h.sets.Create(h.newDS("mark", withPreDelete, func(ds *appsv1alpha1.DaemonSet) { ds.Spec.Lifecycle.PreDelete.MarkPodNotReady = true }))
+	placed := h.waitPlaced("mark", nodes, "")
+	assert.Contains(t, placed[nodes[0]].Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType})
+	h.rollTo("mark", imageV2)
+	testenv.Eventually(t, waitTimeout, func() (bool, error) {
+		ps := h.preparing("mark")
+		return len(ps) == 1 && !testenv.PodReady(&ps[0]) &&
+			testenv.ConditionStatus(&ps[0], pub.KruisePodReadyConditionType) == corev1.ConditionFalse, nil
+	})
+	h.release(h.preparing("mark")[0])
+	h.waitPlaced("mark", nodes, h.sets.Get("mark").Status.DaemonSetHash)
+}
