@@ -72,9 +72,6 @@ func (h *harness) settledOn(f *fleet, image string) {
 // has completed.
 func crashRollout(t *testing.T, maxUnavailable, maxSurge int32) {
 	h := newHarness(t)
-	if !oursAvailable {
-		t.Skip("the Advanced DaemonSet reconciler is not there yet")
-	}
 	f := h.newFleet(crashNodes)
 	stop := startOurs(h)
 	tmpl := f.template(parityApp, imageV1)

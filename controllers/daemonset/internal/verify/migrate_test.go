@@ -35,9 +35,6 @@ func TestMigrateFromAppsV1(t *testing.T) { migrate(t, true) }
 func TestMigrateFromAppsV1NewManifest(t *testing.T) { migrate(t, false) }
 
 func migrate(t *testing.T, keepAnnotations bool) {
-	if !oursAvailable {
-		t.Skip("the Advanced DaemonSet reconciler is not there yet")
-	}
 	h := newHarness(t)
 	f := h.newFleet(3)
 	ctx := context.Background()

@@ -2,9 +2,6 @@ package verify
 
 import "github.com/flotilla-dev/flotilla/controllers/daemonset/internal/controller/controllertest"
 
-// oursAvailable: the in-process reconciler can be started.
-const oursAvailable = true
-
 // startOurs runs the Advanced DaemonSet reconciler in-process over h's
 // namespace (and the cluster's nodes) and returns a function stopping it.
 func startOurs(h *harness) (stop func()) {

@@ -245,18 +245,11 @@ func TestUpstreamParity(t *testing.T) {
 	h := newHarness(t)
 	f := h.newFleet(5)
 	theirs := &paritySubject{name: "apps/v1 (kube-controller-manager)", ds: upstreamDS{h.another()}, upstream: true}
-	subjects := []*paritySubject{theirs}
-	var ours *paritySubject
-	if oursAvailable {
-		oh := h.another()
-		startOurs(oh)
-		ours = &paritySubject{name: "apps.kruise.io/v1alpha1 (ours)", ds: oursDS{oh}}
-		subjects = append(subjects, ours)
-	}
+	oh := h.another()
+	startOurs(oh)
+	ours := &paritySubject{name: "apps.kruise.io/v1alpha1 (ours)", ds: oursDS{oh}}
+	subjects := []*paritySubject{theirs, ours}
 	runParity(t, f, subjects, parityScenario(f, subjects))
-	if ours == nil {
-		t.Skip("the Advanced DaemonSet reconciler is not there yet: only the apps/v1 half ran")
-	}
 	assert.Equal(t, theirs.steps, ours.steps)
 }
 
