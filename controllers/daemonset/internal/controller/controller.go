@@ -114,7 +114,9 @@ var _ kitapp.Controller = (*Controller)(nil)
 // without their image lists.
 func New(d Deps) (*Controller, error) {
 	if d.Gates == nil {
-		d.Gates = features.MustNewGate()
+		// The gates this reconciler reads, at their defaults (a gate not
+		// registered would panic when asked).
+		d.Gates = features.MustNewGate(features.PreDownloadImageForDaemonSetUpdate, features.DaemonSetPruneIneligibleNodes)
 	}
 	expOpts := []expectations.Option{expectations.WithClock(d.Clock)}
 	if d.ExpectationTimeout > 0 {
