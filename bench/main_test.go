@@ -23,13 +23,14 @@ type sizes struct {
 	statefulSetPods      int
 	admissionPods        int
 	sidecarPods          int
+	daemonSetNodes       int
 	idle                 time.Duration
 	quietFor, waitBudget time.Duration
 }
 
 var presets = map[string]sizes{
-	"smoke":   {scaleUpPods: 20, restartSets: 3, restartPodsPerSet: 5, inPlacePods: 10, statefulSetPods: 20, admissionPods: 20, sidecarPods: 10, idle: 5 * time.Second, quietFor: time.Second, waitBudget: 3 * time.Minute},
-	"default": {scaleUpPods: 2000, restartSets: 100, restartPodsPerSet: 100, inPlacePods: 1000, statefulSetPods: 1000, admissionPods: 1000, sidecarPods: 1000, idle: 60 * time.Second, quietFor: 2 * time.Second, waitBudget: 10 * time.Minute},
+	"smoke":   {scaleUpPods: 20, restartSets: 3, restartPodsPerSet: 5, inPlacePods: 10, statefulSetPods: 20, admissionPods: 20, sidecarPods: 10, daemonSetNodes: 10, idle: 5 * time.Second, quietFor: time.Second, waitBudget: 3 * time.Minute},
+	"default": {scaleUpPods: 2000, restartSets: 100, restartPodsPerSet: 100, inPlacePods: 1000, statefulSetPods: 1000, admissionPods: 1000, sidecarPods: 1000, daemonSetNodes: 1000, idle: 60 * time.Second, quietFor: 2 * time.Second, waitBudget: 10 * time.Minute},
 }
 
 var (
@@ -41,6 +42,7 @@ var (
 	flagSTS         = flag.Int("bench.statefulset-pods", 0, "statefulset scale-up: pods (0: the size's default)")
 	flagAdmission   = flag.Int("bench.admission-pods", 0, "pod admission: pods per namespace (0: the size's default)")
 	flagSidecar     = flag.Int("bench.sidecar-pods", 0, "sidecar upgrade: pods (0: the size's default)")
+	flagDSNodes     = flag.Int("bench.daemonset-nodes", 0, "daemonset: kwok nodes the DaemonSets cover (0: the size's default)")
 	flagIdle        = flag.Duration("bench.idle", 0, "idle: measuring window (0: the size's default)")
 	flagQPS         = flag.Float64("bench.qps", 1000, "client QPS of the cloneset-controller and the raw client (kube-controller-manager's is set when the cluster starts: KUBE_API_QPS)")
 	flagBurst       = flag.Int("bench.burst", 2000, "client burst, likewise (KUBE_API_BURST)")
@@ -65,6 +67,7 @@ func size() sizes {
 	override(&s.statefulSetPods, *flagSTS)
 	override(&s.admissionPods, *flagAdmission)
 	override(&s.sidecarPods, *flagSidecar)
+	override(&s.daemonSetNodes, *flagDSNodes)
 	if *flagIdle > 0 {
 		s.idle = *flagIdle
 	}
@@ -85,7 +88,8 @@ type row struct {
 var (
 	resultsMu sync.Mutex
 	results   []row
-	order     = map[string]int{"scale-up": 1, "restart": 2, "in-place rollout": 3, "idle": 4, "statefulset scale-up": 5, "pod admission": 6, "sidecar upgrade": 7}
+	order     = map[string]int{"scale-up": 1, "restart": 2, "in-place rollout": 3, "idle": 4, "statefulset scale-up": 5,
+		"daemonset create": 6, "daemonset rolling update": 7, "pod admission": 8, "sidecar upgrade": 9}
 )
 
 func record(r row) {
