@@ -41,7 +41,7 @@ func TestEveryControllerStartsLeadsAndServes(t *testing.T) {
 			})
 			metrics := p.Metrics(t)
 			require.Contains(t, metrics, "rest_client_requests_total", "client-go REST metrics are exported")
-			if c == "cronjob" || c == "cloneset" || c == "statefulset" || c == "sidecarset" {
+			if c != "probe" && c != "pub" {
 				// These binaries run their reconcilers: its workers start, and it does not claim to idle.
 				testenv.Eventually(t, 30*time.Second, func() (bool, error) {
 					return strings.Contains(p.Log(), "Starting workers"), nil
