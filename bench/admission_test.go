@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
@@ -55,7 +59,7 @@ func TestPodAdmission(t *testing.T) {
 	t.Cleanup(func() {
 		_ = b.client.AppsV1alpha1().SidecarSets().Delete(context.Background(), set.Name, metav1.DeleteOptions{})
 	})
-	testenv.Eventually(t, time.Minute, func() (bool, error) { return strings.Contains(b.scope(), matched), nil })
+	b.waitInjecting(matched, labels)
 
 	calls := func() float64 {
 		body, err := scrapeProcess(p)()
@@ -101,22 +105,63 @@ func freeLocalPort(t *testing.T) int {
 func (b *bench) pointWebhooksAt(port int) {
 	ctx := context.Background()
 	api := b.env.Kube.AdmissionregistrationV1()
-	m, err := api.MutatingWebhookConfigurations().Get(ctx, sidecarSetConfig, metav1.GetOptions{})
-	mustNoErr(b.t, err, "get mutating configuration")
-	for i := range m.Webhooks {
-		u := strings.Replace(*m.Webhooks[i].ClientConfig.URL, ":19443", fmt.Sprintf(":%d", port), 1)
-		m.Webhooks[i].ClientConfig.URL = &u
-	}
-	_, err = api.MutatingWebhookConfigurations().Update(ctx, m, metav1.UpdateOptions{})
-	mustNoErr(b.t, err, "update mutating configuration")
-	v, err := api.ValidatingWebhookConfigurations().Get(ctx, sidecarSetConfig, metav1.GetOptions{})
-	mustNoErr(b.t, err, "get validating configuration")
-	for i := range v.Webhooks {
-		u := strings.Replace(*v.Webhooks[i].ClientConfig.URL, ":19443", fmt.Sprintf(":%d", port), 1)
-		v.Webhooks[i].ClientConfig.URL = &u
-	}
-	_, err = api.ValidatingWebhookConfigurations().Update(ctx, v, metav1.UpdateOptions{})
-	mustNoErr(b.t, err, "update validating configuration")
+	// The controller writes the caBundle into both configurations meanwhile.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		m, err := api.MutatingWebhookConfigurations().Get(ctx, sidecarSetConfig, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range m.Webhooks {
+			m.Webhooks[i].ClientConfig.URL = atPort(b.t, m.Webhooks[i].ClientConfig.URL, port)
+		}
+		_, err = api.MutatingWebhookConfigurations().Update(ctx, m, metav1.UpdateOptions{})
+		return err
+	})
+	mustNoErr(b.t, err, "point the mutating configuration at the bench's webhook")
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		v, err := api.ValidatingWebhookConfigurations().Get(ctx, sidecarSetConfig, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range v.Webhooks {
+			v.Webhooks[i].ClientConfig.URL = atPort(b.t, v.Webhooks[i].ClientConfig.URL, port)
+		}
+		_, err = api.ValidatingWebhookConfigurations().Update(ctx, v, metav1.UpdateOptions{})
+		return err
+	})
+	mustNoErr(b.t, err, "point the validating configuration at the bench's webhook")
+}
+
+// atPort returns the webhook URL with its port replaced: the local
+// overlay's 19443, or the port an earlier scenario of the same run set.
+func atPort(t *testing.T, raw *string, port int) *string {
+	u, err := url.Parse(*raw)
+	mustNoErr(t, err, "webhook URL")
+	u.Host = net.JoinHostPort(u.Hostname(), strconv.Itoa(port))
+	return ptr.To(u.String())
+}
+
+// waitInjecting waits until a pod created in ns with labels is injected:
+// the scope condition names ns and the API server calls the webhook with a
+// caBundle it trusts. Until then (the configuration reaches the API
+// server's webhook cache a moment after it is written) pods would be
+// created without the sidecar, as the local overlay's failurePolicy is
+// Ignore. A server-side dry run reaches the webhook (sideEffects None) and
+// creates nothing.
+func (b *bench) waitInjecting(ns string, labels map[string]string) {
+	b.t.Helper()
+	testenv.Eventually(b.t, time.Minute, func() (bool, error) {
+		if !strings.Contains(b.scope(), ns) {
+			return false, nil
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe-injection", Namespace: ns}, Spec: template(labels, imageV1).Spec}
+		pod.Labels = labels
+		out, err := b.env.Kube.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err
+		}
+		return len(out.Spec.Containers) > 1, nil
+	})
 }
 
 func (b *bench) scope() string {

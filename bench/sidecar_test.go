@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
 
 const sidecarSetUser = "system:serviceaccount:flotilla-system:sidecarset-controller"
@@ -53,7 +51,7 @@ func TestSidecarUpgrade(t *testing.T) {
 	t.Cleanup(func() {
 		_ = b.client.AppsV1alpha1().SidecarSets().Delete(context.Background(), set.Name, metav1.DeleteOptions{})
 	})
-	testenv.Eventually(t, time.Minute, func() (bool, error) { return strings.Contains(b.scope(), ns), nil })
+	b.waitInjecting(ns, labels)
 
 	w := watchPods(t, b.env, ns, "bench=sidecar")
 	_, err = b.env.Kube.AppsV1().Deployments(ns).Create(ctx, newDeployment("sidecar", n, labels), metav1.CreateOptions{})
