@@ -13,6 +13,11 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+R=http://$REGISTRY/v2
+has_tag() { curl -sf -o /dev/null -I -H 'Accept: application/vnd.oci.image.manifest.v1+json' "$R/$1/manifests/$2"; }
+# The registry's storage outlives a cluster restart ($CLUSTER_DIR/data/registry): nothing to do when all is there.
+if has_tag flotilla/busybox v1 && has_tag flotilla/busybox v2 && has_tag flotilla/pause 1; then exit 0; fi
+
 BB=/usr/bin/busybox   # busybox-static (node-deps.sh)
 [ -x "$BB" ] || die "$BB missing (hack/cluster/node-deps.sh installs busybox-static)"
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
@@ -28,7 +33,6 @@ gzip -n -c "$W/layer.tar" > "$W/layer.tgz"
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 DIFF=$(sha "$W/layer.tar"); LAYER=$(sha "$W/layer.tgz"); LSIZE=$(stat -c %s "$W/layer.tgz")
 
-R=http://$REGISTRY/v2
 push_blob() { # push_blob REPO FILE
   local d; d=$(sha "$2")
   curl -sf -o /dev/null -I "$R/$1/blobs/sha256:$d" && return 0

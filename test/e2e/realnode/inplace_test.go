@@ -135,6 +135,12 @@ func inPlaceOnRealNode(t *testing.T, env *testenv.Env, ns, selector, registry st
 	t.Logf("in-place update of %d pods: %.1f s", replicas, time.Since(start).Seconds())
 
 	for _, p := range listPods(t, env, ns, selector) {
+		// A kubelet lists container statuses sorted by name, not in spec order (web, side).
+		var names []string
+		for _, c := range p.Status.ContainerStatuses {
+			names = append(names, c.Name)
+		}
+		assert.Equal(t, []string{"side", "web"}, names, "pod %s: containerStatuses order", p.Name)
 		old, ok := before[p.UID]
 		if !assert.True(t, ok, "pod %s (uid %s) was recreated, not updated in place", p.Name, p.UID) {
 			continue
@@ -172,6 +178,11 @@ func inPlaceOnRealNode(t *testing.T, env *testenv.Env, ns, selector, registry st
 			last := seq[len(seq)-1]
 			assert.Equal(t, "True", last.Ready, "pod %s: last step", p.Name)
 			assert.Equal(t, "True", last.Gate, "pod %s: last step", p.Name)
+		}
+		if t.Failed() { // what the kubelet did (Killing, Pulled, Started, ... with their reasons)
+			for _, e := range env.Events(t, p.Namespace, p.Name) {
+				t.Logf("%s event: %s %s x%d: %s", p.Name, e.Type, e.Reason, e.Count, e.Message)
+			}
 		}
 	}
 }
