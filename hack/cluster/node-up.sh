@@ -116,6 +116,8 @@ start_node() {
   # The bridge exists before the first pod: its gateway address is the node's IP (a kubelet refuses a
   # loopback node IP, and the API server reaches the kubelet there for logs and exec).
   local gw=${subnet%.0/24}.1
+  # Two clusters' NODE_IDs may pick the same /24 (1 in 256): refuse rather than route one cluster's pods to the other.
+  [ -z "$(ip -4 route show "$subnet")" ] || die "$subnet is already routed ($(ip -4 route show "$subnet")); set REAL_NODE_CIDR_PREFIX"
   ip link add "$br" type bridge
   ip addr add "$gw/24" dev "$br"
   ip link set "$br" up

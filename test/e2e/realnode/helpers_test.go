@@ -2,6 +2,7 @@ package realnode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -79,7 +80,29 @@ func podTemplate(app, registry string, gate, kwok bool) string {
 // statusStep is what a pod status says about readiness and the containers, one line per distinct value.
 type statusStep struct {
 	Ready, ContainersReady, Gate string // condition statuses ("" when absent); Ready carries its reason
+	ReadyBy                      string // field manager owning Ready's status (who wrote it last)
 	Containers                   string // name:ready/restartCount/containerID suffix ...
+}
+
+// readyOwner is the field manager that owns status.conditions[type=Ready].status: on an update, ownership of a
+// changed field moves to the writer, so this says whether the kubelet or a controller wrote the current value.
+func readyOwner(p *corev1.Pod) string {
+	for _, mf := range p.ManagedFields {
+		if mf.FieldsV1 == nil {
+			continue
+		}
+		var f map[string]any
+		if json.Unmarshal(mf.FieldsV1.Raw, &f) != nil {
+			continue
+		}
+		st, _ := f["f:status"].(map[string]any)
+		conds, _ := st["f:conditions"].(map[string]any)
+		ready, _ := conds[`k:{"type":"Ready"}`].(map[string]any)
+		if _, ok := ready["f:status"]; ok {
+			return mf.Manager
+		}
+	}
+	return ""
 }
 
 func stepOf(p *corev1.Pod) statusStep {
@@ -110,11 +133,11 @@ func stepOf(p *corev1.Pod) statusStep {
 		cs = append(cs, fmt.Sprintf("%s:%s/ready=%t/rc=%d/%s/%s", c.Name, state, c.Ready, c.RestartCount, id, c.Image[strings.LastIndex(c.Image, ":")+1:]))
 	}
 	return statusStep{Ready: cond(corev1.PodReady, true), ContainersReady: cond(corev1.ContainersReady, false),
-		Gate: cond(inPlaceReady, false), Containers: strings.Join(cs, " ")}
+		Gate: cond(inPlaceReady, false), ReadyBy: readyOwner(p), Containers: strings.Join(cs, " ")}
 }
 
 func (s statusStep) String() string {
-	return fmt.Sprintf("Ready=%s ContainersReady=%s InPlaceUpdateReady=%s %s", s.Ready, s.ContainersReady, s.Gate, s.Containers)
+	return fmt.Sprintf("Ready=%s (by %s) ContainersReady=%s InPlaceUpdateReady=%s %s", s.Ready, s.ReadyBy, s.ContainersReady, s.Gate, s.Containers)
 }
 
 // recorder keeps, per pod, the sequence of distinct status steps seen through an informer (no polling gaps).
