@@ -23,10 +23,13 @@ build: ## all controller binaries and the client example into bin/
 	go build -o $(BIN)/ $(foreach c,$(CONTROLLERS),$(PREFIX)/controllers/$(c)/cmd/$(c)-controller) \
 	  $(PREFIX)/client/examples/list-clonesets
 
+# The e2e tests of test/e2e/realnode need a real node (kubelet + containerd): `make test` adds one to the control
+# plane (also to one already running); `make test REAL_NODES=0` skips them instead.
+test: REAL_NODES = 1
 test: cluster-up ## every test of every module, against the local control plane (started if needed)
 	@# Controllers left running by `make run` watch every namespace and would act on the tests' objects.
 	hack/run-local.sh --stop
-	FLOTILLA_KUBECONFIG=$(CLUSTER_DIR)/kubeconfig hack/test.sh $(GOTESTFLAGS)
+	FLOTILLA_REAL_NODES=$(REAL_NODES) FLOTILLA_KUBECONFIG=$(CLUSTER_DIR)/kubeconfig hack/test.sh $(GOTESTFLAGS)
 
 unit-test: ## tests that need no control plane (integration tests skip without one)
 	hack/test.sh -short $(GOTESTFLAGS)

@@ -11,6 +11,9 @@ set -euo pipefail
 # and PID 1 of this VM reaps children only every ~2 s; `kill -0` alone would count zombies.
 running() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1; [[ $s != Z* ]]; }
 
+# Real nodes first: their kubelets talk to the API server until they stop (no-op without real nodes).
+"$CLUSTER_HACK/node-down.sh"
+
 stopped=0
 for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
   c=${COMPONENTS[$i]}

@@ -63,3 +63,28 @@ wait_for() {
 }
 
 kc() { kubectl --kubeconfig "$CLUSTER_DIR/kubeconfig" "$@"; }
+
+# --- real nodes (REAL_NODES>0; node-up.sh / node-down.sh, README "Real nodes") ---
+REAL_NODES=${REAL_NODES:-0}
+REGISTRY_PORT=${REGISTRY_PORT:-5050}         # local registry (plain http on 127.0.0.1)
+KUBELET_PORT=${KUBELET_PORT:-10250}          # real node i: kubelet API KUBELET_PORT+2i, healthz KUBELET_PORT+2i+1
+# NODE_ID names everything of this cluster's real nodes that lives outside $CLUSTER_DIR (bridge, cgroups),
+# so two clusters on one machine never share them, and down.sh deletes only its own.
+NODE_ID=$(printf '%s' "$CLUSTER_DIR" | sha256sum | cut -c1-8)
+# Pod range of real node i: 10.89.<first byte of NODE_ID + i>.0/24 unless REAL_NODE_CIDR_PREFIX says "10.89".
+REAL_NODE_CIDR_PREFIX=${REAL_NODE_CIDR_PREFIX:-10.89}
+NODEDIR=$DATA/nodes
+REGISTRY=127.0.0.1:$REGISTRY_PORT
+real_node_name() { echo "real-node-$1"; }
+real_node_cgroup() { echo "flotilla-$NODE_ID-$1"; }
+real_node_bridge() { echo "flt$NODE_ID$1"; }   # <= 15 chars (IFNAMSIZ)
+real_node_subnet() { echo "$REAL_NODE_CIDR_PREFIX.$(( (0x${NODE_ID:0:2} + $1) % 256 )).0/24"; }
+# pid_is FILE BINARY -> prints the pid in FILE if that process is alive and runs BINARY.
+pid_is() {
+  local pid exe
+  pid=$(cat "$1" 2>/dev/null) || return 1
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
+  [ "${exe% (deleted)}" = "$2" ] || return 1
+  echo "$pid"
+}

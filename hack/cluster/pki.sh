@@ -18,9 +18,16 @@
 #     scheduler    CN=system:kube-scheduler              (bootstrap RBAC)
 #     kwok         CN=kwok-controller                    (ClusterRole in manifests/bootstrap.yaml)
 #     provisioner  CN=flotilla:local-provisioner         (ClusterRole in manifests/bootstrap.yaml)
+#     real-node-<i> CN=system:node:real-node-<i>, O=system:nodes  (Node authorizer; only with --node NAME,
+#                  called by node-up.sh)
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+NODE_USERS=()
+while [ $# -gt 0 ]; do
+  case $1 in --node) NODE_USERS+=("${2:?--node needs a name}"); shift 2 ;; *) die "pki.sh: unknown argument $1" ;; esac
+done
 
 mkdir -p "$PKI"
 cd "$PKI"
@@ -69,9 +76,14 @@ if [ ! -s ca.crt ] || [ ! -f .complete ]; then
   log "PKI generated in $(since "$t") s"
 fi
 
+for u in "${NODE_USERS[@]}"; do
+  [ -s "$u.crt" ] || leaf "$u" ca "/O=system:nodes/CN=system:node:$u" clientAuth
+  rm -f ./*.srl
+done
+
 # Kubeconfigs (embedded certs; written directly, 20x faster than `kubectl config set-*`).
 b64() { base64 -w0 < "$1"; }
-for u in admin kcm scheduler kwok provisioner; do
+for u in admin kcm scheduler kwok provisioner "${NODE_USERS[@]}"; do
   cat > "$u.kubeconfig" <<EOK
 apiVersion: v1
 kind: Config

@@ -15,6 +15,8 @@
 #   READY_TIMEOUT    seconds to wait for each step (default 120)
 #   KWOK_STAGES_DIR  directory of kwok Stage YAMLs (default hack/cluster/kwok)
 #   KWOK_POD_PARALLELISM  kwok workers playing pod stages (default 16; kwok's own default is 4)
+#   REAL_NODES       real nodes (kubelet + containerd) beside the kwok nodes (default 0; node-up.sh)
+#   REGISTRY_PORT KUBELET_PORT   local registry / first kubelet port (defaults 5050 / 10250)
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -43,6 +45,8 @@ alive=0
 for c in "${COMPONENTS[@]}"; do pid_of "$c" >/dev/null && alive=$((alive + 1)); done
 if [ "$alive" = "${#COMPONENTS[@]}" ] && [ -f "$PKI/ca.crt" ] && readyz; then
   log "already up and healthy ($CLUSTER_DIR, https://127.0.0.1:$APISERVER_PORT); KUBECONFIG=$CLUSTER_DIR/kubeconfig"
+  # Real nodes join a running control plane too (make run, then make test with REAL_NODES=1).
+  "$CLUSTER_HACK/node-up.sh"
   exit 0
 fi
 if [ "$alive" -gt 0 ]; then
@@ -248,5 +252,6 @@ wait_for "$READY_TIMEOUT" "default ServiceAccount" kc get serviceaccount default
   fail kube-controller-manager "ServiceAccount default/default not created"
 for c in "${COMPONENTS[@]}"; do pid_of "$c" >/dev/null || fail "$c" "$c exited"; done
 
-log "ready in $(since "$T0") s: $NODES kwok nodes, https://127.0.0.1:$APISERVER_PORT"
+"$CLUSTER_HACK/node-up.sh" || fail kubelet-0 "real nodes did not start (logs/kubelet-*.log, logs/containerd-*.log)"
+log "ready in $(since "$T0") s: $NODES kwok nodes, $REAL_NODES real nodes, https://127.0.0.1:$APISERVER_PORT"
 log "export KUBECONFIG=$CLUSTER_DIR/kubeconfig"

@@ -391,7 +391,7 @@ func startPrivate(root string) (*privateCluster, error) {
 		if err != nil {
 			return nil, err
 		}
-		ports, err := freePorts(6)
+		ports, err := freePorts(8)
 		if err != nil {
 			return nil, err
 		}
@@ -403,6 +403,10 @@ func startPrivate(root string) (*privateCluster, error) {
 			"KCM_PORT="+strconv.Itoa(ports[3]),
 			"SCHEDULER_PORT="+strconv.Itoa(ports[4]),
 			"KWOK_PORT="+strconv.Itoa(ports[5]),
+			// Used only with REAL_NODES=N in the environment (real nodes: hack/cluster/README.md). Real node i
+			// also takes KUBELET_PORT+2i+1; up.sh says so if it is taken.
+			"REGISTRY_PORT="+strconv.Itoa(ports[6]),
+			"KUBELET_PORT="+strconv.Itoa(ports[7]),
 			"NODES="+nodes,
 		)}
 		pc.startWatchdog()

@@ -1,0 +1,16 @@
+// Package realnode runs Flotilla's controllers against a real kubelet: pods pinned to the real node(s) that
+// `REAL_NODES=1 hack/cluster/up.sh` adds beside the kwok nodes (kubelet + containerd + runc, images pulled
+// from the local registry). What kwok's stages only imitate is checked here against the real thing:
+// in-place image updates restart exactly the changed container, and the InPlaceUpdateReady readiness gate,
+// flipped by the controller, makes the kubelet report the pod NotReady and Ready again.
+//
+// Without a real node the tests skip, unless FLOTILLA_REAL_NODES is set (make test sets it): then they fail.
+package realnode
+
+import (
+	"testing"
+
+	"github.com/flotilla-dev/flotilla/kit/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
