@@ -14,12 +14,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/utils/clock"
 
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	flotillascheme "github.com/flotilla-dev/flotilla/client/clientset/versioned/scheme"
@@ -79,4 +82,43 @@ func NewScheme() (*runtime.Scheme, error) {
 		return nil, fmt.Errorf("build scheme: %w", err)
 	}
 	return scheme, nil
+}
+
+// Deps are what a reconciler is built from: the clients, the informer
+// factories it requests its informers from (before they start: the shell
+// starts them once this replica leads, tests start them themselves), the
+// flags every binary has and the feature gates. Each controller package
+// names it its own Deps, so tests build one field by field.
+type Deps struct {
+	Kube          kubernetes.Interface
+	Client        versioned.Interface
+	KubeInformers informers.SharedInformerFactory
+	Informers     flotillainformers.SharedInformerFactory
+	// Namespace restricts the informers a reconciler builds itself (filtered
+	// pod or PVC informers); empty means all namespaces.
+	Namespace    string
+	Gates        featuregate.FeatureGate
+	Clock        clock.WithTicker
+	Recorder     record.EventRecorder
+	QueueOptions controller.QueueOptions
+	QueueConfig  controller.QueueConfig
+	// ExpectationTimeout bounds how long a create or delete that never shows
+	// up in the cache may block its workload (0: expectations.DefaultTimeout).
+	ExpectationTimeout time.Duration
+}
+
+// Deps returns the Deps of env's reconcilers, built on these clients.
+func (c *Clients) Deps(env *kitapp.Env) Deps {
+	return Deps{
+		Kube:          c.Kube,
+		Client:        c.Client,
+		KubeInformers: c.KubeInformers,
+		Informers:     c.Informers,
+		Namespace:     env.Options.Namespace,
+		Gates:         env.Gates,
+		Clock:         env.Clock,
+		Recorder:      c.Recorder,
+		QueueOptions:  env.Options.Queue,
+		QueueConfig:   env.QueueConfig(),
+	}
 }

@@ -65,19 +65,8 @@ func (o *options) setup(ctx context.Context, env *kitapp.Env) error {
 	if err != nil {
 		return err
 	}
-	d := controller.Deps{
-		Kube:               cl.Kube,
-		Client:             cl.Client,
-		KubeInformers:      cl.KubeInformers,
-		Informers:          cl.Informers,
-		Namespace:          env.Options.Namespace,
-		Gates:              env.Gates,
-		Clock:              env.Clock,
-		Recorder:           cl.Recorder,
-		QueueOptions:       env.Options.Queue,
-		QueueConfig:        env.QueueConfig(),
-		ExpectationTimeout: o.expectationTimeout,
-	}
+	d := cl.Deps(env)
+	d.ExpectationTimeout = o.expectationTimeout
 	c, err := controller.New(d)
 	if err != nil {
 		return fmt.Errorf("set up CloneSet reconciler: %w", err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/advancedcronjob"
 	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/broadcastjob"
-	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/deps"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
@@ -47,17 +46,8 @@ func (o *options) setup(ctx context.Context, env *kitapp.Env) error {
 	if err != nil {
 		return err
 	}
-	d := deps.Deps{
-		Kube:          cl.Kube,
-		Client:        cl.Client,
-		KubeInformers: cl.KubeInformers,
-		Informers:     cl.Informers,
-		Namespace:     env.Options.Namespace,
-		Clock:         o.clockOptions.wrap(env.Clock),
-		Recorder:      cl.Recorder,
-		QueueOptions:  env.Options.Queue,
-		QueueConfig:   env.QueueConfig(),
-	}
+	d := cl.Deps(env)
+	d.Clock = o.clockOptions.wrap(env.Clock)
 	if o.advancedCronJob {
 		c, err := advancedcronjob.New(d)
 		if err != nil {

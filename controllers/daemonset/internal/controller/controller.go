@@ -20,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -32,7 +31,6 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
@@ -42,6 +40,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/predownload"
 	"github.com/flotilla-dev/flotilla/kit/revision"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // Name is the reconciler's name: queue name, log key, event source.
@@ -54,26 +53,8 @@ const (
 	failedPodsBackoffMax  = 15 * time.Minute
 )
 
-// Deps are the reconciler's collaborators. Informers must be requested from
-// the factories before they start (the shell starts them once this replica
-// leads; tests start them themselves).
-type Deps struct {
-	Kube          kubernetes.Interface
-	Client        versioned.Interface
-	KubeInformers informers.SharedInformerFactory
-	Informers     flotillainformers.SharedInformerFactory
-	// Namespace restricts the pod informer this package builds; empty means
-	// all namespaces.
-	Namespace    string
-	Gates        featuregate.FeatureGate
-	Clock        clock.WithTicker
-	Recorder     record.EventRecorder
-	QueueOptions controller.QueueOptions
-	QueueConfig  controller.QueueConfig
-	// ExpectationTimeout bounds how long a lost event can block a DaemonSet
-	// (0: expectations.DefaultTimeout).
-	ExpectationTimeout time.Duration
-}
+// Deps are the reconciler's collaborators (kit/wiring builds them).
+type Deps = wiring.Deps
 
 // Controller reconciles Advanced DaemonSets.
 type Controller struct {

@@ -74,19 +74,7 @@ func setup(ctx context.Context, env *kitapp.Env, wh kitwebhook.Options) error {
 // ControllerRevisions and the kruise-configuration ConfigMap live in the
 // controller's own namespace (SystemNamespace).
 func addReconciler(env *kitapp.Env, cl *wiring.Clients) error {
-	c, err := controller.New(controller.Deps{
-		Kube:            cl.Kube,
-		Client:          cl.Client,
-		KubeInformers:   cl.KubeInformers,
-		Informers:       cl.Informers,
-		Namespace:       env.Options.Namespace,
-		SystemNamespace: SystemNamespace(env),
-		Gates:           env.Gates,
-		Clock:           env.Clock,
-		Recorder:        cl.Recorder,
-		QueueOptions:    env.Options.Queue,
-		QueueConfig:     env.QueueConfig(),
-	})
+	c, err := controller.New(controller.Deps{Deps: cl.Deps(env), SystemNamespace: SystemNamespace(env)})
 	if err != nil {
 		return fmt.Errorf("set up SidecarSet reconciler: %w", err)
 	}

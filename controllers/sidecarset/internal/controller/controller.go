@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -30,7 +29,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/sidecarcontrol"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
@@ -38,6 +36,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/revision"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // Name is the reconciler's name: queue name, log key, event source.
@@ -47,23 +46,12 @@ const Name = "sidecarset"
 // kruise.io/sidecarset-injected-list annotation.
 const podsBySidecarSet = "sidecarset"
 
-// Deps are the reconciler's collaborators. Informers must be requested from
-// the factories before they start.
+// Deps are the reconciler's collaborators: kit/wiring's, and the
+// controller's own namespace, where ControllerRevisions and the
+// kruise-configuration ConfigMap live.
 type Deps struct {
-	Kube          kubernetes.Interface
-	Client        versioned.Interface
-	KubeInformers informers.SharedInformerFactory
-	Informers     flotillainformers.SharedInformerFactory
-	// Namespace restricts the pod informer; empty means all namespaces.
-	Namespace string
-	// SystemNamespace is the controller's own namespace: ControllerRevisions
-	// and the kruise-configuration ConfigMap live there.
+	wiring.Deps
 	SystemNamespace string
-	Gates           featuregate.FeatureGate
-	Clock           clock.WithTicker
-	Recorder        record.EventRecorder
-	QueueOptions    controller.QueueOptions
-	QueueConfig     controller.QueueConfig
 }
 
 // Controller reconciles SidecarSets.

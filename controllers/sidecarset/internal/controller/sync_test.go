@@ -20,6 +20,7 @@ import (
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 type fixture struct {
@@ -37,15 +38,14 @@ func newFixture(t *testing.T, set *appsv1alpha1.SidecarSet, pods []*corev1.Pod) 
 		kubeObjs = append(kubeObjs, p)
 	}
 	f := &fixture{kube: kubefake.NewSimpleClientset(kubeObjs...), client: fake.NewSimpleClientset(set)}
-	d := Deps{
+	d := Deps{SystemNamespace: "sys", Deps: wiring.Deps{
 		Kube: f.kube, Client: f.client,
-		KubeInformers:   informers.NewSharedInformerFactory(f.kube, 0),
-		Informers:       flotillainformers.NewSharedInformerFactory(f.client, 0),
-		SystemNamespace: "sys",
-		Clock:           clocktesting.NewFakeClock(now),
-		Recorder:        record.NewFakeRecorder(100),
-		QueueOptions:    controller.DefaultQueueOptions(),
-	}
+		KubeInformers: informers.NewSharedInformerFactory(f.kube, 0),
+		Informers:     flotillainformers.NewSharedInformerFactory(f.client, 0),
+		Clock:         clocktesting.NewFakeClock(now),
+		Recorder:      record.NewFakeRecorder(100),
+		QueueOptions:  controller.DefaultQueueOptions(),
+	}}
 	c, err := New(d)
 	require.NoError(t, err)
 	require.NoError(t, d.Informers.Apps().V1alpha1().SidecarSets().Informer().GetIndexer().Add(set))

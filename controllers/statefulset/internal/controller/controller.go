@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -29,7 +28,6 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1beta1"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
@@ -39,31 +37,14 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/predownload"
 	"github.com/flotilla-dev/flotilla/kit/revision"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // Name is the reconciler's name: queue name, log key, event source.
 const Name = "statefulset"
 
-// Deps are the reconciler's collaborators. Informers must be requested from
-// the factories before they start (the shell starts them once this replica
-// leads; tests start them themselves).
-type Deps struct {
-	Kube          kubernetes.Interface
-	Client        versioned.Interface
-	KubeInformers informers.SharedInformerFactory
-	Informers     flotillainformers.SharedInformerFactory
-	// Namespace restricts the pod informer this package builds; empty means
-	// all namespaces.
-	Namespace    string
-	Gates        featuregate.FeatureGate
-	Clock        clock.WithTicker
-	Recorder     record.EventRecorder
-	QueueOptions controller.QueueOptions
-	QueueConfig  controller.QueueConfig
-	// ExpectationTimeout bounds how long a lost event can block a set
-	// (0: expectations.DefaultTimeout).
-	ExpectationTimeout time.Duration
-}
+// Deps are the reconciler's collaborators (kit/wiring builds them).
+type Deps = wiring.Deps
 
 // Controller reconciles Advanced StatefulSets.
 type Controller struct {

@@ -71,19 +71,18 @@ func (h *harness) startController() (stop func()) {
 	for g, v := range h.gates {
 		require.NoError(t, gate.SetFromMap(map[string]bool{g: v}))
 	}
-	d := controller.Deps{
+	d := controller.Deps{SystemNamespace: h.ns, Deps: wiring.Deps{
 		Kube:          h.env.Kube,
 		Client:        h.client,
 		KubeInformers: informers.NewSharedInformerFactoryWithOptions(h.env.Kube, 0, informers.WithNamespace(h.ns)),
 		Informers: flotillainformers.NewSharedInformerFactoryWithOptions(h.client, 0,
 			flotillainformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = testLabel + "=" + h.ns })),
-		Namespace:       h.ns,
-		SystemNamespace: h.ns,
-		Gates:           gate,
-		Clock:           clock.RealClock{},
-		Recorder:        testenv.EventRecorder(t, h.env.Kube, h.ns, "sidecarset-test", scheme),
-		QueueOptions:    kitcontroller.DefaultQueueOptions(),
-	}
+		Namespace:    h.ns,
+		Gates:        gate,
+		Clock:        clock.RealClock{},
+		Recorder:     testenv.EventRecorder(t, h.env.Kube, h.ns, "sidecarset-test", scheme),
+		QueueOptions: kitcontroller.DefaultQueueOptions(),
+	}}
 	c, err := controller.New(d)
 	require.NoError(t, err)
 	return testenv.StartController(t, c, 2, d.KubeInformers, d.Informers)
