@@ -1,0 +1,48 @@
+package webhook
+
+import (
+	"sort"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/apis/policy/v1alpha1"
+	kitwebhook "github.com/flotilla-dev/flotilla/kit/webhook"
+)
+
+// Match conditions the leader keeps on the webhook entries.
+const (
+	// NamespacesCondition: the request's namespace has a budget. With no
+	// budget at all it is "false": the API server never calls.
+	NamespacesCondition = kitwebhook.OwnedPrefix + "pub-namespaces"
+	// RelatedCondition (pod entry only): the pod carries the related-pub
+	// annotation the controller writes. An eviction's object is the
+	// Eviction, not the pod, so the eviction entry is scoped by namespace
+	// only and the handler's lookup does the rest.
+	RelatedCondition = kitwebhook.OwnedPrefix + "pub-related"
+)
+
+// relatedExpr is true for a pod DELETE or UPDATE whose (old) pod is marked.
+var relatedExpr = "oldObject != null && has(oldObject.metadata.annotations) && (" +
+	quote(pub.PodRelatedPubAnnotation) + " in oldObject.metadata.annotations || " +
+	quote(pub.PodRelatedPubAnnotationNew) + " in oldObject.metadata.annotations)"
+
+// Scopes are the pod entry's and the eviction entry's scopes for the
+// budgets that exist.
+func Scopes(pubs []*policyv1alpha1.PodUnavailableBudget) (pod, eviction kitwebhook.Scope) {
+	seen := map[string]bool{}
+	var nss []string
+	for _, p := range pubs {
+		if p.DeletionTimestamp == nil && !seen[p.Namespace] {
+			seen[p.Namespace] = true
+			nss = append(nss, p.Namespace)
+		}
+	}
+	sort.Strings(nss)
+	ns := admissionregistrationv1.MatchCondition{Name: NamespacesCondition, Expression: kitwebhook.NamespaceIn(nss...)}
+	pod = kitwebhook.Scope{MatchConditions: []admissionregistrationv1.MatchCondition{ns, {Name: RelatedCondition, Expression: relatedExpr}}}
+	eviction = kitwebhook.Scope{MatchConditions: []admissionregistrationv1.MatchCondition{ns}}
+	return pod, eviction
+}
+
+func quote(s string) string { return `"` + s + `"` }
