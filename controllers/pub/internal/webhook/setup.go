@@ -84,4 +84,3 @@ func TriggerOnChange(trigger func()) cache.ResourceEventHandler {
 		DeleteFunc: func(any) { trigger() },
 	}
 }
-
