@@ -20,6 +20,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -83,7 +84,7 @@ func (g *Guard) Register(s *kitwebhook.Server) {
 
 // ValidatePod is the admission handler.
 func (g *Guard) ValidatePod(ctx context.Context, req kitwebhook.Request) kitwebhook.Response {
-	pod, op, resp, done := g.decode(ctx, req)
+	pod, op, dryRun, resp, done := g.decode(ctx, req)
 	if done {
 		return resp
 	}
@@ -102,11 +103,11 @@ func (g *Guard) ValidatePod(ctx context.Context, req kitwebhook.Request) kitwebh
 		klog.FromContext(ctx).V(4).Info("Pod operation needs no budget", "pod", klog.KObj(pod), "operation", op, "pub", name, "reason", string(why))
 		return kitwebhook.Allowed()
 	}
-	err = g.take(ctx, p, pod.Name, op, req.IsDryRun())
+	err = g.take(ctx, p, pod.Name, op, dryRun)
 	var denied *pubcontrol.DeniedError
 	switch {
 	case errors.As(err, &denied):
-		if g.Recorder != nil && !req.IsDryRun() {
+		if g.Recorder != nil && !dryRun {
 			g.Recorder.Eventf(pod, corev1.EventTypeWarning, "PubPreventPodDeletion", "%s", denied.Error())
 		}
 		r := kitwebhook.Denied("%s", denied.Error())
@@ -122,9 +123,10 @@ func (g *Guard) ValidatePod(ctx context.Context, req kitwebhook.Request) kitwebh
 	return kitwebhook.Allowed()
 }
 
-// decode returns the pod the request would make unavailable and the
-// operation, or the response when there is nothing to guard.
-func (g *Guard) decode(ctx context.Context, req kitwebhook.Request) (*corev1.Pod, policyv1alpha1.PubOperation, kitwebhook.Response, bool) {
+// decode returns the pod the request would make unavailable, the
+// operation and whether it is a dry run, or the response when there is
+// nothing to guard.
+func (g *Guard) decode(ctx context.Context, req kitwebhook.Request) (*corev1.Pod, policyv1alpha1.PubOperation, bool, kitwebhook.Response, bool) {
 	gates := g.gates()
 	switch {
 	case req.Operation == admissionv1.Delete && req.SubResource == "":
@@ -133,39 +135,46 @@ func (g *Guard) decode(ctx context.Context, req kitwebhook.Request) (*corev1.Pod
 		}
 		pod := &corev1.Pod{}
 		if err := req.DecodeOldObject(pod); err != nil {
-			return nil, "", kitwebhook.Errored(http.StatusBadRequest, err), true
+			return nil, "", false, kitwebhook.Errored(http.StatusBadRequest, err), true
 		}
-		return pod, policyv1alpha1.PubDeleteOperation, kitwebhook.Response{}, false
+		return pod, policyv1alpha1.PubDeleteOperation, req.IsDryRun(), kitwebhook.Response{}, false
 	case req.Operation == admissionv1.Create && req.SubResource == "eviction":
 		if !gates.Enabled(features.PodUnavailableBudgetDeleteGate) {
 			break
 		}
+		// The eviction's own deleteOptions carry its dry run, not the
+		// request's options.
+		var ev policyv1.Eviction
+		if err := req.DecodeObject(&ev); err != nil {
+			return nil, "", false, kitwebhook.Errored(http.StatusBadRequest, err), true
+		}
+		dryRun := req.IsDryRun() || (ev.DeleteOptions != nil && len(ev.DeleteOptions.DryRun) > 0)
 		pod, err := g.Kube.CoreV1().Pods(req.Namespace).Get(ctx, req.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			break // the eviction itself will say so
 		}
 		if err != nil {
-			return nil, "", kitwebhook.Errored(http.StatusInternalServerError, fmt.Errorf("get pod %s/%s: %w", req.Namespace, req.Name, err)), true
+			return nil, "", false, kitwebhook.Errored(http.StatusInternalServerError, fmt.Errorf("get pod %s/%s: %w", req.Namespace, req.Name, err)), true
 		}
-		return pod, policyv1alpha1.PubEvictOperation, kitwebhook.Response{}, false
+		return pod, policyv1alpha1.PubEvictOperation, dryRun, kitwebhook.Response{}, false
 	case req.Operation == admissionv1.Update && req.SubResource == "":
 		if !gates.Enabled(features.PodUnavailableBudgetUpdateGate) {
 			break
 		}
 		oldPod, newPod := &corev1.Pod{}, &corev1.Pod{}
 		if err := req.DecodeOldObject(oldPod); err != nil {
-			return nil, "", kitwebhook.Errored(http.StatusBadRequest, err), true
+			return nil, "", false, kitwebhook.Errored(http.StatusBadRequest, err), true
 		}
 		if err := req.DecodeObject(newPod); err != nil {
-			return nil, "", kitwebhook.Errored(http.StatusBadRequest, err), true
+			return nil, "", false, kitwebhook.Errored(http.StatusBadRequest, err), true
 		}
 		op, ok := pubcontrol.UpdateOperation(oldPod, newPod)
 		if !ok {
 			break
 		}
-		return oldPod, op, kitwebhook.Response{}, false
+		return oldPod, op, req.IsDryRun(), kitwebhook.Response{}, false
 	}
-	return nil, "", kitwebhook.Allowed(), true
+	return nil, "", false, kitwebhook.Allowed(), true
 }
 
 // take records pod in the budget's status and decrements
