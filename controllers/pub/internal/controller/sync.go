@@ -94,11 +94,15 @@ func (c *Controller) podsForRef(ctx context.Context, ns string, ref *policyv1alp
 	if len(pods) > 0 || w.Selector.Empty() {
 		return pods, w.Replicas, nil
 	}
+	// A Deployment's pods are those of its ReplicaSets; a workload whose
+	// pods carry no owner reference at all gets every pod its selector
+	// matches.
 	owners := map[types.UID]bool{}
+	var all []*corev1.Pod
 	for _, pod := range c.listPods(ns, w.Selector) {
+		all = append(all, pod)
 		r := metav1.GetControllerOfNoCopy(pod)
 		if r == nil || r.Kind != "ReplicaSet" {
-			pods = append(pods, pod)
 			continue
 		}
 		mine, seen := owners[r.UID]
@@ -113,6 +117,9 @@ func (c *Controller) podsForRef(ctx context.Context, ns string, ref *policyv1alp
 		if mine {
 			pods = append(pods, pod)
 		}
+	}
+	if len(pods) == 0 {
+		pods = all
 	}
 	return pods, w.Replicas, nil
 }
