@@ -101,7 +101,9 @@ func (h *harness) widgetCRD() schema.GroupVersionResource {
 	u.SetKind("CustomResourceDefinition")
 	_, err = h.env.Dynamic().Resource(crdGVR).Create(context.Background(), u, metav1.CreateOptions{})
 	require.NoError(h.t, err)
-	h.t.Cleanup(func() { _ = h.env.Dynamic().Resource(crdGVR).Delete(context.Background(), crd.Name, metav1.DeleteOptions{}) })
+	h.t.Cleanup(func() {
+		_ = h.env.Dynamic().Resource(crdGVR).Delete(context.Background(), crd.Name, metav1.DeleteOptions{})
+	})
 	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
 	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
 		_, err := h.env.Dynamic().Resource(gvr).Namespace(h.ns).List(context.Background(), metav1.ListOptions{})

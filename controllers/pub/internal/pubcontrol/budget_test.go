@@ -26,7 +26,10 @@ func readyPod(name string) *corev1.Pod {
 	}
 }
 
-func notReady(p *corev1.Pod) *corev1.Pod { p.Status.Conditions[0].Status = corev1.ConditionFalse; return p }
+func notReady(p *corev1.Pod) *corev1.Pod {
+	p.Status.Conditions[0].Status = corev1.ConditionFalse
+	return p
+}
 
 func ios(s string) *intstr.IntOrString { v := intstr.Parse(s); return &v }
 
