@@ -178,6 +178,7 @@ func TestExempt(t *testing.T) {
 		{"protected", readyPod("a"), budget(2, nil), "DELETE", NotExempt},
 		{"no-protect", noProtect, budget(2, nil), "DELETE", ExemptNoProtect},
 		{"not ready", notReady(readyPod("a")), budget(2, nil), "DELETE", ExemptNotAvailable},
+		{"terminating (the node's final delete)", terminatingPod(), budget(2, nil), "DELETE", ExemptNotAvailable},
 		{"in-place update in flight", inflight, budget(2, nil), "UPDATE", ExemptNotAvailable},
 		{"desired 0", readyPod("a"), budget(0, nil), "DELETE", ExemptNoDesired},
 		{"only EVICT protected", readyPod("a"), budget(2, map[string]string{pub.PubProtectOperationAnnotation: "EVICT"}), "DELETE", ExemptOperation},
@@ -217,4 +218,10 @@ func TestUpdateOperation(t *testing.T) {
 			assert.Equal(t, tc.want, op)
 		})
 	}
+}
+
+func terminatingPod() *corev1.Pod {
+	p := readyPod("a")
+	p.DeletionTimestamp = &metav1.Time{Time: now}
+	return p
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/apis/policy/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
 
 // Exemption says why an operation on a pod needs no budget ("" when it
@@ -19,7 +20,7 @@ type Exemption string
 const (
 	NotExempt          Exemption = ""
 	ExemptNoProtect    Exemption = "pod annotated pub.kruise.io/no-protect"
-	ExemptNotAvailable Exemption = "pod not ready or not consistent: it does not count as available"
+	ExemptNotAvailable Exemption = "pod terminating, not ready or not consistent: it does not count as available"
 	ExemptNoDesired    Exemption = "the budget's desiredAvailable is 0"
 	ExemptOperation    Exemption = "operation not protected by the budget"
 	ExemptRecorded     Exemption = "pod already recorded in the budget's status"
@@ -31,7 +32,7 @@ func Exempt(pod *corev1.Pod, p *policyv1alpha1.PodUnavailableBudget, op policyv1
 	switch {
 	case NoProtect(pod):
 		return ExemptNoProtect
-	case !IsPodReady(pod) || !IsPodStateConsistent(pod):
+	case !podutil.IsActive(pod) || !IsPodReady(pod) || !IsPodStateConsistent(pod):
 		return ExemptNotAvailable
 	case p.Status.DesiredAvailable == 0:
 		return ExemptNoDesired
