@@ -171,7 +171,8 @@ func (h *harness) installConfiguration() {
 	v := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: h.config},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
-			entry(webhook.PodWebhookName, rule("pods", admissionregistrationv1.Update, admissionregistrationv1.Delete)),
+			entry(webhook.PodWebhookName, rule("pods", admissionregistrationv1.Update, admissionregistrationv1.Delete),
+				rule("pods/status", admissionregistrationv1.Update)),
 			entry(webhook.EvictionWebhookName, rule("pods/eviction", admissionregistrationv1.Create)),
 		},
 	}

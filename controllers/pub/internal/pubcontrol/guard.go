@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/apis/policy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
@@ -185,4 +186,19 @@ func guaranteed(r corev1.ResourceRequirements) bool {
 		}
 	}
 	return true
+}
+
+// InPlaceUpdateStart reports a pods/status write that turns the pod's
+// InPlaceUpdateReady condition False: how Flotilla's workloads (kit/inplace)
+// start an in-place update, taking the pod out of endpoints before its spec
+// changes. That write, not the spec update after it, is what makes the pod
+// unavailable, so the guard takes the budget there (OpenKruise's CloneSet
+// asks the budget in-process at the same point).
+func InPlaceUpdateStart(oldPod, newPod *corev1.Pod) bool {
+	return inPlaceUpdateNotReady(newPod) && !inPlaceUpdateNotReady(oldPod)
+}
+
+func inPlaceUpdateNotReady(pod *corev1.Pod) bool {
+	c := podutil.GetCondition(pod, pub.InPlaceUpdateReady)
+	return c != nil && c.Status == corev1.ConditionFalse
 }

@@ -1,6 +1,7 @@
 // Package webhook is the PodUnavailableBudget guard, served by kit/webhook
-// on every replica: a validating webhook on pod DELETE, pod UPDATE and
-// pods/eviction CREATE that takes one unavailability from the pod's
+// on every replica: a validating webhook on pod DELETE, pod UPDATE, the
+// pods/status UPDATE that starts an in-place update (InPlaceUpdateReady
+// turning False) and pods/eviction CREATE that takes one unavailability from the pod's
 // budget — an optimistic write of the PUB's status carrying the
 // resourceVersion it read, so that concurrent requests (on any replica)
 // can never take the same unit twice — or denies the request naming the
@@ -157,6 +158,21 @@ func (g *Guard) decode(ctx context.Context, req kitwebhook.Request) (*corev1.Pod
 			return nil, "", false, kitwebhook.Errored(http.StatusInternalServerError, fmt.Errorf("get pod %s/%s: %w", req.Namespace, req.Name, err)), true
 		}
 		return pod, policyv1alpha1.PubEvictOperation, dryRun, kitwebhook.Response{}, false
+	case req.Operation == admissionv1.Update && req.SubResource == "status":
+		if !gates.Enabled(features.PodUnavailableBudgetUpdateGate) {
+			break
+		}
+		oldPod, newPod := &corev1.Pod{}, &corev1.Pod{}
+		if err := req.DecodeOldObject(oldPod); err != nil {
+			return nil, "", false, kitwebhook.Errored(http.StatusBadRequest, err), true
+		}
+		if err := req.DecodeObject(newPod); err != nil {
+			return nil, "", false, kitwebhook.Errored(http.StatusBadRequest, err), true
+		}
+		if !pubcontrol.InPlaceUpdateStart(oldPod, newPod) {
+			break
+		}
+		return oldPod, policyv1alpha1.PubUpdateOperation, req.IsDryRun(), kitwebhook.Response{}, false
 	case req.Operation == admissionv1.Update && req.SubResource == "":
 		if !gates.Enabled(features.PodUnavailableBudgetUpdateGate) {
 			break

@@ -20,7 +20,19 @@ const (
 	// Eviction, not the pod, so the eviction entry is scoped by namespace
 	// only and the handler's lookup does the rest.
 	RelatedCondition = kitwebhook.OwnedPrefix + "pub-related"
+	// InPlaceStartCondition (pod entry only): of pods/status updates, only
+	// the one turning InPlaceUpdateReady False is sent (kubelet's status
+	// writes never are).
+	InPlaceStartCondition = kitwebhook.OwnedPrefix + "pub-inplace-start"
 )
+
+func inPlaceFalse(obj string) string {
+	return "has(" + obj + ".status.conditions) && " + obj + `.status.conditions.exists(c, c.type == "` + string(pub.InPlaceUpdateReady) + `" && c.status == "False")`
+}
+
+// inPlaceStartExpr lets every request through except a pods/status update
+// that does not start an in-place update.
+var inPlaceStartExpr = `!has(request.subResource) || request.subResource != "status" || ((` + inPlaceFalse("object") + `) && !(` + inPlaceFalse("oldObject") + `))`
 
 // relatedExpr is true for a pod DELETE or UPDATE whose (old) pod is marked.
 var relatedExpr = "oldObject != null && has(oldObject.metadata.annotations) && (" +
@@ -40,7 +52,8 @@ func Scopes(pubs []*policyv1alpha1.PodUnavailableBudget) (pod, eviction kitwebho
 	}
 	sort.Strings(nss)
 	ns := admissionregistrationv1.MatchCondition{Name: NamespacesCondition, Expression: kitwebhook.NamespaceIn(nss...)}
-	pod = kitwebhook.Scope{MatchConditions: []admissionregistrationv1.MatchCondition{ns, {Name: RelatedCondition, Expression: relatedExpr}}}
+	pod = kitwebhook.Scope{MatchConditions: []admissionregistrationv1.MatchCondition{ns, {Name: RelatedCondition, Expression: relatedExpr},
+		{Name: InPlaceStartCondition, Expression: inPlaceStartExpr}}}
 	eviction = kitwebhook.Scope{MatchConditions: []admissionregistrationv1.MatchCondition{ns}}
 	return pod, eviction
 }
