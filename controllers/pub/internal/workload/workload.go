@@ -1,7 +1,6 @@
 // Package workload finds the workload behind a PodUnavailableBudget's
-// targetRef or behind a pod's controllerRef, generically: its identity
-// from the metadata API and its replicas and selector from its /scale
-// subresource, so any kind with a scale subresource works (CloneSet,
+// targetRef or behind a pod's controllerRef, generically: its identity,
+// replicas and selector from its /scale subresource, so any kind with a scale subresource works (CloneSet,
 // Advanced StatefulSet, apps/v1 Deployment and StatefulSet, a user CRD).
 // A ReplicaSet controlled by a Deployment resolves to the Deployment, as
 // OpenKruise's controller finder does.
@@ -35,7 +34,7 @@ type Workload struct {
 	// Selector is the /scale status selector (may be empty when the
 	// workload's controller has not published it).
 	Selector labels.Selector
-	// Terminating: deletionTimestamp set.
+	// Terminating: deletionTimestamp set (as far as /scale reports it).
 	Terminating bool
 }
 
@@ -100,14 +99,8 @@ func (f *finder) Get(ctx context.Context, apiVersion, kind, ns, name string) (*W
 	if err != nil {
 		return nil, fmt.Errorf("map %s %s: %w", apiVersion, kind, err)
 	}
-	obj, err := f.meta.Resource(m.Resource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get %s %s/%s: %w", kind, ns, name, err)
-	}
-	w := &Workload{APIVersion: apiVersion, Kind: kind, Name: name, UID: obj.UID, Terminating: obj.DeletionTimestamp != nil, Selector: labels.Nothing()}
+	// The scale subresource carries the workload's uid: one GET, and RBAC
+	// needs only get on */scale (plus replicasets for Deployments).
 	s, err := f.scales.Scales(ns).Get(ctx, m.Resource.GroupResource(), name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -115,6 +108,7 @@ func (f *finder) Get(ctx context.Context, apiVersion, kind, ns, name string) (*W
 	if err != nil {
 		return nil, fmt.Errorf("get %s %s/%s scale: %w", kind, ns, name, err)
 	}
+	w := &Workload{APIVersion: apiVersion, Kind: kind, Name: name, UID: s.UID, Terminating: s.DeletionTimestamp != nil, Selector: labels.Nothing()}
 	w.Replicas = s.Spec.Replicas
 	if s.Status.Selector != "" {
 		sel, err := labels.Parse(s.Status.Selector)
