@@ -21,13 +21,15 @@ type sizes struct {
 	restartPodsPerSet    int
 	inPlacePods          int
 	statefulSetPods      int
+	admissionPods        int
+	sidecarPods          int
 	idle                 time.Duration
 	quietFor, waitBudget time.Duration
 }
 
 var presets = map[string]sizes{
-	"smoke":   {scaleUpPods: 20, restartSets: 3, restartPodsPerSet: 5, inPlacePods: 10, statefulSetPods: 20, idle: 5 * time.Second, quietFor: time.Second, waitBudget: 3 * time.Minute},
-	"default": {scaleUpPods: 2000, restartSets: 100, restartPodsPerSet: 100, inPlacePods: 1000, statefulSetPods: 1000, idle: 60 * time.Second, quietFor: 2 * time.Second, waitBudget: 10 * time.Minute},
+	"smoke":   {scaleUpPods: 20, restartSets: 3, restartPodsPerSet: 5, inPlacePods: 10, statefulSetPods: 20, admissionPods: 20, sidecarPods: 10, idle: 5 * time.Second, quietFor: time.Second, waitBudget: 3 * time.Minute},
+	"default": {scaleUpPods: 2000, restartSets: 100, restartPodsPerSet: 100, inPlacePods: 1000, statefulSetPods: 1000, admissionPods: 1000, sidecarPods: 1000, idle: 60 * time.Second, quietFor: 2 * time.Second, waitBudget: 10 * time.Minute},
 }
 
 var (
@@ -37,6 +39,8 @@ var (
 	flagPerSet      = flag.Int("bench.restart-pods", 0, "restart: pods per CloneSet / Deployment (0: the size's default)")
 	flagInPlace     = flag.Int("bench.inplace-pods", 0, "in-place rollout: pods (0: the size's default)")
 	flagSTS         = flag.Int("bench.statefulset-pods", 0, "statefulset scale-up: pods (0: the size's default)")
+	flagAdmission   = flag.Int("bench.admission-pods", 0, "pod admission: pods per namespace (0: the size's default)")
+	flagSidecar     = flag.Int("bench.sidecar-pods", 0, "sidecar upgrade: pods (0: the size's default)")
 	flagIdle        = flag.Duration("bench.idle", 0, "idle: measuring window (0: the size's default)")
 	flagQPS         = flag.Float64("bench.qps", 1000, "client QPS of the cloneset-controller and the raw client (kube-controller-manager's is set when the cluster starts: KUBE_API_QPS)")
 	flagBurst       = flag.Int("bench.burst", 2000, "client burst, likewise (KUBE_API_BURST)")
@@ -59,6 +63,8 @@ func size() sizes {
 	override(&s.restartPodsPerSet, *flagPerSet)
 	override(&s.inPlacePods, *flagInPlace)
 	override(&s.statefulSetPods, *flagSTS)
+	override(&s.admissionPods, *flagAdmission)
+	override(&s.sidecarPods, *flagSidecar)
 	if *flagIdle > 0 {
 		s.idle = *flagIdle
 	}
@@ -79,7 +85,7 @@ type row struct {
 var (
 	resultsMu sync.Mutex
 	results   []row
-	order     = map[string]int{"scale-up": 1, "restart": 2, "in-place rollout": 3, "idle": 4, "statefulset scale-up": 5}
+	order     = map[string]int{"scale-up": 1, "restart": 2, "in-place rollout": 3, "idle": 4, "statefulset scale-up": 5, "pod admission": 6, "sidecar upgrade": 7}
 )
 
 func record(r row) {
@@ -98,7 +104,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(testenv.EnvNodes) == "" {
 		// 110 pods per kwok node.
 		s := size()
-		pods := max(s.scaleUpPods, s.restartSets*s.restartPodsPerSet, s.inPlacePods, s.statefulSetPods)
+		pods := max(s.scaleUpPods, s.restartSets*s.restartPodsPerSet, s.inPlacePods, s.statefulSetPods, s.sidecarPods)
 		_ = os.Setenv(testenv.EnvNodes, fmt.Sprint(max(3, pods/100+1)))
 	}
 	testenv.AfterRun(writeReport)

@@ -45,6 +45,8 @@ kubectl wait --for=condition=Established crd --all --timeout=60s > /dev/null
 
 server=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
 ca=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+# Per-controller flags: the sidecarset webhook listens where deploy/overlays/local points the API server.
+extra_args() { case $1 in sidecarset) echo "--webhook-host=127.0.0.1 --webhook-port=19443" ;; esac; }
 i=0
 for c in "${CONTROLLERS[@]}"; do
   name=$c-controller
@@ -61,7 +63,7 @@ KC
   chmod 600 "$kc"
   setsid "$ROOT/bin/$name" --kubeconfig="$kc" \
     --metrics-bind-address=127.0.0.1:$((18080 + i)) --health-probe-bind-address=127.0.0.1:$((18090 + i)) \
-    --leader-elect=true --leader-elect-resource-namespace=$NS \
+    --leader-elect=true --leader-elect-resource-namespace=$NS $(extra_args "$c") \
     > "$LOGS/$name.log" 2>&1 < /dev/null &
   echo $! > "$RUN/$name.pid"
   i=$((i + 1))

@@ -13,4 +13,7 @@
 // this replica holds the leader Lease (or immediately with
 // --leader-elect=false), marks /readyz ready once every informer has synced,
 // and exits non-zero when the Lease is lost so the Deployment restarts it.
+// What must run on every replica, leader or not — an admission webhook —
+// registers as replica informer factories and ReplicaComponents: started
+// right after Setup, they also make up /readyz, so a standby is ready.
 package app

@@ -34,6 +34,8 @@ type Options struct {
 	// <ServiceName>.<Namespace>.svc (and .cluster.local), plus localhost and
 	// 127.0.0.1 for a local process.
 	ServiceName string
+	// ShutdownDelay: see ServerOptions (default 3s).
+	ShutdownDelay time.Duration
 	// Disabled turns the server off (no webhook configuration installed).
 	Disabled bool
 }
@@ -45,7 +47,7 @@ func DefaultOptions(name string) Options {
 	if ns == "" {
 		ns = kitapp.DefaultLeaseNamespace
 	}
-	return Options{Port: 9443, SecretName: name + "-webhook-certs", Namespace: ns, ServiceName: name + "-webhook"}
+	return Options{Port: 9443, SecretName: name + "-webhook-certs", Namespace: ns, ServiceName: name + "-webhook", ShutdownDelay: 3 * time.Second}
 }
 
 // AddFlags binds the options.
@@ -56,6 +58,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SecretName, "webhook-secret-name", o.SecretName, "Secret holding the self-managed webhook CA and serving certificate, shared by every replica.")
 	fs.StringVar(&o.Namespace, "webhook-secret-namespace", o.Namespace, "Namespace of the certificate Secret and the webhook Service (default: $POD_NAMESPACE, else flotilla-system).")
 	fs.StringVar(&o.ServiceName, "webhook-service-name", o.ServiceName, "Service in front of the webhook replicas; the serving certificate covers its DNS names.")
+	fs.DurationVar(&o.ShutdownDelay, "webhook-shutdown-delay", o.ShutdownDelay, "On shutdown, keep serving webhooks this long (not ready) so the API server stops calling this replica first.")
 	fs.BoolVar(&o.Disabled, "webhook-disable", o.Disabled, "Do not serve admission webhooks.")
 }
 
@@ -119,10 +122,12 @@ func New(opts Options, client kubernetes.Interface, reg prometheus.Registerer, c
 		certs, onChange = s, &s.OnChange
 	}
 	c := &Component{
-		Server: NewServer(ServerOptions{BindAddress: net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)), Clock: clk}, certs, metrics),
-		certs:  certs,
+		Server: NewServer(ServerOptions{BindAddress: net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)), Clock: clk,
+			ShutdownDelay: opts.ShutdownDelay}, certs, metrics),
+		certs: certs,
 	}
 	c.Injector = NewCABundleInjector(client, certs.CABundle, refs...)
+	c.Injector.Refresh = certs.Ensure
 	*onChange = c.Injector.Trigger
 	return c, nil
 }

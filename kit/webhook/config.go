@@ -171,6 +171,10 @@ type CABundleInjector struct {
 	Refs    []ConfigRef
 	// Bundle returns the PEM bundle; nil means "unknown yet": nothing written.
 	Bundle func() []byte
+	// Refresh, if set, reloads the certificates before each sync, so a
+	// replica never writes back a bundle another replica has just replaced
+	// (a CA rotation) from a stale copy.
+	Refresh func(ctx context.Context) error
 	// Resync re-checks the configurations (e.g. after a re-apply of the
 	// manifests emptied the caBundle); default 1m.
 	Resync  time.Duration
@@ -188,6 +192,11 @@ func (i *CABundleInjector) Trigger() { i.trigger.Fire() }
 // Sync writes the bundle into each configuration that lacks it. A missing
 // configuration is an error (retried): the manifests install them.
 func (i *CABundleInjector) Sync(ctx context.Context) error {
+	if i.Refresh != nil {
+		if err := i.Refresh(ctx); err != nil {
+			return err
+		}
+	}
 	bundle := i.Bundle()
 	if len(bundle) == 0 {
 		return nil

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/google/cel-go/cel"
@@ -54,6 +55,17 @@ func TestCABundleInjector(t *testing.T) {
 	for _, a := range client.Actions() {
 		assert.Equal(t, "get", a.GetVerb(), "nothing to write")
 	}
+	// A replica re-reads the certificates first: it writes the bundle another
+	// replica renewed, not its stale copy.
+	bundle = []byte("OLD")
+	inj.Refresh = func(context.Context) error { bundle = []byte("NEW"); return nil }
+	require.NoError(t, inj.Sync(context.Background()))
+	gm, _ = client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "flotilla-x", metav1.GetOptions{})
+	assert.Equal(t, []byte("NEW"), gm.Webhooks[0].ClientConfig.CABundle)
+	inj.Refresh = func(context.Context) error { return errors.New("secret unreadable") }
+	require.ErrorContains(t, inj.Sync(context.Background()), "secret unreadable", "nothing written from a copy that may be stale")
+	inj.Refresh = nil
+
 	// No bundle known yet (external certificates without ca.crt): untouched.
 	inj.Bundle = func() []byte { return nil }
 	client.ClearActions()
@@ -173,6 +185,14 @@ func TestLabelsMatchCEL(t *testing.T) {
 	// Quotes in values cannot break out of the literal.
 	tricky, _ := LabelsMatch("object", &metav1.LabelSelector{MatchLabels: map[string]string{"a": `x" || true || "`}})
 	assert.False(t, evalCEL(t, tricky, podObj(map[string]any{"a": "y"}), "ns"))
+}
+
+func TestHasAnnotation(t *testing.T) {
+	expr := HasAnnotation("object", "kruise.io/related-pub")
+	withAnn := map[string]any{"metadata": map[string]any{"annotations": map[string]any{"kruise.io/related-pub": "pub-a"}}}
+	assert.True(t, evalCEL(t, expr, withAnn, "ns"))
+	assert.False(t, evalCEL(t, expr, podObj(map[string]any{"kruise.io/related-pub": "x"}), "ns"), "a label is not an annotation")
+	assert.False(t, evalCEL(t, expr, podObj(nil), "ns"))
 }
 
 func TestCombinators(t *testing.T) {

@@ -69,7 +69,6 @@ type ScopeSyncer struct {
 	Compute func() (Scope, error)
 	Resync  time.Duration
 	trigger Trigger
-	last    *Scope
 }
 
 // NewScopeSyncer syncs the entry webhook of ref to compute().
@@ -156,6 +155,15 @@ func LabelsMatch(obj string, sel *metav1.LabelSelector) (string, error) {
 		return Always, nil
 	}
 	return strings.Join(terms, " && "), nil
+}
+
+// HasAnnotation returns the expression true when obj ("object" or
+// "oldObject") carries annotation key: how PodUnavailableBudget scopes its
+// DELETE webhook to pods it marked (kruise.io/related-pub), oldObject being
+// the pod on DELETE.
+func HasAnnotation(obj, key string) string {
+	a := obj + ".metadata.annotations"
+	return "has(" + a + ") && " + quote(key) + " in " + a
 }
 
 // NamespaceIn returns the expression true when the request's namespace is

@@ -76,6 +76,11 @@ type ServerOptions struct {
 	BindAddress string
 	// Clock times requests (tests inject a fake one).
 	Clock clock.PassiveClock
+	// ShutdownDelay keeps serving this long after shutdown was asked for
+	// (reporting not ready meanwhile): the API server still sends requests
+	// to a terminating replica until it has seen its endpoint go, and with
+	// failurePolicy Fail a refused connection rejects the object.
+	ShutdownDelay time.Duration
 }
 
 // Server is an AdmissionReview v1 server: one Handler per path.
@@ -169,7 +174,8 @@ func (s *Server) Run(ctx context.Context) error {
 			MinVersion:     tls.VersionTLS12,
 			GetCertificate: s.certs.GetCertificate,
 		},
-		BaseContext: func(net.Listener) context.Context { return ctx },
+		// Requests in flight during the drain finish with their own context.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeTLS(s.listener, "", "") }()
@@ -182,6 +188,14 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	s.serving.Store(false)
+	if s.opts.ShutdownDelay > 0 {
+		logger.Info("Draining: still serving admission webhooks before shutting down", "delay", s.opts.ShutdownDelay)
+		select {
+		case err := <-done:
+			return fmt.Errorf("webhook server: %w", err)
+		case <-time.After(s.opts.ShutdownDelay):
+		}
+	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {

@@ -169,3 +169,28 @@ func TestRequestDecode(t *testing.T) {
 	assert.Equal(t, "error", Errored(500, errors.New("x")).result())
 	assert.Equal(t, int32(422), Invalid(fmt.Sprintf("spec.x: %s", "bad")).Result.Code)
 }
+
+// On shutdown the server reports not ready at once but keeps answering for
+// ShutdownDelay, so the API server's calls in flight to a terminating replica
+// still succeed.
+func TestServerDrainsBeforeShutdown(t *testing.T) {
+	certs, pool := newStaticCerts(t)
+	s := NewServer(ServerOptions{BindAddress: "127.0.0.1:0", ShutdownDelay: 500 * time.Millisecond}, certs, nil)
+	s.Register("/ok", "ok", HandlerFunc(func(context.Context, Request) Response { return Allowed() }))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	require.Eventually(t, func() bool { return s.Ready() == nil }, 5*time.Second, 5*time.Millisecond)
+	cancel()
+	require.Eventually(t, func() bool { return s.Ready() != nil }, time.Second, time.Millisecond, "not ready once shutting down")
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "w.ns.svc"}}}
+	resp, err := client.Post("https://"+s.Addr()+"/ok", "application/json", bytes.NewReader(review(t, admissionv1.Create, &corev1.Pod{})))
+	require.NoError(t, err, "still serving while draining")
+	_ = resp.Body.Close()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("server did not stop after the delay")
+	}
+}

@@ -288,7 +288,10 @@ const (
 	PartialSidecarSetInjectRevisionPolicy SidecarSetInjectRevisionPolicy = "Partial"
 )
 
-// SidecarSetInjectRevision pins the injected revision.
+// SidecarSetInjectRevision pins the injected revision. Whether the named
+// revision exists needs other objects: the SidecarSet validating webhook
+// checks it.
+// +kubebuilder:validation:XValidation:rule="has(self.revisionName) || has(self.customVersion)",message="spec.injectionStrategy.revision: set revisionName or customVersion"
 type SidecarSetInjectRevision struct {
 	// CustomVersion picks the newest revision labelled with this custom version.
 	// +optional

@@ -41,7 +41,7 @@ func TestEveryControllerStartsLeadsAndServes(t *testing.T) {
 			})
 			metrics := p.Metrics(t)
 			require.Contains(t, metrics, "rest_client_requests_total", "client-go REST metrics are exported")
-			if c == "cronjob" || c == "cloneset" || c == "statefulset" {
+			if c == "cronjob" || c == "cloneset" || c == "statefulset" || c == "sidecarset" {
 				// These binaries run their reconcilers: its workers start, and it does not claim to idle.
 				testenv.Eventually(t, 30*time.Second, func() (bool, error) {
 					return strings.Contains(p.Log(), "Starting workers"), nil
@@ -109,6 +109,14 @@ func TestControllerRBACIsLeastPrivilege(t *testing.T) {
 		{"daemonset", authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"}, true},
 		{"daemonset", authorizationv1.ResourceAttributes{Verb: "update", Resource: "nodes"}, false},
 		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Namespace: "default"}, false},
+		// The webhook: its own configurations and certificate Secret, by name, nothing else.
+		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-sidecarset"}, true},
+		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "flotilla-sidecarset"}, true},
+		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-pub"}, false},
+		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "list", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"}, false},
+		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "update", Resource: "secrets", Name: "sidecarset-controller-webhook-certs", Namespace: framework.SystemNamespace}, true},
+		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Name: "other", Namespace: framework.SystemNamespace}, false},
+		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "list", Resource: "secrets", Namespace: framework.SystemNamespace}, false},
 		{"pub", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
 		{"probe", authorizationv1.ResourceAttributes{Verb: "create", Group: "apps.kruise.io", Resource: "nodepodprobes"}, true},
 		{"probe", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: "default"}, false},

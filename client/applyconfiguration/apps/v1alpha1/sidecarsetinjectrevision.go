@@ -25,7 +25,9 @@ import (
 // SidecarSetInjectRevisionApplyConfiguration represents a declarative configuration of the SidecarSetInjectRevision type for use
 // with apply.
 //
-// SidecarSetInjectRevision pins the injected revision.
+// SidecarSetInjectRevision pins the injected revision. Whether the named
+// revision exists needs other objects: the SidecarSet validating webhook
+// checks it.
 type SidecarSetInjectRevisionApplyConfiguration struct {
 	// CustomVersion picks the newest revision labelled with this custom version.
 	CustomVersion *string `json:"customVersion,omitempty"`

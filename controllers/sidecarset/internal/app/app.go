@@ -7,6 +7,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"k8s.io/component-base/featuregate"
 
@@ -46,8 +47,8 @@ func Binary() kitapp.Binary {
 }
 
 // setup builds the clients and registers the SidecarSet reconciler (leader
-// only) and the admission webhook (every replica; not with PodWebhook=false,
-// which also turns injection off in OpenKruise).
+// only) and the admission webhooks (every replica; PodWebhook=false turns pod
+// injection off, as in OpenKruise, and keeps SidecarSet validation).
 func setup(ctx context.Context, env *kitapp.Env, wh kitwebhook.Options) error {
 	cl, err := wiring.New(ctx, env)
 	if err != nil {
@@ -56,14 +57,14 @@ func setup(ctx context.Context, env *kitapp.Env, wh kitwebhook.Options) error {
 	if err := addReconciler(env, cl); err != nil {
 		return err
 	}
-	if !env.Gates.Enabled(features.PodWebhook) {
-		env.Logger.Info("PodWebhook is off: no sidecar injection, no SidecarSet validation webhook")
-		return nil
+	pods := env.Gates.Enabled(features.PodWebhook)
+	if !pods {
+		env.Logger.Info("PodWebhook is off: no sidecar injection (the pod webhook's scope stays false); SidecarSets are still validated")
 	}
 	if env.Gates.Enabled(features.EnableExternalCerts) && wh.CertDir == "" {
 		return fmt.Errorf("EnableExternalCerts needs --webhook-cert-dir")
 	}
-	if err := webhook.Setup(env, cl, wh, SystemNamespace(env)); err != nil {
+	if err := webhook.Setup(env, cl, wh, SystemNamespace(env), pods); err != nil {
 		return fmt.Errorf("set up SidecarSet webhook: %w", err)
 	}
 	return nil
@@ -71,7 +72,7 @@ func setup(ctx context.Context, env *kitapp.Env, wh kitwebhook.Options) error {
 
 // addReconciler registers the SidecarSet reconciler (leader only). Its
 // ControllerRevisions and the kruise-configuration ConfigMap live in the
-// controller's own namespace: the Lease namespace ($POD_NAMESPACE).
+// controller's own namespace (SystemNamespace).
 func addReconciler(env *kitapp.Env, cl *wiring.Clients) error {
 	c, err := controller.New(controller.Deps{
 		Kube:            cl.Kube,
@@ -95,5 +96,13 @@ func addReconciler(env *kitapp.Env, cl *wiring.Clients) error {
 
 // SystemNamespace is where SidecarSet ControllerRevisions and the
 // kruise-configuration ConfigMap (patchPodMetadata whitelist) live: the
-// controller's own namespace, which the webhook must read too.
-func SystemNamespace(env *kitapp.Env) string { return env.Options.LeaseNamespace }
+// controller's own namespace ($POD_NAMESPACE, else flotilla-system, as
+// OpenKruise's kruise-system), which the webhook reads too. Not the Lease's
+// namespace: --leader-elect-resource-namespace moves the Lease (tests put it
+// in their own namespace), not where the RBAC grants revisions.
+func SystemNamespace(*kitapp.Env) string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return kitapp.DefaultLeaseNamespace
+}

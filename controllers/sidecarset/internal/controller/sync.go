@@ -60,8 +60,21 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		errs = append(errs, c.setUpgradable(ctx, set, pod, false))
 	}
 	patchAllowed := c.patchAllowed(ctx, set)
+	upgraded := 0
 	for _, pod := range p.upgrade {
-		errs = append(errs, c.upgrade(ctx, set, pod, latestName, patchAllowed))
+		err := c.upgrade(ctx, set, pod, latestName, patchAllowed)
+		if err == nil {
+			upgraded++
+		}
+		errs = append(errs, err)
+	}
+	// One event per round, not per pod: at scale, per-pod events would be
+	// as many API writes as the upgrades themselves.
+	if upgraded > 0 {
+		c.recorder.Eventf(set, corev1.EventTypeNormal, "UpgradeSidecars", "upgrading sidecars of %d pod(s) in place to %s", upgraded, latestName)
+	}
+	if len(p.notUpgradable) > 0 {
+		logger.V(2).Info("Pods not upgradable in place: containers changed beyond images", "count", len(p.notUpgradable))
 	}
 	// A pod that was not upgradable and now is (the SidecarSet went back,
 	// or the pod was upgraded): clear this SidecarSet from its condition.
@@ -146,7 +159,6 @@ func (c *Controller) upgrade(ctx context.Context, set *appsv1alpha1.SidecarSet, 
 	}
 	c.rvExp.Expect(updated)
 	klog.FromContext(ctx).V(2).Info("Upgraded sidecars in place", "pod", klog.KObj(pod), "containers", changed, "revision", revision)
-	c.recorder.Eventf(updated, corev1.EventTypeNormal, "UpgradeSidecar", "sidecarset %s: containers %v upgraded in place to %s", set.Name, changed, revision)
 	return nil
 }
 

@@ -28,7 +28,8 @@ type plan struct {
 
 // planUpgrade decides, from the cache alone, which pods to flip or upgrade
 // (OpenKruise's GetNextUpgradePods): nothing under NotUpdate or
-// updateStrategy.paused; hot upgrades ready to flip first; otherwise the
+// updateStrategy.paused, nor for a SidecarSet with native-sidecar init
+// containers; hot upgrades ready to flip first; otherwise the
 // pods not on the latest version, matching updateStrategy.selector, whose
 // difference is images only and that have no upgrade in flight, in
 // ActivePods order then priority then scatter, minus the last `partition`
@@ -37,7 +38,7 @@ type plan struct {
 func planUpgrade(set *appsv1alpha1.SidecarSet, pods []*corev1.Pod, now time.Time) plan {
 	var p plan
 	us := set.Spec.UpdateStrategy
-	if us.Type == appsv1alpha1.NotUpdateSidecarSetStrategyType || us.Paused {
+	if us.Type == appsv1alpha1.NotUpdateSidecarSetStrategyType || us.Paused || hasNativeSidecar(set) {
 		return p
 	}
 	for _, pod := range pods {
@@ -147,4 +148,17 @@ func expandScatter(scatter appspub.UpdateScatterStrategy, pods []*corev1.Pod) ap
 		}
 	}
 	return out
+}
+
+// hasNativeSidecar: a SidecarSet with native-sidecar init containers is
+// never upgraded in place (OpenKruise forbids RollingUpdate for it): their
+// images are part of the hash, and a pod's init containers are not what an
+// in-place upgrade changes.
+func hasNativeSidecar(set *appsv1alpha1.SidecarSet) bool {
+	for i := range set.Spec.InitContainers {
+		if sidecarcontrol.IsNativeSidecar(&set.Spec.InitContainers[i].Container) {
+			return true
+		}
+	}
+	return false
 }

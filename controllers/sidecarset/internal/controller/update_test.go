@@ -201,6 +201,20 @@ func TestPlanUpgrade(t *testing.T) {
 	}
 }
 
+// A native sidecar's image change would move the pod's hash without
+// changing its init container: never in place.
+func TestPlanUpgradeNativeSidecar(t *testing.T) {
+	native := func(img string) *appsv1alpha1.SidecarSet {
+		return testSet("side:1", func(s *appsv1alpha1.SidecarSet) {
+			s.Spec.InitContainers = []appsv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "n", Image: img, RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}}}
+		})
+	}
+	pods := []*corev1.Pod{injectedPod(t, "p0", native("n:1"), nil), injectedPod(t, "p1", native("n:1"), nil)}
+	p := planUpgrade(native("n:2"), pods, now)
+	assert.Empty(t, p.upgrade)
+	assert.Empty(t, p.notUpgradable)
+}
+
 func nilIfEmpty(s []string) []string {
 	if len(s) == 0 {
 		return nil

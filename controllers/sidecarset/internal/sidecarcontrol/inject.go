@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	appspub "github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 )
 
@@ -62,6 +63,7 @@ func Inject(pod *corev1.Pod, matched []*appsv1alpha1.SidecarSet, revs RevisionSo
 		}
 		versions = append(versions, v)
 	}
+	versions = dropCanaryBases(versions)
 	sortByName(versions)
 
 	// Metadata first: transferEnv's sourceContainerNameFrom may read a patched annotation.
@@ -448,6 +450,34 @@ func mergeDevices(c *corev1.Container, extra []corev1.VolumeDevice) []corev1.Vol
 		if !used.Has(d.DevicePath) {
 			out = append(out, d)
 			used.Insert(d.DevicePath)
+		}
+	}
+	return out
+}
+
+// IsCanary reports a canary SidecarSet and the base it stands in for:
+// annotations apps.kruise.io/sidecarset-canary "true" and
+// apps.kruise.io/sidecarset-base naming the base.
+func IsCanary(set *appsv1alpha1.SidecarSet) (bool, string) {
+	base := set.Annotations[appspub.SidecarSetBaseAnnotation]
+	return set.Annotations[appspub.SidecarSetCanaryAnnotation] == "true" && base != "", base
+}
+
+// dropCanaryBases leaves out the SidecarSets a matching canary stands in for.
+func dropCanaryBases(sets []*appsv1alpha1.SidecarSet) []*appsv1alpha1.SidecarSet {
+	bases := map[string]bool{}
+	for _, s := range sets {
+		if ok, base := IsCanary(s); ok {
+			bases[base] = true
+		}
+	}
+	if len(bases) == 0 {
+		return sets
+	}
+	out := make([]*appsv1alpha1.SidecarSet, 0, len(sets))
+	for _, s := range sets {
+		if !bases[s.Name] {
+			out = append(out, s)
 		}
 	}
 	return out

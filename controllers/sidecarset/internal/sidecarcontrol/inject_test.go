@@ -350,3 +350,19 @@ func TestInjectDoesNotModifyInputs(t *testing.T) {
 		t.Fatal("Inject modified its inputs")
 	}
 }
+
+func TestInjectCanary(t *testing.T) {
+	base := newSet("mesh", func(s *appsv1alpha1.SidecarSet) { s.Spec.Containers[0] = sidecar("proxy", "proxy:1") })
+	canary := newSet("mesh-canary", func(s *appsv1alpha1.SidecarSet) {
+		s.Spec.Containers[0] = sidecar("proxy", "proxy:2")
+		s.Annotations = map[string]string{"apps.kruise.io/sidecarset-canary": "true", "apps.kruise.io/sidecarset-base": "mesh"}
+	})
+	out, _ := mustInject(t, newPod(), []*appsv1alpha1.SidecarSet{base, canary}, RevisionList{}, Options{})
+	if container(t, out, "proxy").Image != "proxy:2" || out.Annotations[InjectedListAnnotation] != "mesh-canary" {
+		t.Fatalf("the canary stands in for its base: %v %s", names(out.Spec.Containers), out.Annotations[InjectedListAnnotation])
+	}
+	out, _ = mustInject(t, newPod(), []*appsv1alpha1.SidecarSet{base}, RevisionList{}, Options{})
+	if container(t, out, "proxy").Image != "proxy:1" {
+		t.Fatal("base alone")
+	}
+}

@@ -202,3 +202,31 @@ func TestSetUpgradableCondition(t *testing.T) {
 		t.Fatalf("all upgradable again: %+v", c)
 	}
 }
+
+func TestConsistentDigestImage(t *testing.T) {
+	const digest = "reg/side@sha256:0123456789abcdef"
+	v1 := newSet("s")
+	v2 := v1.DeepCopy()
+	v2.Spec.Containers[0].Image = digest
+	pod, _ := mustInject(t, newPod(), []*appsv1alpha1.SidecarSet{v1}, RevisionList{}, Options{})
+	up, _, err := Upgrade(running(pod), v2, "r", false, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Consistent(up, v2) {
+		t.Fatal("consistent while the kubelet still reports the old image")
+	}
+	st := up.DeepCopy()
+	for i := range st.Status.ContainerStatuses {
+		if st.Status.ContainerStatuses[i].Name == "s-c" {
+			st.Status.ContainerStatuses[i].ImageID = "docker.io/reg/side@sha256:0123456789abcdef"
+		}
+	}
+	if !Consistent(st, v2) {
+		t.Fatal("a digest image is consistent once the imageID carries that digest")
+	}
+	st.Status.ContainerStatuses[0].ImageID = "docker.io/reg/side@sha256:ffff"
+	if Consistent(st, v2) {
+		t.Fatal("another digest is not the image asked for")
+	}
+}

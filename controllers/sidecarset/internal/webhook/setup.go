@@ -20,7 +20,11 @@ import (
 // small caches it reads run on every replica; the scope syncer (which
 // rewrites the pod webhook's match conditions when SidecarSets change) runs
 // on the leader.
-func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options, systemNamespace string) error {
+//
+// With podWebhook false (gate PodWebhook off) only the SidecarSet validation
+// is served: the pod path is not registered and the pod entry's scope stays
+// "false", so the API server never calls it.
+func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options, systemNamespace string, podWebhook bool) error {
 	if opts.Disabled {
 		return nil
 	}
@@ -58,7 +62,11 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options, systemN
 		Gates:           env.Gates,
 		Clock:           env.Clock,
 	}
-	h.Register(c.Server)
+	if podWebhook {
+		h.Register(c.Server)
+	} else {
+		h.RegisterValidation(c.Server)
+	}
 	env.AddReplicaComponent(c.ReplicaComponent())
 
 	setsSynced := setInf.Informer().HasSynced
@@ -70,6 +78,9 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options, systemN
 			all, err := setInf.Lister().List(labels.Everything())
 			if err != nil {
 				return kitwebhook.Scope{}, err
+			}
+			if !podWebhook {
+				return PodScope(nil)
 			}
 			return PodScope(all)
 		})

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 
@@ -21,7 +22,7 @@ import (
 // ControllerRevisions. Every error names its field.
 func Validate(set, old *appsv1alpha1.SidecarSet, others []*appsv1alpha1.SidecarSet, revs sidecarcontrol.RevisionSource) field.ErrorList {
 	spec := field.NewPath("spec")
-	var errs field.ErrorList
+	errs := validateSelf(set, spec)
 	if old != nil {
 		errs = append(errs, validateContainerChanges(set.Spec.Containers, old.Spec.Containers, spec.Child("containers"))...)
 	}
@@ -29,6 +30,51 @@ func Validate(set, old *appsv1alpha1.SidecarSet, others []*appsv1alpha1.SidecarS
 	errs = append(errs, validateConflicts(set, others, spec)...)
 	return errs
 }
+
+// validateSelf checks rules on the SidecarSet alone that a CRD CEL rule
+// cannot: each would run once per item of an unbounded list (containers,
+// their transferEnv) and exceed the API server's cost budget.
+func validateSelf(set *appsv1alpha1.SidecarSet, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, c := range set.Spec.Containers {
+		p := spec.Child("containers").Index(i)
+		if c.UpgradeStrategy.UpgradeType == appsv1alpha1.SidecarContainerHotUpgrade && c.UpgradeStrategy.HotUpgradeEmptyImage == "" {
+			errs = append(errs, field.Required(p.Child("upgradeStrategy", "hotUpgradeEmptyImage"), "a HotUpgrade sidecar needs the image of its idle twin"))
+		}
+		errs = append(errs, validateTransferEnv(c.TransferEnv, p.Child("transferEnv"))...)
+	}
+	for i, c := range set.Spec.InitContainers {
+		p := spec.Child("initContainers").Index(i)
+		if c.UpgradeStrategy.UpgradeType == appsv1alpha1.SidecarContainerHotUpgrade {
+			errs = append(errs, field.Invalid(p.Child("upgradeStrategy", "upgradeType"), c.UpgradeStrategy.UpgradeType, "init containers are not hot-upgraded"))
+		}
+		if sidecarcontrol.IsNativeSidecar(&c.Container) && set.Spec.UpdateStrategy.Type != appsv1alpha1.NotUpdateSidecarSetStrategyType {
+			errs = append(errs, field.Invalid(spec.Child("updateStrategy", "type"), set.Spec.UpdateStrategy.Type,
+				fmt.Sprintf("init container %s is a native sidecar (restartPolicy Always), which is not updated in place: use NotUpdate", c.Name)))
+		}
+		errs = append(errs, validateTransferEnv(c.TransferEnv, p.Child("transferEnv"))...)
+	}
+	return errs
+}
+
+// validateTransferEnv: sourceContainerNameFrom reads the pod's name, a
+// label or an annotation, nothing else (OpenKruise's rule).
+func validateTransferEnv(envs []appsv1alpha1.TransferEnvVar, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for j, e := range envs {
+		if e.SourceContainerNameFrom == nil || e.SourceContainerNameFrom.FieldRef == nil {
+			continue
+		}
+		fp := e.SourceContainerNameFrom.FieldRef.FieldPath
+		if fp != "metadata.name" && !fieldRefPath.MatchString(fp) {
+			errs = append(errs, field.NotSupported(path.Index(j).Child("sourceContainerNameFrom", "fieldRef", "fieldPath"), fp,
+				[]string{"metadata.name", "metadata.labels['<key>']", "metadata.annotations['<key>']"}))
+		}
+	}
+	return errs
+}
+
+var fieldRefPath = regexp.MustCompile(`^metadata\.(labels|annotations)\['[^']+'\]$`)
 
 // validateContainerChanges: an update may change a sidecar's image and
 // settings, not its upgradeType (a hot-upgrade pair cannot become one

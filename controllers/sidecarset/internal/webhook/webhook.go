@@ -69,9 +69,14 @@ type Handlers struct {
 	Inject InjectFunc
 }
 
-// Register serves the handlers on s.
+// Register serves both handlers on s.
 func (h *Handlers) Register(s *kitwebhook.Server) {
 	s.Register(PodPath, "sidecarset-inject-pod", kitwebhook.HandlerFunc(h.MutatePod))
+	h.RegisterValidation(s)
+}
+
+// RegisterValidation serves only the SidecarSet validation (PodWebhook off).
+func (h *Handlers) RegisterValidation(s *kitwebhook.Server) {
 	s.Register(SidecarSetPath, "sidecarset-validate", kitwebhook.HandlerFunc(h.ValidateSidecarSet))
 }
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	appspub "github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/sidecarcontrol"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
@@ -194,4 +195,26 @@ func TestRevisions(t *testing.T) {
 		// version-2's revision is neither latest, nor used, nor within the limit of 1 old one beyond the live ones.
 		return len(names) == 2 && names[v1.Status.LatestRevision] == "version-1" && names[v3.Status.LatestRevision] == "version-3", nil
 	})
+}
+
+// Item 4: priorityStrategy picks the first pods to upgrade: with partition 3
+// of 4, the one pod moved is the one with the highest `idx` label.
+func TestUpgradePriority(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	h.createSet(h.newSet("prio", sideV1, func(s *appsv1alpha1.SidecarSet) {
+		s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(3))
+		s.Spec.UpdateStrategy.PriorityStrategy = &appspub.UpdatePriorityStrategy{OrderPriority: []appspub.UpdatePriorityOrderTerm{{OrderedKey: "idx"}}}
+	}))
+	h.createPods("prio", 4, nil, nil)
+	h.waitPods("prio", "4 ready", allReady(4))
+	h.sets.Modify(h.setName("prio"), setImage("side", sideV2))
+	h.waitStatus("prio", "1 updated", func(s appsv1alpha1.SidecarSetStatus) bool { return s.UpdatedReadyPods == 1 })
+	for _, p := range h.pods("prio") {
+		if p.Labels["idx"] == "3" {
+			assert.Equal(t, sideV2, image(&p, "side"), "highest priority first")
+		} else {
+			assert.Equal(t, sideV1, image(&p, "side"), p.Name)
+		}
+	}
 }

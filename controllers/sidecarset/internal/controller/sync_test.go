@@ -1,0 +1,113 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
+	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+)
+
+type fixture struct {
+	c      *Controller
+	kube   *kubefake.Clientset
+	client *fake.Clientset
+}
+
+// newFixture builds the controller over fake clients whose caches hold set
+// and pods (informers not started: the test seeds their indexers).
+func newFixture(t *testing.T, set *appsv1alpha1.SidecarSet, pods []*corev1.Pod) *fixture {
+	t.Helper()
+	var kubeObjs []runtime.Object
+	for _, p := range pods {
+		kubeObjs = append(kubeObjs, p)
+	}
+	f := &fixture{kube: kubefake.NewSimpleClientset(kubeObjs...), client: fake.NewSimpleClientset(set)}
+	d := Deps{
+		Kube: f.kube, Client: f.client,
+		KubeInformers:   informers.NewSharedInformerFactory(f.kube, 0),
+		Informers:       flotillainformers.NewSharedInformerFactory(f.client, 0),
+		SystemNamespace: "sys",
+		Clock:           clocktesting.NewFakeClock(now),
+		Recorder:        record.NewFakeRecorder(100),
+		QueueOptions:    controller.DefaultQueueOptions(),
+	}
+	c, err := New(d)
+	require.NoError(t, err)
+	require.NoError(t, d.Informers.Apps().V1alpha1().SidecarSets().Informer().GetIndexer().Add(set))
+	for _, p := range pods {
+		require.NoError(t, c.pods.Add(p))
+	}
+	// The fake tracker keeps resourceVersions; the API server bumps them on
+	// every write, which is what resource-version expectations rely on.
+	f.kube.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod)
+		p.ResourceVersion = "2"
+		return false, nil, nil
+	})
+	f.c = c
+	f.kube.ClearActions()
+	f.client.ClearActions()
+	return f
+}
+
+func writes(actions []k8stesting.Action, resource string) []k8stesting.Action {
+	var out []k8stesting.Action
+	for _, a := range actions {
+		if a.GetResource().Resource == resource && a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// One sync registers the revision, writes status and upgrades one pod
+// (maxUnavailable 1); a second sync on the same, stale cache waits for the
+// cache to show that write instead of acting again.
+func TestSyncUpgradesOnceUntilCacheCatchesUp(t *testing.T) {
+	v1, v2 := testSet("side:1"), testSet("side:2")
+	v2.UID, v2.Generation = "uid-s", 2
+	var pods []*corev1.Pod
+	for i := range 3 {
+		p := injectedPod(t, fmt.Sprintf("p%d", i), v1, nil)
+		p.UID, p.ResourceVersion = types.UID("uid-"+p.Name), "1"
+		pods = append(pods, p)
+	}
+	f := newFixture(t, v2, pods)
+
+	require.NoError(t, f.c.sync(context.Background(), "s"))
+	revs := writes(f.kube.Actions(), "controllerrevisions")
+	require.Len(t, revs, 1)
+	assert.Equal(t, "create", revs[0].GetVerb())
+	assert.Equal(t, "sys", revs[0].GetNamespace(), "revisions live in the controller's namespace")
+	podWrites := writes(f.kube.Actions(), "pods")
+	require.Len(t, podWrites, 1, "maxUnavailable 1")
+	updated := podWrites[0].(k8stesting.UpdateAction).GetObject().(*corev1.Pod)
+	assert.Equal(t, "side:2", updated.Spec.Containers[0].Image)
+	status := writes(f.client.Actions(), "sidecarsets")
+	require.Len(t, status, 1)
+	st := status[0].(k8stesting.UpdateAction).GetObject().(*appsv1alpha1.SidecarSet).Status
+	assert.Equal(t, int32(3), st.MatchedPods)
+	assert.Equal(t, int32(0), st.UpdatedPods)
+	assert.NotEmpty(t, st.LatestRevision)
+
+	// The fake API server bumped the pod's resourceVersion; the cache did not.
+	f.kube.ClearActions()
+	f.client.ClearActions()
+	require.NoError(t, f.c.sync(context.Background(), "s"))
+	assert.Empty(t, writes(f.kube.Actions(), "pods"), "no second write from a stale cache")
+}

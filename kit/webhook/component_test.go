@@ -1,0 +1,72 @@
+package webhook
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func TestOptions(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "")
+	o := DefaultOptions("x-controller")
+	assert.Equal(t, Options{Port: 9443, SecretName: "x-controller-webhook-certs", Namespace: "flotilla-system",
+		ServiceName: "x-controller-webhook", ShutdownDelay: 3 * time.Second}, o)
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	require.NoError(t, fs.Parse([]string{"--webhook-port=1234", "--webhook-cert-dir=/certs", "--webhook-host=127.0.0.1"}))
+	assert.Equal(t, 1234, o.Port)
+	assert.Equal(t, "/certs", o.CertDir)
+	require.NoError(t, o.Validate())
+	o.Port = 70000
+	assert.Error(t, o.Validate())
+	o = DefaultOptions("x")
+	o.SecretName = ""
+	assert.Error(t, o.Validate(), "self-managed certificates need a Secret")
+	o.Disabled = true
+	assert.NoError(t, o.Validate())
+
+	d := DefaultOptions("x-controller")
+	p := d.CertPolicy()
+	assert.Contains(t, p.DNSNames, "x-controller-webhook.flotilla-system.svc")
+	assert.Contains(t, p.DNSNames, "x-controller-webhook.flotilla-system.svc.cluster.local")
+	assert.Equal(t, "127.0.0.1", p.IPs[0].String())
+}
+
+// The component with external certificates: it serves the files, injects
+// their ca.crt into its configurations and reports ready once serving.
+func TestComponentWithCertDir(t *testing.T) {
+	dir := t.TempDir()
+	data, _, err := PlanCerts(time.Now(), nil, testPolicy)
+	require.NoError(t, err)
+	for _, k := range []string{KeyTLSCert, KeyTLSKey, KeyCACert} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, k), data[k], 0o600))
+	}
+	client := fake.NewClientset(&admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "w"}}})
+	c, err := New(Options{Host: "127.0.0.1", Port: 0, CertDir: dir}, client, prometheus.NewRegistry(), nil, ConfigRef{Kind: Mutating, Name: "cfg"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	require.Eventually(t, func() bool { return c.Ready() == nil }, 5*time.Second, 10*time.Millisecond)
+	assert.Equal(t, data[KeyCACert], c.CABundle())
+	require.Eventually(t, func() bool {
+		m, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "cfg", metav1.GetOptions{})
+		return err == nil && string(m.Webhooks[0].ClientConfig.CABundle) == string(data[KeyCACert])
+	}, 5*time.Second, 10*time.Millisecond, "the caBundle was injected")
+	rc := c.ReplicaComponent()
+	assert.Equal(t, "webhook", rc.Name)
+	assert.NoError(t, rc.Ready())
+	cancel()
+	require.NoError(t, <-done)
+}
