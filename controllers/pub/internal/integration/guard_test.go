@@ -73,10 +73,12 @@ func TestGuard(t *testing.T) {
 	require.NoError(t, h.setImage("web-0", imageV2), "in-place image change within the budget")
 	p := h.pubs.Get("web")
 	assert.Contains(t, p.Status.UnavailablePods, "web-0", "an update is recorded in unavailablePods")
+	seen := h.watchPub("web", func(p *policyv1alpha1.PodUnavailableBudget) bool {
+		_, ok := p.Status.DisruptedPods["web-1"]
+		return ok && p.Status.UnavailableAllowed == 0
+	})
 	require.NoError(t, h.deletePod("web-1"), "a delete within the budget")
-	p = h.pubs.Get("web")
-	assert.Contains(t, p.Status.DisruptedPods, "web-1", "a delete is recorded in disruptedPods")
-	assert.Equal(t, int32(0), p.Status.UnavailableAllowed)
+	assert.True(t, seen(), "a delete is recorded in disruptedPods (until the pod is seen gone)")
 
 	h.waitStatus("web", "budget spent", counts(0, 3, 3, 5))
 	err := h.deletePod("web-2")
@@ -109,4 +111,31 @@ func TestGuard(t *testing.T) {
 	})
 	assert.Len(t, h.pods("web"), 3)
 	_ = corev1.PodReady
+}
+
+// watchPub watches the budget from now on; the returned function waits
+// (up to waitTimeout) for a version satisfying cond.
+func (h *harness) watchPub(name string, cond func(*policyv1alpha1.PodUnavailableBudget) bool) func() bool {
+	h.t.Helper()
+	cur := h.pubs.Get(name)
+	w, err := h.client.PolicyV1alpha1().PodUnavailableBudgets(h.ns).Watch(context.Background(), metav1.ListOptions{
+		FieldSelector: "metadata.name=" + name, ResourceVersion: cur.ResourceVersion})
+	require.NoError(h.t, err)
+	h.t.Cleanup(w.Stop)
+	return func() bool {
+		timeout := time.After(waitTimeout)
+		for {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return false
+				}
+				if p, ok := ev.Object.(*policyv1alpha1.PodUnavailableBudget); ok && cond(p) {
+					return true
+				}
+			case <-timeout:
+				return false
+			}
+		}
+	}
 }
