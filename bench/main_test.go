@@ -23,13 +23,14 @@ type sizes struct {
 	statefulSetPods      int
 	admissionPods        int
 	sidecarPods          int
+	pubPods, pubDeletes  int
 	idle                 time.Duration
 	quietFor, waitBudget time.Duration
 }
 
 var presets = map[string]sizes{
-	"smoke":   {scaleUpPods: 20, restartSets: 3, restartPodsPerSet: 5, inPlacePods: 10, statefulSetPods: 20, admissionPods: 20, sidecarPods: 10, idle: 5 * time.Second, quietFor: time.Second, waitBudget: 3 * time.Minute},
-	"default": {scaleUpPods: 2000, restartSets: 100, restartPodsPerSet: 100, inPlacePods: 1000, statefulSetPods: 1000, admissionPods: 1000, sidecarPods: 1000, idle: 60 * time.Second, quietFor: 2 * time.Second, waitBudget: 10 * time.Minute},
+	"smoke":   {scaleUpPods: 20, restartSets: 3, restartPodsPerSet: 5, inPlacePods: 10, statefulSetPods: 20, admissionPods: 20, sidecarPods: 10, pubPods: 40, pubDeletes: 20, idle: 5 * time.Second, quietFor: time.Second, waitBudget: 3 * time.Minute},
+	"default": {scaleUpPods: 2000, restartSets: 100, restartPodsPerSet: 100, inPlacePods: 1000, statefulSetPods: 1000, admissionPods: 1000, sidecarPods: 1000, pubPods: 1000, pubDeletes: 200, idle: 60 * time.Second, quietFor: 2 * time.Second, waitBudget: 10 * time.Minute},
 }
 
 var (
@@ -41,6 +42,8 @@ var (
 	flagSTS         = flag.Int("bench.statefulset-pods", 0, "statefulset scale-up: pods (0: the size's default)")
 	flagAdmission   = flag.Int("bench.admission-pods", 0, "pod admission: pods per namespace (0: the size's default)")
 	flagSidecar     = flag.Int("bench.sidecar-pods", 0, "sidecar upgrade: pods (0: the size's default)")
+	flagPubPods     = flag.Int("bench.pub-pods", 0, "pub guard: Ready pods per namespace (0: the size's default)")
+	flagPubDeletes  = flag.Int("bench.pub-deletes", 0, "pub guard: concurrent deletes (0: the size's default)")
 	flagIdle        = flag.Duration("bench.idle", 0, "idle: measuring window (0: the size's default)")
 	flagQPS         = flag.Float64("bench.qps", 1000, "client QPS of the cloneset-controller and the raw client (kube-controller-manager's is set when the cluster starts: KUBE_API_QPS)")
 	flagBurst       = flag.Int("bench.burst", 2000, "client burst, likewise (KUBE_API_BURST)")
@@ -65,6 +68,8 @@ func size() sizes {
 	override(&s.statefulSetPods, *flagSTS)
 	override(&s.admissionPods, *flagAdmission)
 	override(&s.sidecarPods, *flagSidecar)
+	override(&s.pubPods, *flagPubPods)
+	override(&s.pubDeletes, *flagPubDeletes)
 	if *flagIdle > 0 {
 		s.idle = *flagIdle
 	}
@@ -85,7 +90,7 @@ type row struct {
 var (
 	resultsMu sync.Mutex
 	results   []row
-	order     = map[string]int{"scale-up": 1, "restart": 2, "in-place rollout": 3, "idle": 4, "statefulset scale-up": 5, "pod admission": 6, "sidecar upgrade": 7}
+	order     = map[string]int{"scale-up": 1, "restart": 2, "in-place rollout": 3, "idle": 4, "statefulset scale-up": 5, "pod admission": 6, "sidecar upgrade": 7, "pub guard": 8}
 )
 
 func record(r row) {
@@ -104,7 +109,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(testenv.EnvNodes) == "" {
 		// 110 pods per kwok node.
 		s := size()
-		pods := max(s.scaleUpPods, s.restartSets*s.restartPodsPerSet, s.inPlacePods, s.statefulSetPods, s.sidecarPods)
+		pods := max(s.scaleUpPods, s.restartSets*s.restartPodsPerSet, s.inPlacePods, s.statefulSetPods, s.sidecarPods, 2*s.pubPods)
 		_ = os.Setenv(testenv.EnvNodes, fmt.Sprint(max(3, pods/100+1)))
 	}
 	testenv.AfterRun(writeReport)

@@ -23,7 +23,11 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 	if opts.Disabled {
 		return nil
 	}
-	f := flotillainformers.NewSharedInformerFactoryWithOptions(cl.Client, 0, flotillainformers.WithTransform(controller.StripManagedFields))
+	fopts := []flotillainformers.SharedInformerOption{flotillainformers.WithTransform(controller.StripManagedFields)}
+	if env.Options.Namespace != "" {
+		fopts = append(fopts, flotillainformers.WithNamespace(env.Options.Namespace))
+	}
+	f := flotillainformers.NewSharedInformerFactoryWithOptions(cl.Client, 0, fopts...)
 	pubInf := f.Policy().V1alpha1().PodUnavailableBudgets()
 	env.AddReplicaInformerFactory(f)
 
