@@ -70,9 +70,9 @@ type Guard struct {
 	Recorder record.EventRecorder
 
 	mu sync.Mutex
-	// locks serialise the requests of one process per budget: they would
-	// otherwise conflict on the status write and retry.
-	locks map[types.UID]*sync.Mutex
+	// batchers queue the requests of one process per budget and commit
+	// them together: they would otherwise conflict on the status write.
+	batchers map[types.UID]*batcher
 	// last is the status this process wrote last per budget: newer than
 	// the informer's copy until the watch catches up.
 	last map[types.UID]*policyv1alpha1.PodUnavailableBudget
@@ -196,24 +196,115 @@ func (g *Guard) decode(ctx context.Context, req kitwebhook.Request) (*corev1.Pod
 // take records pod in the budget's status and decrements
 // unavailableAllowed with a write conditional on the resourceVersion it
 // read; on a conflict it reads the budget from the API server and decides
-// again. A dry run decides without writing.
+// again. Requests for one budget arriving while a write is in flight are
+// decided together and committed in the next single write (a group
+// commit): the decisions are the same as one by one, in arrival order, and
+// a burst costs a few writes instead of one each. A dry run decides
+// without writing.
 func (g *Guard) take(ctx context.Context, cached *policyv1alpha1.PodUnavailableBudget, pod string, op policyv1alpha1.PubOperation, dryRun bool) error {
-	unlock := g.lock(cached.UID)
-	defer unlock()
+	if dryRun {
+		status := g.newest(cached).Status.DeepCopy()
+		if isRecorded(status, pod) {
+			return nil
+		}
+		return pubcontrol.CheckAndDecrement(cached.Name, status, pod, op, g.now())
+	}
+	b := g.batcher(cached.UID)
+	req := &pending{pod: pod, op: op, done: make(chan error, 1)}
+	b.mu.Lock()
+	b.queue = append(b.queue, req)
+	lead := !b.running
+	b.running = true
+	b.mu.Unlock()
+	if lead {
+		// The commit serves other requests too: it must not end with this
+		// request's context.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+		go func() { defer cancel(); g.drain(cctx, b, cached) }()
+	}
+	select {
+	case err := <-req.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// commitTimeout bounds the rounds of one drain (the API server gives up on
+// the webhook after its timeoutSeconds anyway).
+const commitTimeout = 10 * time.Second
+
+type pending struct {
+	pod  string
+	op   policyv1alpha1.PubOperation
+	done chan error
+}
+
+type batcher struct {
+	mu      sync.Mutex
+	queue   []*pending
+	running bool
+}
+
+func (g *Guard) batcher(uid types.UID) *batcher {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.batchers == nil {
+		g.batchers = map[types.UID]*batcher{}
+	}
+	b, ok := g.batchers[uid]
+	if !ok {
+		b = &batcher{}
+		g.batchers[uid] = b
+	}
+	return b
+}
+
+// drain commits the queued requests, round after round, until none is left.
+func (g *Guard) drain(ctx context.Context, b *batcher, cached *policyv1alpha1.PodUnavailableBudget) {
+	for {
+		b.mu.Lock()
+		batch := b.queue
+		b.queue = nil
+		if len(batch) == 0 {
+			b.running = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		results := g.commit(ctx, cached, batch)
+		for i, p := range batch {
+			p.done <- results[i]
+		}
+	}
+}
+
+// commit decides batch in order on the newest budget and writes the
+// result once, conditional on its resourceVersion; on a conflict the
+// budget is read back and the whole batch decided again.
+func (g *Guard) commit(ctx context.Context, cached *policyv1alpha1.PodUnavailableBudget, batch []*pending) []error {
+	all := func(err error) []error {
+		out := make([]error, len(batch))
+		for i := range out {
+			out[i] = err
+		}
+		return out
+	}
 	cur := g.newest(cached)
 	for range maxAttempts {
-		if _, ok := cur.Status.DisruptedPods[pod]; ok {
-			return nil
-		}
-		if _, ok := cur.Status.UnavailablePods[pod]; ok {
-			return nil
-		}
 		status := cur.Status.DeepCopy()
-		if err := pubcontrol.CheckAndDecrement(cur.Name, status, pod, op, g.now()); err != nil {
-			return err
+		results := make([]error, len(batch))
+		changed := false
+		for i, p := range batch {
+			if isRecorded(status, p.pod) {
+				continue
+			}
+			if results[i] = pubcontrol.CheckAndDecrement(cur.Name, status, p.pod, p.op, g.now()); results[i] == nil {
+				changed = true
+			}
 		}
-		if dryRun {
-			return nil
+		if !changed {
+			return results
 		}
 		upd := cur.DeepCopy()
 		upd.Status = *status
@@ -221,38 +312,29 @@ func (g *Guard) take(ctx context.Context, cached *policyv1alpha1.PodUnavailableB
 		switch {
 		case err == nil:
 			g.remember(out)
-			klog.FromContext(ctx).V(2).Info("Took from the budget", "pub", klog.KObj(out), "pod", pod, "operation", op,
+			klog.FromContext(ctx).V(2).Info("Took from the budget", "pub", klog.KObj(out), "requests", len(batch),
 				"unavailableAllowed", out.Status.UnavailableAllowed)
-			return nil
+			return results
 		case apierrors.IsNotFound(err):
-			return nil
+			return all(nil)
 		case !apierrors.IsConflict(err):
-			return fmt.Errorf("update status of pub %s/%s: %w", cur.Namespace, cur.Name, err)
+			return all(fmt.Errorf("update status of pub %s/%s: %w", cur.Namespace, cur.Name, err))
 		}
 		cur, err = g.Client.PolicyV1alpha1().PodUnavailableBudgets(cached.Namespace).Get(ctx, cached.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return nil
+			return all(nil)
 		}
 		if err != nil {
-			return fmt.Errorf("get pub %s/%s: %w", cached.Namespace, cached.Name, err)
+			return all(fmt.Errorf("get pub %s/%s: %w", cached.Namespace, cached.Name, err))
 		}
 	}
-	return fmt.Errorf("pub %s/%s: status still conflicting after %d attempts", cached.Namespace, cached.Name, maxAttempts)
+	return all(fmt.Errorf("pub %s/%s: status still conflicting after %d attempts", cached.Namespace, cached.Name, maxAttempts))
 }
 
-func (g *Guard) lock(uid types.UID) func() {
-	g.mu.Lock()
-	if g.locks == nil {
-		g.locks = map[types.UID]*sync.Mutex{}
-	}
-	l, ok := g.locks[uid]
-	if !ok {
-		l = &sync.Mutex{}
-		g.locks[uid] = l
-	}
-	g.mu.Unlock()
-	l.Lock()
-	return l.Unlock
+func isRecorded(s *policyv1alpha1.PodUnavailableBudgetStatus, pod string) bool {
+	_, d := s.DisruptedPods[pod]
+	_, u := s.UnavailablePods[pod]
+	return d || u
 }
 
 // newest is the informer's copy or the one this process wrote last,

@@ -3,6 +3,9 @@ package webhook
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,4 +75,49 @@ func TestTakeDryRunWritesNothing(t *testing.T) {
 	}
 	var denied *pubcontrol.DeniedError
 	assert.ErrorAs(t, g.take(context.Background(), budget(0, "1"), "p1", policyv1alpha1.PubEvictOperation, true), &denied, "a dry run is still refused")
+}
+
+// A burst of requests on one budget: exactly the budget is admitted, each
+// pod recorded once, in far fewer writes than requests (group commit).
+func TestTakeBurst(t *testing.T) {
+	// An API server in miniature: status writes conditional on the
+	// resourceVersion, which each write moves.
+	var mu sync.Mutex
+	stored := budget(7, "1")
+	writes := 0
+	cs := fake.NewSimpleClientset()
+	cs.PrependReactor("get", "podunavailablebudgets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return true, stored.DeepCopy(), nil
+	})
+	cs.PrependReactor("update", "podunavailablebudgets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		obj := a.(k8stesting.UpdateAction).GetObject().(*policyv1alpha1.PodUnavailableBudget).DeepCopy()
+		if obj.ResourceVersion != stored.ResourceVersion {
+			return true, nil, apierrors.NewConflict(policyv1alpha1.Resource("podunavailablebudgets"), obj.Name, errors.New("stale"))
+		}
+		writes++
+		obj.ResourceVersion = fmt.Sprint(writes + 1)
+		stored = obj
+		return true, obj.DeepCopy(), nil
+	})
+	g := &Guard{Client: cs}
+	cached := budget(7, "1")
+	var admitted atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			if g.take(context.Background(), cached, fmt.Sprintf("p%d", i), policyv1alpha1.PubDeleteOperation, false) == nil {
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int32(7), admitted.Load())
+	assert.Len(t, stored.Status.DisruptedPods, 7)
+	assert.Equal(t, int32(0), stored.Status.UnavailableAllowed)
+	assert.LessOrEqual(t, writes, 7)
+	t.Logf("%d writes for 50 requests", writes)
 }
