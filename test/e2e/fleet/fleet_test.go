@@ -28,7 +28,12 @@ func TestEveryControllerStartsLeadsAndServes(t *testing.T) {
 	f := newFleet(t, env)
 	procs := map[string]*framework.Process{}
 	for _, c := range controllers {
-		procs[c] = f.start(t, c)
+		var extra []string
+		if c == "pub" {
+			// Its guard on a free port: sidecarset-controller holds the default one.
+			extra = []string{"--webhook-host=127.0.0.1", "--webhook-port=0"}
+		}
+		procs[c] = f.start(t, c, extra...)
 	}
 	for _, c := range controllers {
 		p := procs[c]
@@ -41,7 +46,7 @@ func TestEveryControllerStartsLeadsAndServes(t *testing.T) {
 			})
 			metrics := p.Metrics(t)
 			require.Contains(t, metrics, "rest_client_requests_total", "client-go REST metrics are exported")
-			if c == "cronjob" || c == "cloneset" || c == "statefulset" || c == "sidecarset" {
+			if c == "cronjob" || c == "cloneset" || c == "statefulset" || c == "sidecarset" || c == "pub" {
 				// These binaries run their reconcilers: its workers start, and it does not claim to idle.
 				testenv.Eventually(t, 30*time.Second, func() (bool, error) {
 					return strings.Contains(p.Log(), "Starting workers"), nil
