@@ -123,6 +123,12 @@ func TestControllerRBACIsLeastPrivilege(t *testing.T) {
 		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Name: "other", Namespace: framework.SystemNamespace}, false},
 		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "list", Resource: "secrets", Namespace: framework.SystemNamespace}, false},
 		{"pub", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
+		// /scale of any workload, read only; not the workloads themselves.
+		{"pub", authorizationv1.ResourceAttributes{Verb: "get", Group: "example.com", Resource: "widgets", Subresource: "scale", Namespace: "default"}, true},
+		{"pub", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "clonesets", Subresource: "scale", Namespace: "default"}, false},
+		{"pub", authorizationv1.ResourceAttributes{Verb: "get", Group: "apps.kruise.io", Resource: "clonesets", Namespace: "default"}, false},
+		{"pub", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "flotilla-pub"}, true},
+		{"pub", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "flotilla-sidecarset"}, false},
 		{"probe", authorizationv1.ResourceAttributes{Verb: "create", Group: "apps.kruise.io", Resource: "nodepodprobes"}, true},
 		{"probe", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
 		{"cronjob", authorizationv1.ResourceAttributes{Verb: "create", Group: "batch", Resource: "jobs", Namespace: "default"}, true},
