@@ -35,9 +35,9 @@ func inPlaceFalse(obj string) string {
 var inPlaceStartExpr = `!has(request.subResource) || request.subResource != "status" || ((` + inPlaceFalse("object") + `) && !(` + inPlaceFalse("oldObject") + `))`
 
 // relatedExpr is true for a pod DELETE or UPDATE whose (old) pod is marked.
-var relatedExpr = "oldObject != null && has(oldObject.metadata.annotations) && (" +
-	quote(pub.PodRelatedPubAnnotation) + " in oldObject.metadata.annotations || " +
-	quote(pub.PodRelatedPubAnnotationNew) + " in oldObject.metadata.annotations)"
+var relatedExpr = "oldObject != null && (" + kitwebhook.AnyOf(
+	kitwebhook.HasAnnotation("oldObject", pub.PodRelatedPubAnnotation),
+	kitwebhook.HasAnnotation("oldObject", pub.PodRelatedPubAnnotationNew)) + ")"
 
 // Scopes are the pod entry's and the eviction entry's scopes for the
 // budgets that exist.
@@ -58,4 +58,3 @@ func Scopes(pubs []*policyv1alpha1.PodUnavailableBudget) (pod, eviction kitwebho
 	return pod, eviction
 }
 
-func quote(s string) string { return `"` + s + `"` }
