@@ -57,4 +57,3 @@ func Scopes(pubs []*policyv1alpha1.PodUnavailableBudget) (pod, eviction kitwebho
 	eviction = kitwebhook.Scope{MatchConditions: []admissionregistrationv1.MatchCondition{ns}}
 	return pod, eviction
 }
-
