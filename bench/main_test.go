@@ -24,13 +24,14 @@ type sizes struct {
 	admissionPods        int
 	sidecarPods          int
 	daemonSetNodes       int
+	pubPods, pubDeletes  int
 	idle                 time.Duration
 	quietFor, waitBudget time.Duration
 }
 
 var presets = map[string]sizes{
-	"smoke":   {scaleUpPods: 20, restartSets: 3, restartPodsPerSet: 5, inPlacePods: 10, statefulSetPods: 20, admissionPods: 20, sidecarPods: 10, daemonSetNodes: 10, idle: 5 * time.Second, quietFor: time.Second, waitBudget: 3 * time.Minute},
-	"default": {scaleUpPods: 2000, restartSets: 100, restartPodsPerSet: 100, inPlacePods: 1000, statefulSetPods: 1000, admissionPods: 1000, sidecarPods: 1000, daemonSetNodes: 1000, idle: 60 * time.Second, quietFor: 2 * time.Second, waitBudget: 10 * time.Minute},
+	"smoke":   {scaleUpPods: 20, restartSets: 3, restartPodsPerSet: 5, inPlacePods: 10, statefulSetPods: 20, admissionPods: 20, sidecarPods: 10, daemonSetNodes: 10, pubPods: 40, pubDeletes: 20, idle: 5 * time.Second, quietFor: time.Second, waitBudget: 3 * time.Minute},
+	"default": {scaleUpPods: 2000, restartSets: 100, restartPodsPerSet: 100, inPlacePods: 1000, statefulSetPods: 1000, admissionPods: 1000, sidecarPods: 1000, daemonSetNodes: 1000, pubPods: 1000, pubDeletes: 200, idle: 60 * time.Second, quietFor: 2 * time.Second, waitBudget: 10 * time.Minute},
 }
 
 var (
@@ -43,6 +44,8 @@ var (
 	flagAdmission   = flag.Int("bench.admission-pods", 0, "pod admission: pods per namespace (0: the size's default)")
 	flagSidecar     = flag.Int("bench.sidecar-pods", 0, "sidecar upgrade: pods (0: the size's default)")
 	flagDSNodes     = flag.Int("bench.daemonset-nodes", 0, "daemonset: kwok nodes the DaemonSets cover (0: the size's default)")
+	flagPubPods     = flag.Int("bench.pub-pods", 0, "pub guard: Ready pods per namespace (0: the size's default)")
+	flagPubDeletes  = flag.Int("bench.pub-deletes", 0, "pub guard: concurrent deletes (0: the size's default)")
 	flagIdle        = flag.Duration("bench.idle", 0, "idle: measuring window (0: the size's default)")
 	flagQPS         = flag.Float64("bench.qps", 1000, "client QPS of the cloneset-controller and the raw client (kube-controller-manager's is set when the cluster starts: KUBE_API_QPS)")
 	flagBurst       = flag.Int("bench.burst", 2000, "client burst, likewise (KUBE_API_BURST)")
@@ -68,6 +71,8 @@ func size() sizes {
 	override(&s.admissionPods, *flagAdmission)
 	override(&s.sidecarPods, *flagSidecar)
 	override(&s.daemonSetNodes, *flagDSNodes)
+	override(&s.pubPods, *flagPubPods)
+	override(&s.pubDeletes, *flagPubDeletes)
 	if *flagIdle > 0 {
 		s.idle = *flagIdle
 	}
@@ -89,7 +94,7 @@ var (
 	resultsMu sync.Mutex
 	results   []row
 	order     = map[string]int{"scale-up": 1, "restart": 2, "in-place rollout": 3, "idle": 4, "statefulset scale-up": 5,
-		"daemonset create": 6, "daemonset rolling update": 7, "pod admission": 8, "sidecar upgrade": 9}
+		"daemonset create": 6, "daemonset rolling update": 7, "pod admission": 8, "sidecar upgrade": 9, "pub guard": 10}
 )
 
 func record(r row) {
@@ -108,7 +113,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(testenv.EnvNodes) == "" {
 		// 110 pods per kwok node.
 		s := size()
-		pods := max(s.scaleUpPods, s.restartSets*s.restartPodsPerSet, s.inPlacePods, s.statefulSetPods, s.sidecarPods)
+		pods := max(s.scaleUpPods, s.restartSets*s.restartPodsPerSet, s.inPlacePods, s.statefulSetPods, s.sidecarPods, 2*s.pubPods)
 		_ = os.Setenv(testenv.EnvNodes, fmt.Sprint(max(3, pods/100+1)))
 	}
 	testenv.AfterRun(writeReport)

@@ -46,7 +46,8 @@ kubectl wait --for=condition=Established crd --all --timeout=60s > /dev/null
 server=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
 ca=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
 # Per-controller flags: the sidecarset webhook listens where deploy/overlays/local points the API server.
-extra_args() { case $1 in sidecarset) echo "--webhook-host=127.0.0.1 --webhook-port=19443" ;; esac; }
+extra_args() { case $1 in sidecarset) echo "--webhook-host=127.0.0.1 --webhook-port=19443" ;;
+  pub) echo "--webhook-host=127.0.0.1 --webhook-port=19444" ;; esac; }
 i=0
 for c in "${CONTROLLERS[@]}"; do
   name=$c-controller

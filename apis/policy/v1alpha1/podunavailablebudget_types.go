@@ -45,6 +45,7 @@ type PodUnavailableBudgetSpec struct {
 // TargetReference names a workload.
 type TargetReference struct {
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?v[0-9]+((alpha|beta)[0-9]+)?$')",message="spec.targetRef.apiVersion must be group/version or version, e.g. apps/v1"
 	APIVersion string `json:"apiVersion"`
 	// +kubebuilder:validation:MinLength=1
 	Kind string `json:"kind"`

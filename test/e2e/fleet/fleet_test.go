@@ -28,7 +28,12 @@ func TestEveryControllerStartsLeadsAndServes(t *testing.T) {
 	f := newFleet(t, env)
 	procs := map[string]*framework.Process{}
 	for _, c := range controllers {
-		procs[c] = f.start(t, c)
+		var extra []string
+		if c == "pub" {
+			// Its guard on a free port: sidecarset-controller holds the default one.
+			extra = []string{"--webhook-host=127.0.0.1", "--webhook-port=0"}
+		}
+		procs[c] = f.start(t, c, extra...)
 	}
 	for _, c := range controllers {
 		p := procs[c]
@@ -41,7 +46,7 @@ func TestEveryControllerStartsLeadsAndServes(t *testing.T) {
 			})
 			metrics := p.Metrics(t)
 			require.Contains(t, metrics, "rest_client_requests_total", "client-go REST metrics are exported")
-			if c != "probe" && c != "pub" {
+			if c != "probe" {
 				// These binaries run their reconcilers: its workers start, and it does not claim to idle.
 				testenv.Eventually(t, 30*time.Second, func() (bool, error) {
 					return strings.Contains(p.Log(), "Starting workers"), nil
@@ -118,6 +123,12 @@ func TestControllerRBACIsLeastPrivilege(t *testing.T) {
 		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Name: "other", Namespace: framework.SystemNamespace}, false},
 		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "list", Resource: "secrets", Namespace: framework.SystemNamespace}, false},
 		{"pub", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
+		// /scale of any workload, read only; not the workloads themselves.
+		{"pub", authorizationv1.ResourceAttributes{Verb: "get", Group: "example.com", Resource: "widgets", Subresource: "scale", Namespace: "default"}, true},
+		{"pub", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "clonesets", Subresource: "scale", Namespace: "default"}, false},
+		{"pub", authorizationv1.ResourceAttributes{Verb: "get", Group: "apps.kruise.io", Resource: "clonesets", Namespace: "default"}, false},
+		{"pub", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "flotilla-pub"}, true},
+		{"pub", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "flotilla-sidecarset"}, false},
 		{"probe", authorizationv1.ResourceAttributes{Verb: "create", Group: "apps.kruise.io", Resource: "nodepodprobes"}, true},
 		{"probe", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
 		{"cronjob", authorizationv1.ResourceAttributes{Verb: "create", Group: "batch", Resource: "jobs", Namespace: "default"}, true},

@@ -6,18 +6,24 @@ package app
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/component-base/featuregate"
 
+	"github.com/flotilla-dev/flotilla/controllers/pub/internal/controller"
+	"github.com/flotilla-dev/flotilla/controllers/pub/internal/webhook"
+	"github.com/flotilla-dev/flotilla/controllers/pub/internal/workload"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/features"
+	kitwebhook "github.com/flotilla-dev/flotilla/kit/webhook"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // Name is the binary name: user agent, logger name and default Lease name.
 const Name = "pub-controller"
 
 // Gates are the feature gates pub-controller accepts in --feature-gates
-// (OpenKruise reference §1.x "Gates").
+// (OpenKruise reference §1.0).
 func Gates() []featuregate.Feature {
 	return []featuregate.Feature{
 		features.PodUnavailableBudgetDeleteGate,
@@ -30,11 +36,52 @@ func Gates() []featuregate.Feature {
 
 // Binary describes pub-controller to the kit/app shell.
 func Binary() kitapp.Binary {
-	return kitapp.Binary{Name: Name, Gates: Gates(), Setup: setup}
+	wh := kitwebhook.DefaultOptions(Name)
+	return kitapp.Binary{
+		Name:     Name,
+		Gates:    Gates(),
+		AddFlags: wh.AddFlags,
+		Setup:    func(ctx context.Context, env *kitapp.Env) error { return setup(ctx, env, wh) },
+	}
 }
 
-// setup registers informers and controllers. No reconciler is written yet,
-// so it registers nothing and the shell idles after winning the Lease.
-func setup(_ context.Context, _ *kitapp.Env) error {
+// setup registers the PUB reconciler (leader only) and the guard (every
+// replica). As in OpenKruise, with both PUB gates off (PodWebhook=false
+// forces them off) neither runs.
+func setup(ctx context.Context, env *kitapp.Env, wh kitwebhook.Options) error {
+	if !env.Gates.Enabled(features.PodUnavailableBudgetDeleteGate) && !env.Gates.Enabled(features.PodUnavailableBudgetUpdateGate) {
+		env.Logger.Info("PodUnavailableBudgetDeleteGate and PodUnavailableBudgetUpdateGate are off: nothing to run")
+		return nil
+	}
+	cl, err := wiring.New(ctx, env)
+	if err != nil {
+		return err
+	}
+	finder, err := workload.New(env.RESTConfig)
+	if err != nil {
+		return err
+	}
+	c, err := controller.New(controller.Deps{
+		Kube:           cl.Kube,
+		Client:         cl.Client,
+		KubeInformers:  cl.KubeInformers,
+		Informers:      cl.Informers,
+		Finder:         finder,
+		Clock:          env.Clock,
+		Recorder:       cl.Recorder,
+		QueueOptions:   env.Options.Queue,
+		QueueConfig:    env.QueueConfig(),
+		WatchWorkloads: true,
+	})
+	if err != nil {
+		return fmt.Errorf("set up PodUnavailableBudget reconciler: %w", err)
+	}
+	env.AddController(c)
+	if env.Gates.Enabled(features.EnableExternalCerts) && wh.CertDir == "" {
+		return fmt.Errorf("EnableExternalCerts needs --webhook-cert-dir")
+	}
+	if err := webhook.Setup(env, cl, wh); err != nil {
+		return fmt.Errorf("set up PodUnavailableBudget webhook: %w", err)
+	}
 	return nil
 }

@@ -1,0 +1,125 @@
+// Package controller is the PodUnavailableBudget reconciler: it finds the
+// pods each budget protects (selector, or targetRef through the
+// workload's /scale subresource), marks them with the related-pub
+// annotation the pod webhook's match conditions test, and writes the
+// budget's status (what the guard in internal/webhook takes from) only
+// when it changed. controllers/pub/README.md describes the behaviour.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
+	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
+	policylisters "github.com/flotilla-dev/flotilla/client/listers/policy/v1alpha1"
+	"github.com/flotilla-dev/flotilla/controllers/pub/internal/workload"
+	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+)
+
+// Name is the reconciler's name: queue name, log key, event source.
+const Name = "podunavailablebudget"
+
+// Deps are the reconciler's collaborators. Informers must be requested from
+// the factories before they start.
+type Deps struct {
+	Kube          kubernetes.Interface
+	Client        versioned.Interface
+	KubeInformers informers.SharedInformerFactory
+	Informers     flotillainformers.SharedInformerFactory
+	Finder        workload.Finder
+	Clock         clock.PassiveClock
+	Recorder      record.EventRecorder
+	QueueOptions  controller.QueueOptions
+	QueueConfig   controller.QueueConfig
+	// WatchWorkloads watches CloneSets, Advanced StatefulSets and apps/v1
+	// Deployments and StatefulSets for replica changes (a scale-in must
+	// raise unavailableAllowed before the workload deletes pods).
+	WatchWorkloads bool
+}
+
+// Controller reconciles PodUnavailableBudgets.
+type Controller struct {
+	kube     kubernetes.Interface
+	client   versioned.Interface
+	pubs     policylisters.PodUnavailableBudgetLister
+	pubIdx   cache.Indexer
+	pods     cache.Indexer
+	finder   workload.Finder
+	clock    clock.PassiveClock
+	recorder record.EventRecorder
+	queue    *controller.Queue[types.NamespacedName]
+	loop     *controller.Loop[types.NamespacedName]
+	synced   []cache.InformerSynced
+}
+
+var _ kitapp.Controller = (*Controller)(nil)
+
+// New requests the informers from d's factories, registers the handlers
+// and returns the reconciler.
+func New(d Deps) (*Controller, error) {
+	if d.Clock == nil {
+		d.Clock = clock.RealClock{}
+	}
+	if d.Finder == nil {
+		return nil, fmt.Errorf("pub controller: a workload Finder is required")
+	}
+	pubInf := d.Informers.Policy().V1alpha1().PodUnavailableBudgets()
+	podInf := d.KubeInformers.Core().V1().Pods().Informer()
+	if err := controller.AddOwnerUIDIndex(podInf); err != nil {
+		return nil, fmt.Errorf("pod owner index: %w", err)
+	}
+	c := &Controller{
+		kube:     d.Kube,
+		client:   d.Client,
+		pubs:     pubInf.Lister(),
+		pubIdx:   pubInf.Informer().GetIndexer(),
+		pods:     podInf.GetIndexer(),
+		finder:   d.Finder,
+		clock:    d.Clock,
+		recorder: d.Recorder,
+		queue:    controller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
+	}
+	c.loop = controller.NewLoop(Name, c.queue, c.sync)
+	if _, err := pubInf.Informer().AddEventHandler(controller.NewKeyHandler(c.queue)); err != nil {
+		return nil, fmt.Errorf("pub handler: %w", err)
+	}
+	if _, err := podInf.AddEventHandler(podHandler{c}); err != nil {
+		return nil, fmt.Errorf("pod handler: %w", err)
+	}
+	c.synced = []cache.InformerSynced{pubInf.Informer().HasSynced, podInf.HasSynced}
+	if d.WatchWorkloads {
+		for _, inf := range []cache.SharedIndexInformer{
+			d.KubeInformers.Apps().V1().Deployments().Informer(),
+			d.KubeInformers.Apps().V1().StatefulSets().Informer(),
+			d.Informers.Apps().V1alpha1().CloneSets().Informer(),
+			d.Informers.Apps().V1beta1().StatefulSets().Informer(),
+		} {
+			if _, err := inf.AddEventHandler(workloadHandler{c}); err != nil {
+				return nil, fmt.Errorf("workload handler: %w", err)
+			}
+			c.synced = append(c.synced, inf.HasSynced)
+		}
+	}
+	return c, nil
+}
+
+// Name is the controller's name for kit/app.
+func (c *Controller) Name() string { return Name }
+
+// Run waits for the caches and runs workers until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	return c.loop.RunWhenSynced(ctx, workers, c.synced...)
+}
+
+// now is the controller's clock.
+func (c *Controller) now() time.Time { return c.clock.Now() }

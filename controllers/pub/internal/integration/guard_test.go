@@ -1,0 +1,141 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/apis/policy/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
+)
+
+func totalReplicas(n string) func(*policyv1alpha1.PodUnavailableBudget) {
+	return func(p *policyv1alpha1.PodUnavailableBudget) {
+		p.Annotations = map[string]string{pub.PubProtectTotalReplicasAnnotation: n}
+	}
+}
+
+func (h *harness) evict(name string, dryRun bool) error {
+	e := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns}}
+	if dryRun {
+		e.DeleteOptions = &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
+	}
+	return h.env.Kube.CoreV1().Pods(h.ns).EvictV1(context.Background(), e)
+}
+
+func (h *harness) setImage(name, image string) error {
+	pod, err := h.env.Kube.CoreV1().Pods(h.ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	pod.Spec.Containers[0].Image = image
+	_, err = h.env.Kube.CoreV1().Pods(h.ns).Update(context.Background(), pod, metav1.UpdateOptions{})
+	return err
+}
+
+// Item 3: the guard on DELETE, eviction and an UPDATE that makes a ready
+// pod unavailable (in-place image change); dry runs consume nothing; a
+// refusal names the budget and its numbers; metadata-only updates and
+// no-protect pods pass.
+func TestGuard(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.createPods("web", 5, nil)
+	h.waitReady("web", 5)
+	h.pubs.Create(newPub("web", "web", "2", totalReplicas("5")))
+	h.waitScoped()
+	h.waitStatus("web", "2 allowed of 5", counts(2, 5, 3, 5))
+	for _, p := range h.pods("web") {
+		assert.Equal(t, "web", p.Annotations[pub.PodRelatedPubAnnotation], p.Name)
+		assert.Equal(t, "web", p.Annotations[pub.PodRelatedPubAnnotationNew], p.Name)
+	}
+
+	dry := func(o *metav1.DeleteOptions) { o.DryRun = []string{metav1.DryRunAll} }
+	require.NoError(t, h.deletePod("web-0", dry), "dry-run delete")
+	require.NoError(t, h.evict("web-0", true), "dry-run eviction")
+	testenv.Consistently(t, 2*time.Second, func() error {
+		p := h.pubs.Get("web")
+		if p.Status.UnavailableAllowed != 2 || len(p.Status.DisruptedPods) != 0 {
+			return assert.AnError
+		}
+		return nil
+	})
+
+	require.NoError(t, h.setImage("web-0", imageV2), "in-place image change within the budget")
+	p := h.pubs.Get("web")
+	assert.Contains(t, p.Status.UnavailablePods, "web-0", "an update is recorded in unavailablePods")
+	seen := h.watchPub("web", func(p *policyv1alpha1.PodUnavailableBudget) bool {
+		_, ok := p.Status.DisruptedPods["web-1"]
+		return ok && p.Status.UnavailableAllowed == 0
+	})
+	require.NoError(t, h.deletePod("web-1"), "a delete within the budget")
+	assert.True(t, seen(), "a delete is recorded in disruptedPods (until the pod is seen gone)")
+
+	h.waitStatus("web", "budget spent", counts(0, 3, 3, 5))
+	err := h.deletePod("web-2")
+	require.Error(t, err)
+	assert.True(t, apierrors.IsForbidden(err), "%v", err)
+	assert.Contains(t, err.Error(), "PodUnavailableBudget web refuses DELETE of pod web-2: unavailableAllowed is 0 (currentAvailable 3, desiredAvailable 3, totalReplicas 5)")
+	t.Logf("delete: %v", err)
+
+	err = h.evict("web-2", false)
+	require.Error(t, err)
+	assert.True(t, apierrors.IsTooManyRequests(err), "an eviction is refused as the Eviction API refuses it for a PDB: %v", err)
+	assert.Contains(t, err.Error(), "PodUnavailableBudget web refuses EVICT of pod web-2")
+
+	err = h.setImage("web-3", imageV2)
+	require.Error(t, err)
+	assert.True(t, apierrors.IsForbidden(err), "%v", err)
+	assert.Contains(t, err.Error(), "refuses UPDATE of pod web-3")
+
+	h.env.PatchPod(t, h.ns, "web-3", `{"metadata":{"labels":{"tier":"front"}}}`)
+	h.env.PatchPod(t, h.ns, "web-4", `{"metadata":{"annotations":{"pub.kruise.io/no-protect":"true"}}}`)
+	require.NoError(t, h.deletePod("web-4"), "a no-protect pod deletes freely")
+
+	testenv.Eventually(t, waitTimeout, func() (bool, error) {
+		for _, e := range h.env.Events(t, h.ns, "web-2") {
+			if e.Reason == "PubPreventPodDeletion" && strings.Contains(e.Message, "PodUnavailableBudget web") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	assert.Len(t, h.pods("web"), 3)
+	_ = corev1.PodReady
+}
+
+// watchPub watches the budget from now on; the returned function waits
+// (up to waitTimeout) for a version satisfying cond.
+func (h *harness) watchPub(name string, cond func(*policyv1alpha1.PodUnavailableBudget) bool) func() bool {
+	h.t.Helper()
+	cur := h.pubs.Get(name)
+	w, err := h.client.PolicyV1alpha1().PodUnavailableBudgets(h.ns).Watch(context.Background(), metav1.ListOptions{
+		FieldSelector: "metadata.name=" + name, ResourceVersion: cur.ResourceVersion})
+	require.NoError(h.t, err)
+	h.t.Cleanup(w.Stop)
+	return func() bool {
+		timeout := time.After(waitTimeout)
+		for {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return false
+				}
+				if p, ok := ev.Object.(*policyv1alpha1.PodUnavailableBudget); ok && cond(p) {
+					return true
+				}
+			case <-timeout:
+				return false
+			}
+		}
+	}
+}

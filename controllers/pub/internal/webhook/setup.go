@@ -1,0 +1,90 @@
+package webhook
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	policyv1alpha1 "github.com/flotilla-dev/flotilla/apis/policy/v1alpha1"
+	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
+	policylisters "github.com/flotilla-dev/flotilla/client/listers/policy/v1alpha1"
+	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+	kitwebhook "github.com/flotilla-dev/flotilla/kit/webhook"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
+)
+
+// Setup registers the guard with the shell: the admission server and its
+// budget cache run on every replica; the two scope syncers (namespaces
+// with budgets) run on the leader.
+func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
+	if opts.Disabled {
+		return nil
+	}
+	fopts := []flotillainformers.SharedInformerOption{flotillainformers.WithTransform(controller.StripManagedFields)}
+	if env.Options.Namespace != "" {
+		fopts = append(fopts, flotillainformers.WithNamespace(env.Options.Namespace))
+	}
+	f := flotillainformers.NewSharedInformerFactoryWithOptions(cl.Client, 0, fopts...)
+	pubInf := f.Policy().V1alpha1().PodUnavailableBudgets()
+	env.AddReplicaInformerFactory(f)
+
+	c, err := kitwebhook.New(opts, env.KubeClient, env.Metrics, env.Clock, Refs()...)
+	if err != nil {
+		return err
+	}
+	(&Guard{Pubs: pubInf.Lister(), Client: cl.Client, Kube: cl.Kube, Gates: env.Gates, Clock: env.Clock, Recorder: cl.Recorder}).Register(c.Server)
+	env.AddReplicaComponent(c.ReplicaComponent())
+
+	for _, s := range NewScopeSyncers(cl.Kube, pubInf.Lister(), pubInf.Informer().HasSynced, ConfigName) {
+		if _, err := pubInf.Informer().AddEventHandler(TriggerOnChange(s.Trigger)); err != nil {
+			return fmt.Errorf("pub scope handler: %w", err)
+		}
+		env.AddController(s)
+	}
+	return nil
+}
+
+// NewScopeSyncers keep the pod and the eviction entries of config scoped
+// to the budgets in lister.
+func NewScopeSyncers(kube kubernetes.Interface, lister policylisters.PodUnavailableBudgetLister, synced cache.InformerSynced, config string) []*kitwebhook.ScopeSyncer {
+	ref := kitwebhook.ConfigRef{Kind: kitwebhook.Validating, Name: config}
+	compute := func(evict bool) func() (kitwebhook.Scope, error) {
+		return func() (kitwebhook.Scope, error) {
+			if !synced() {
+				return kitwebhook.Scope{}, fmt.Errorf("pub cache not synced yet")
+			}
+			all, err := lister.List(labels.Everything())
+			if err != nil {
+				return kitwebhook.Scope{}, err
+			}
+			pod, eviction := Scopes(all)
+			if evict {
+				return eviction, nil
+			}
+			return pod, nil
+		}
+	}
+	return []*kitwebhook.ScopeSyncer{
+		kitwebhook.NewScopeSyncer(kube, ref, PodWebhookName, compute(false)),
+		kitwebhook.NewScopeSyncer(kube, ref, EvictionWebhookName, compute(true)),
+	}
+}
+
+// TriggerOnChange calls trigger when a budget is added, deleted or starts
+// terminating (the scope is the set of their namespaces).
+func TriggerOnChange(trigger func()) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { trigger() },
+		UpdateFunc: func(o, n any) {
+			oo, ok1 := o.(*policyv1alpha1.PodUnavailableBudget)
+			no, ok2 := n.(*policyv1alpha1.PodUnavailableBudget)
+			if !ok1 || !ok2 || (oo.DeletionTimestamp == nil) != (no.DeletionTimestamp == nil) {
+				trigger()
+			}
+		},
+		DeleteFunc: func(any) { trigger() },
+	}
+}
