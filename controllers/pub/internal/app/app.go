@@ -61,18 +61,7 @@ func setup(ctx context.Context, env *kitapp.Env, wh kitwebhook.Options) error {
 	if err != nil {
 		return err
 	}
-	c, err := controller.New(controller.Deps{
-		Kube:           cl.Kube,
-		Client:         cl.Client,
-		KubeInformers:  cl.KubeInformers,
-		Informers:      cl.Informers,
-		Finder:         finder,
-		Clock:          env.Clock,
-		Recorder:       cl.Recorder,
-		QueueOptions:   env.Options.Queue,
-		QueueConfig:    env.QueueConfig(),
-		WatchWorkloads: true,
-	})
+	c, err := controller.New(controller.Deps{Deps: cl.Deps(env), Finder: finder, WatchWorkloads: true})
 	if err != nil {
 		return fmt.Errorf("set up PodUnavailableBudget reconciler: %w", err)
 	}

@@ -12,35 +12,27 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	policylisters "github.com/flotilla-dev/flotilla/client/listers/policy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/controllers/pub/internal/workload"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // Name is the reconciler's name: queue name, log key, event source.
 const Name = "podunavailablebudget"
 
-// Deps are the reconciler's collaborators. Informers must be requested from
-// the factories before they start.
+// Deps are the reconciler's collaborators: kit/wiring's, how it finds the
+// workload a targetRef names, and whether it watches the workload kinds.
 type Deps struct {
-	Kube          kubernetes.Interface
-	Client        versioned.Interface
-	KubeInformers informers.SharedInformerFactory
-	Informers     flotillainformers.SharedInformerFactory
-	Finder        workload.Finder
-	Clock         clock.PassiveClock
-	Recorder      record.EventRecorder
-	QueueOptions  controller.QueueOptions
-	QueueConfig   controller.QueueConfig
+	wiring.Deps
+	Finder workload.Finder
 	// WatchWorkloads watches CloneSets, Advanced StatefulSets and apps/v1
 	// Deployments and StatefulSets for replica changes (a scale-in must
 	// raise unavailableAllowed before the workload deletes pods).

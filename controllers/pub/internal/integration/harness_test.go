@@ -106,10 +106,10 @@ func (h *harness) start() {
 
 	kube := informers.NewSharedInformerFactoryWithOptions(h.env.Kube, 0, informers.WithNamespace(h.ns), informers.WithTransform(kitcontroller.StripManagedFields))
 	flot := flotillainformers.NewSharedInformerFactoryWithOptions(h.client, 0, flotillainformers.WithNamespace(h.ns))
-	c, err := controller.New(controller.Deps{
-		Kube: h.env.Kube, Client: h.client, KubeInformers: kube, Informers: flot, Finder: finder,
-		Recorder: recorder, QueueOptions: kitcontroller.DefaultQueueOptions(), WatchWorkloads: true,
-	})
+	c, err := controller.New(controller.Deps{Finder: finder, WatchWorkloads: true, Deps: wiring.Deps{
+		Kube: h.env.Kube, Client: h.client, KubeInformers: kube, Informers: flot,
+		Recorder: recorder, QueueOptions: kitcontroller.DefaultQueueOptions(),
+	}})
 	require.NoError(t, err)
 	testenv.StartController(t, c, 2, kube, flot)
 
