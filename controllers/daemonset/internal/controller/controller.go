@@ -81,8 +81,10 @@ type Controller struct {
 	placement *placementCache
 	backoff   *flowcontrol.Backoff
 	rejected  *rejections
-	synced    []cache.InformerSynced
-	jobs      *predownload.Control // nil unless PreDownloadImageForDaemonSetUpdate
+	// pacer spaces counters-only status writes (status.go).
+	pacer  *controller.StatusPacer[types.NamespacedName]
+	synced []cache.InformerSynced
+	jobs   *predownload.Control // nil unless PreDownloadImageForDaemonSetUpdate
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -147,6 +149,7 @@ func New(d Deps) (*Controller, error) {
 		deletes:    expectations.NewScale[types.NamespacedName](expOpts...),
 		creates:    expectations.NewNode[types.NamespacedName](expOpts...),
 		rvExp:      expectations.NewResourceVersion(expOpts...),
+		pacer:      &controller.StatusPacer[types.NamespacedName]{Interval: statusInterval},
 		placement:  newPlacementCache(),
 		rejected:   &rejections{byUID: map[types.UID]rejection{}},
 		backoff:    flowcontrol.NewFakeBackOff(failedPodsBackoffBase, failedPodsBackoffMax, d.Clock), // "Fake" only means "with this clock",

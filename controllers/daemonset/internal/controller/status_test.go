@@ -57,3 +57,30 @@ func TestCalculateStatus(t *testing.T) {
 func TestSetConditionAddsNothingWhenNeverInvalid(t *testing.T) {
 	assert.Nil(t, setCondition(nil, ConditionInvalidSpec, "", "", t0))
 }
+
+func TestCountersOnly(t *testing.T) {
+	base := appsv1alpha1.DaemonSetStatus{DesiredNumberScheduled: 5, CurrentNumberScheduled: 3, NumberReady: 2,
+		ObservedGeneration: 2, DaemonSetHash: "h2"}
+	for _, tc := range []struct {
+		name   string
+		change func(*appsv1alpha1.DaemonSetStatus)
+		want   bool
+	}{
+		{"ready and available", func(s *appsv1alpha1.DaemonSetStatus) { s.NumberReady, s.NumberAvailable = 3, 3 }, true},
+		{"scheduled, misscheduled, unavailable, updated", func(s *appsv1alpha1.DaemonSetStatus) {
+			s.DesiredNumberScheduled, s.CurrentNumberScheduled, s.NumberMisscheduled, s.NumberUnavailable, s.UpdatedNumberScheduled = 4, 4, 1, 2, 1
+		}, true},
+		{"observedGeneration", func(s *appsv1alpha1.DaemonSetStatus) { s.ObservedGeneration = 3 }, false},
+		{"daemonSetHash", func(s *appsv1alpha1.DaemonSetStatus) { s.DaemonSetHash = "h3" }, false},
+		{"collisionCount", func(s *appsv1alpha1.DaemonSetStatus) { s.CollisionCount = ptr.To(int32(1)) }, false},
+		{"a condition", func(s *appsv1alpha1.DaemonSetStatus) {
+			s.Conditions = []appsv1.DaemonSetCondition{{Type: ConditionInvalidSpec, Status: corev1.ConditionTrue}}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := *base.DeepCopy()
+			tc.change(&next)
+			assert.Equal(t, tc.want, countersOnly(base, next))
+		})
+	}
+}

@@ -124,6 +124,7 @@ func (c *Controller) load(ctx context.Context, key types.NamespacedName) (*appsv
 	if apierrors.IsNotFound(err) {
 		c.deletes.Delete(key)
 		c.creates.Forget(key)
+		c.pacer.Forget(key)
 		return nil, nil, nil
 	}
 	if err != nil || ds.DeletionTimestamp != nil {

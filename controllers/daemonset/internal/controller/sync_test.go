@@ -264,3 +264,44 @@ func TestSyncRejectedTemplateNotRetried(t *testing.T) {
 	writes, _ = f.syncErr()
 	assert.Equal(t, []string{"create a"}, writes, "a new generation is tried")
 }
+
+// TestSyncStatusCountersPaced: a status whose only news is its pod counters
+// is written at most once per statusInterval (the bench's creation wrote it
+// at nearly every sync, twice as often as kube-controller-manager); the held
+// back counters are written once the interval has passed.
+func TestSyncStatusCountersPaced(t *testing.T) {
+	f := newSyncFixture(t, "a", "b")
+	f.addPod("pa", "a")
+	f.addPod("pb", "b")
+	f.start()
+	client := f.c.client.(*flotillafake.Clientset)
+	statusWrites := func() int {
+		n := 0
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "update" && a.GetSubresource() == "status" {
+				n++
+			}
+		}
+		return n
+	}
+	assert.Empty(t, f.sync())
+	require.Equal(t, 1, statusWrites(), "first status: written at once")
+	written, err := client.AppsV1alpha1().DaemonSets("ns").Get(context.Background(), "ds", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NoError(t, f.dsIndexer.Update(written))
+	assert.Equal(t, int32(2), written.Status.NumberReady)
+
+	pb := f.pods[1].DeepCopy()
+	notReady(pb)
+	require.NoError(t, f.podIndexer.Update(pb))
+	f.clock.Step(300 * time.Millisecond)
+	assert.Empty(t, f.sync())
+	assert.Equal(t, 1, statusWrites(), "numberReady 2 → 1 alone is held back")
+
+	f.clock.Step(statusInterval)
+	assert.Empty(t, f.sync())
+	require.Equal(t, 2, statusWrites(), "written once the interval has passed")
+	written, err = client.AppsV1alpha1().DaemonSets("ns").Get(context.Background(), "ds", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), written.Status.NumberReady)
+}

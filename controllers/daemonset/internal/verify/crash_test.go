@@ -87,7 +87,7 @@ func crashRollout(t *testing.T, maxUnavailable, maxSurge int32) {
 	h.settledOn(f, imageV1)
 
 	w := h.watchPods(parityApp)
-	w.enforce(f.names, int(maxSurge), int(maxUnavailable))
+	w.enforce(h, parityApp, f.names, int(maxSurge), int(maxUnavailable))
 	testenv.ObjectsOf(t, h.client.AppsV1alpha1().DaemonSets(h.ns), waitTimeout).Modify(parityApp, func(ds *appsv1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.Containers[0].Image = imageV2
 	})

@@ -158,7 +158,7 @@ func runParity(t *testing.T, f *fleet, subjects []*paritySubject, steps []parity
 				nodes = append(nodes, f.names[i])
 			}
 			for _, s := range subjects {
-				s.watch.enforce(nodes, step.maxSurge, step.maxUnav)
+				s.watch.enforce(s.ds.harness(), parityApp, nodes, step.maxSurge, step.maxUnav)
 			}
 		}
 		step.act()

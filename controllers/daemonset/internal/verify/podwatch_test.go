@@ -141,9 +141,24 @@ func (w *podWatch) check() {
 	}
 }
 
-// enforce starts checking the budgets of a rolling update, the
-// unavailability over nodes (and resets the peaks).
-func (w *podWatch) enforce(nodes []string, maxSurge, maxUnavailable int) {
+// enforce waits until the watch has caught up with the API server, then
+// starts checking the budgets of a rolling update, the unavailability over
+// nodes (and resets the peaks).
+//
+// The wait matters: a caller usually enforces right after it saw, through a
+// List, every pod Ready; a watch that lags (under load the API server even
+// closes it and it resumes) has not seen some of those Ready events yet and
+// would count their nodes as unavailable, a violation no controller caused.
+// Once caught up, the watch sees a controller's decisions after the events
+// they were based on (one watch delivers events in resourceVersion order).
+func (w *podWatch) enforce(h *harness, app string, nodes []string, maxSurge, maxUnavailable int) {
+	h.t.Helper()
+	testenv.Eventually(h.t, waitTimeout, func() (bool, error) { err := w.caughtUp(h, app); return err == nil, err })
+	w.startChecks(nodes, maxSurge, maxUnavailable)
+}
+
+// startChecks starts checking the budgets on the watch's current state.
+func (w *podWatch) startChecks(nodes []string, maxSurge, maxUnavailable int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.limits, w.nodes, w.maxSurge, w.maxUnav = true, nodes, maxSurge, maxUnavailable

@@ -23,7 +23,7 @@ func TestOnePodPerNodeUnderLoad(t *testing.T) {
 	h := newHarness(t)
 	f := h.newFleet(nodes)
 	w := h.watchPods(parityApp)
-	w.enforce(f.names, 0, nodes) // from creation on: one pod per node; unavailability checked during the updates
+	w.enforce(h, parityApp, f.names, 0, nodes) // from creation on: one pod per node; unavailability checked during the updates
 	startOurs(h)
 	tmpl := f.template(parityApp, imageV1)
 	unav := intstr.FromString("30%")
@@ -38,7 +38,7 @@ func TestOnePodPerNodeUnderLoad(t *testing.T) {
 	h.settledOn(f, imageV1)
 	sets := testenv.ObjectsOf(t, h.client.AppsV1alpha1().DaemonSets(h.ns), waitTimeout)
 	for _, image := range []string{imageV2, imageV3} {
-		w.enforce(f.names, 0, nodes*3/10)
+		w.enforce(h, parityApp, f.names, 0, nodes*3/10)
 		sets.Modify(parityApp, func(ds *appsv1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = image })
 		h.settledOn(f, image)
 		testenv.Eventually(t, waitTimeout, func() (bool, error) { err := w.caughtUp(h, parityApp); return err == nil, err })
