@@ -77,7 +77,7 @@ type Controller struct {
 	// deletedNames: see podstodelete.go.
 	deletedNames deletedNames
 	// pacer spaces out counters-only status writes (pacer.go).
-	pacer  statusPacer
+	pacer  *controller.StatusPacer[types.NamespacedName]
 	synced []cache.InformerSynced
 }
 
@@ -135,6 +135,7 @@ func New(d Deps) (*Controller, error) {
 		queue:      controller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
 		scaleExp:   expectations.NewScale[types.NamespacedName](expOpts...),
 		rvExp:      expectations.NewResourceVersion(expOpts...),
+		pacer:      &controller.StatusPacer[types.NamespacedName]{Interval: statusInterval},
 
 		replayInitialList: d.QueueOptions.DisableInitialDelay,
 	}

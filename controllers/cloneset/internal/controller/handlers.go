@@ -53,7 +53,7 @@ func (c *Controller) forgetSet(obj any) {
 		return
 	}
 	c.scaleExp.Delete(key)
-	c.pacer.forget(key)
+	c.pacer.Forget(key)
 	c.queue.Enqueue(key)
 }
 

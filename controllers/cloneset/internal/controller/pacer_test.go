@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 )
@@ -43,15 +42,4 @@ func TestCountersOnly(t *testing.T) {
 			assert.Equal(t, metav1.NewTime(now), base.Conditions[0].LastUpdateTime, "the current status is not modified")
 		})
 	}
-}
-
-func TestStatusPacer(t *testing.T) {
-	var p statusPacer
-	key := types.NamespacedName{Namespace: "ns", Name: "web"}
-	assert.Zero(t, p.wait(key, now), "never written: at once")
-	p.wrote(key, now)
-	assert.Equal(t, 700*time.Millisecond, p.wait(key, now.Add(300*time.Millisecond)))
-	assert.Zero(t, p.wait(key, now.Add(statusInterval)))
-	p.forget(key)
-	assert.Zero(t, p.wait(key, now.Add(time.Millisecond)))
 }

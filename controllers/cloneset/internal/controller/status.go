@@ -245,7 +245,7 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaled boo
 		return nil
 	}
 	if countersOnly(st.cs.Status, status) {
-		if d := c.pacer.wait(st.key, st.now); d > 0 {
+		if d := c.pacer.Wait(st.key, st.now); d > 0 {
 			st.requeue.After(d) // the counters are written then, with whatever they are by that time
 			return nil
 		}
@@ -257,7 +257,7 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaled boo
 		return fmt.Errorf("update status: %w", err)
 	}
 	c.rvExp.Expect(out)
-	c.pacer.wrote(st.key, st.now)
+	c.pacer.Wrote(st.key, st.now)
 	st.cs = out
 	return nil
 }
