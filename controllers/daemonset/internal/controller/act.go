@@ -93,6 +93,34 @@ func (c *Controller) failedPodsToDelete(ctx context.Context, st *syncState, fail
 	return out
 }
 
+// nameAttempts bounds the retries of a create whose client-chosen name
+// another pod has.
+const nameAttempts = 3
+
+// createPod creates ds's pod for node. Its name is chosen here (the
+// expectation of the node needs it before the response), so it can collide
+// with another pod's (about 3 % over 1,000 creates): such a create is tried
+// again under another name rather than reported as a failure.
+func (c *Controller) createPod(ctx context.Context, st *syncState, node, hash string) (*corev1.Pod, error) {
+	var err error
+	for range nameAttempts {
+		pod := newPod(st.ds, node, hash)
+		c.creates.Expect(st.key, st.ds.UID, node, pod.Name)
+		var created *corev1.Pod
+		created, err = c.kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		if err == nil {
+			return created, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			c.creates.Observed(st.key, node, pod.Name) // nothing was created: nothing to wait for
+			return nil, err
+		}
+	}
+	// The expectation of the last name stays: the cache shows a pod of that
+	// name, which releases the node at the next sync.
+	return nil, err
+}
+
 // createPods creates one pod of revision hash per node in slow-start
 // batches (kit/controller.SlowStart: 1, 2, 4, …, each batch all at once),
 // stopping at the first batch with a failure. A pod the API server rejects as invalid is a spec problem
@@ -107,13 +135,8 @@ func (c *Controller) createPods(ctx context.Context, st *syncState, nodes []stri
 	var invalid string
 	_, err := controller.SlowStart(len(nodes), len(nodes), func(i int) error {
 		node := nodes[i]
-		pod := newPod(ds, node, hash)
-		c.creates.Expect(st.key, ds.UID, node, pod.Name)
-		created, err := c.kube.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		created, err := c.createPod(ctx, st, node, hash)
 		if err != nil {
-			if !apierrors.IsAlreadyExists(err) {
-				c.creates.Observed(st.key, node, pod.Name)
-			}
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				return nil
 			}

@@ -305,3 +305,38 @@ func TestSyncStatusCountersPaced(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int32(1), written.Status.NumberReady)
 }
+
+// TestSyncNameCollisionRetried: a pod name the controller chose that another
+// pod already has is tried again under another name, with no Warning.
+func TestSyncNameCollisionRetried(t *testing.T) {
+	f := newSyncFixture(t, "a")
+	f.start()
+	var names []string
+	f.kube.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		p := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod)
+		names = append(names, p.Name)
+		if len(names) == 1 {
+			return true, nil, apierrors.NewAlreadyExists(schema.GroupResource{Resource: "pods"}, p.Name)
+		}
+		return false, nil, nil
+	})
+	assert.Equal(t, []string{"create a", "create a"}, f.sync())
+	require.Len(t, names, 2)
+	assert.NotEqual(t, names[0], names[1], "a second name")
+	for _, e := range drain(f.c.recorder.(*record.FakeRecorder).Events) {
+		assert.NotContains(t, e, "Warning", "no FailedCreate for a name collision")
+	}
+	assert.Empty(t, f.sync(), "the created pod is expected: no third create")
+}
+
+func drain(ch chan string) []string {
+	var out []string
+	for {
+		select {
+		case e := <-ch:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
