@@ -3,7 +3,15 @@ module github.com/flotilla-dev/flotilla/controllers/probe
 go 1.26.0
 
 require (
+	github.com/flotilla-dev/flotilla/apis v0.0.0
+	github.com/flotilla-dev/flotilla/client v0.0.0
 	github.com/flotilla-dev/flotilla/kit v0.0.0
+	github.com/stretchr/testify v1.12.1
+	k8s.io/api v0.37.1
+	k8s.io/apimachinery v0.37.1
+	k8s.io/client-go v0.37.1
+	k8s.io/klog/v2 v2.140.0
+	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
 	k8s.io/component-base v0.37.1
 )
 
@@ -74,3 +82,6 @@ require (
 replace github.com/flotilla-dev/flotilla/kit => ../../kit
 
 replace github.com/flotilla-dev/flotilla/apis => ../../apis
+
+
+replace github.com/flotilla-dev/flotilla/client => ../../client
