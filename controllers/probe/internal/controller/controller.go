@@ -140,4 +140,3 @@ func (c *Controller) podsOnNode(node string) ([]*corev1.Pod, error) {
 // inScope says whether namespace ns is this reconciler's (all when it is
 // not restricted to one namespace).
 func (c *Controller) inScope(ns string) bool { return c.namespace == "" || c.namespace == ns }
-
