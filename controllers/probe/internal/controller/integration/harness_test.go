@@ -7,6 +7,9 @@ package integration
 
 import (
 	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +18,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -37,6 +42,21 @@ type harness struct {
 	ns      string
 	client  versioned.Interface
 	markers *testenv.Objects[*appsv1alpha1.PodProbeMarker]
+	// podWrites counts the reconciler's pods/status updates, no-op ones
+	// included (the API server does not show those as a new resourceVersion).
+	podWrites atomic.Int64
+}
+
+type countingTransport struct {
+	next http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/pods/") && strings.HasSuffix(r.URL.Path, "/status") {
+		c.n.Add(1)
+	}
+	return c.next.RoundTrip(r)
 }
 
 func newHarness(t *testing.T) *harness {
@@ -55,8 +75,10 @@ func (h *harness) start() func() {
 	require.NoError(h.t, err)
 	gate := features.MustNewGate(features.PodProbeMarkerGate, features.KruiseDaemon)
 	require.NoError(h.t, gate.SetFromMap(map[string]bool{string(features.KruiseDaemon): true}))
+	cfg := rest.CopyConfig(h.env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, n: &h.podWrites} })
 	d := controller.Deps{
-		Kube:          h.env.Kube,
+		Kube:          kubernetes.NewForConfigOrDie(cfg),
 		Client:        h.client,
 		KubeInformers: informers.NewSharedInformerFactoryWithOptions(h.env.Kube, 0, informers.WithNamespace(h.ns), informers.WithTransform(kitcontroller.StripManagedFields)),
 		Informers:     flotillainformers.NewSharedInformerFactoryWithOptions(h.client, 0, flotillainformers.WithNamespace(h.ns)),
@@ -183,4 +205,25 @@ func condition(p *corev1.Pod, t string) *corev1.PodCondition {
 		}
 	}
 	return nil
+}
+
+// touchNPP changes an annotation of node's NodePodProbe: an event for the
+// reconciler without any change to what it copies onto pods.
+func (h *harness) touchNPP(node string) {
+	h.t.Helper()
+	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+		npp, err := h.client.AppsV1alpha1().NodePodProbes().Get(context.Background(), node, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if npp.Annotations == nil {
+			npp.Annotations = map[string]string{}
+		}
+		npp.Annotations["flotilla.dev/test-touch"] = time.Now().String()
+		_, err = h.client.AppsV1alpha1().NodePodProbes().Update(context.Background(), npp, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
 }

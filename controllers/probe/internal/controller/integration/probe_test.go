@@ -123,11 +123,15 @@ func TestGameServerIdleMarking(t *testing.T) {
 
 	// Nothing changed: the pod is not written again, even when the
 	// NodePodProbe is (a re-written identical status).
+	assert.EqualValues(t, 1, h.podWrites.Load(), "one pods/status write for the change")
 	rv := got.ResourceVersion
-	h.setStatus(nodes[0], pod, appsv1alpha1.ContainerProbeState{Name: "game-server-probe#Idle", State: appsv1alpha1.ProbeSucceeded, LastProbeTime: t1, LastTransitionTime: t1})
+	h.touchNPP(nodes[0])
 	testenv.Consistently(t, 3*time.Second, func() error {
 		if p := h.getPod(pod.Name); p.ResourceVersion != rv {
 			return fmt.Errorf("pod written again without a change: rv %s → %s", rv, p.ResourceVersion)
+		}
+		if n := h.podWrites.Load(); n != 1 {
+			return fmt.Errorf("%d pods/status writes, want 1", n)
 		}
 		return nil
 	})
@@ -137,6 +141,7 @@ func TestGameServerIdleMarking(t *testing.T) {
 	t2 := metav1.NewTime(t1.Add(time.Minute))
 	h.setStatus(nodes[0], pod, appsv1alpha1.ContainerProbeState{Name: "game-server-probe#Idle", State: appsv1alpha1.ProbeFailed, LastProbeTime: t2, LastTransitionTime: t2, Message: "players connected"})
 	got = h.waitPod(pod.Name, func(p *corev1.Pod) bool { return p.Labels[idleLabel] == "false" })
+	assert.EqualValues(t, 2, h.podWrites.Load(), "labels, annotations and condition in one write")
 	assert.Equal(t, "10", got.Annotations[deletionCost])
 	cond = condition(got, idleCondition)
 	require.NotNil(t, cond)
