@@ -3,6 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -13,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
@@ -96,6 +100,21 @@ func TestNodePodProbeFollowsPodsMarkersAndNodes(t *testing.T) {
 	// The NodePodProbe of a deleted node goes.
 	require.NoError(t, h.env.Kube.CoreV1().Nodes().Delete(context.Background(), nodes[1], metav1.DeleteOptions{}))
 	h.waitNPP(nodes[1], func(n *appsv1alpha1.NodePodProbe) bool { return n == nil })
+}
+
+// The sample (deploy/samples/podprobemarker.yaml) is the seed's marker and
+// the API server accepts it.
+func TestSampleIsTheSeedMarker(t *testing.T) {
+	h := newHarness(t)
+	_, file, _, _ := runtime.Caller(0)
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(file), "../../../../../deploy/samples/podprobemarker.yaml"))
+	require.NoError(t, err)
+	m := &appsv1alpha1.PodProbeMarker{}
+	require.NoError(t, yaml.UnmarshalStrict(raw, m))
+	assert.Equal(t, gameServer().Spec, m.Spec)
+	m.Namespace = h.ns
+	_, err = h.client.AppsV1alpha1().PodProbeMarkers(h.ns).Create(context.Background(), m, metav1.CreateOptions{})
+	require.NoError(t, err)
 }
 
 // Item 2 and the seed's game-server example at the pod level: probe results
