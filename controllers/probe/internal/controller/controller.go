@@ -24,6 +24,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
@@ -59,6 +60,11 @@ type Controller struct {
 	ppmQueue  *controller.Queue[types.NamespacedName]
 	ppmLoop   *controller.Loop[types.NamespacedName]
 	synced    []cache.InformerSynced
+	// retired holds, per marker, probes removed from its spec whose markers
+	// are still to be taken off the pods (the next marker sync does it).
+	// In memory only: a restart in between leaves those markers.
+	retiredMu sync.Mutex
+	retired   map[types.NamespacedName][]appsv1alpha1.PodContainerProbe
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -87,6 +93,7 @@ func New(d Deps) (*Controller, error) {
 		namespace: d.Namespace,
 		nodeQueue: controller.NewQueue[string](Name+"-node", d.QueueOptions, d.QueueConfig),
 		ppmQueue:  controller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
+		retired:   map[types.NamespacedName][]appsv1alpha1.PodContainerProbe{},
 	}
 	c.nodeLoop = controller.NewLoop(Name+"-node", c.nodeQueue, c.syncNode)
 	c.ppmLoop = controller.NewLoop(Name, c.ppmQueue, c.syncMarker)
@@ -140,3 +147,22 @@ func (c *Controller) podsOnNode(node string) ([]*corev1.Pod, error) {
 // inScope says whether namespace ns is this reconciler's (all when it is
 // not restricted to one namespace).
 func (c *Controller) inScope(ns string) bool { return c.namespace == "" || c.namespace == ns }
+
+// retire records probes removed from marker key's spec.
+func (c *Controller) retire(key types.NamespacedName, probes []appsv1alpha1.PodContainerProbe) {
+	if len(probes) == 0 {
+		return
+	}
+	c.retiredMu.Lock()
+	defer c.retiredMu.Unlock()
+	c.retired[key] = append(c.retired[key], probes...)
+}
+
+// takeRetired returns and forgets the retired probes of key.
+func (c *Controller) takeRetired(key types.NamespacedName) []appsv1alpha1.PodContainerProbe {
+	c.retiredMu.Lock()
+	defer c.retiredMu.Unlock()
+	out := c.retired[key]
+	delete(c.retired, key)
+	return out
+}

@@ -8,13 +8,21 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 )
 
 func (c *Controller) addHandlers(markers, probes, nodes, pods cache.SharedIndexInformer) error {
 	if _, err := markers.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.onMarker,
-		UpdateFunc: func(_, obj any) { c.onMarker(obj) },
+		AddFunc: c.onMarker,
+		UpdateFunc: func(old, obj any) {
+			o, ok1 := old.(*appsv1alpha1.PodProbeMarker)
+			n, ok2 := obj.(*appsv1alpha1.PodProbeMarker)
+			if ok1 && ok2 && o.Generation != n.Generation {
+				c.retire(types.NamespacedName{Namespace: n.Namespace, Name: n.Name}, retiredProbes(o, n))
+			}
+			c.onMarker(obj)
+		},
 		DeleteFunc: c.onMarker,
 	}); err != nil {
 		return fmt.Errorf("watch PodProbeMarkers: %w", err)

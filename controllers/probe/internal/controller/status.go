@@ -299,3 +299,56 @@ func matchedPods(m *appsv1alpha1.PodProbeMarker, pods []*corev1.Pod) int64 {
 	}
 	return n
 }
+
+// retiredProbes returns the probes of old whose markers new no longer
+// applies: removed ones, and for a probe kept under its name, the policy
+// entries and condition type it dropped or changed.
+func retiredProbes(old, new *appsv1alpha1.PodProbeMarker) []appsv1alpha1.PodContainerProbe {
+	kept := map[string]*appsv1alpha1.PodContainerProbe{}
+	for i := range new.Spec.Probes {
+		kept[new.Spec.Probes[i].Name] = &new.Spec.Probes[i]
+	}
+	var out []appsv1alpha1.PodContainerProbe
+	for _, o := range old.Spec.Probes {
+		n := kept[o.Name]
+		if n == nil {
+			out = append(out, o)
+			continue
+		}
+		gone := appsv1alpha1.PodContainerProbe{Name: o.Name}
+		if o.PodConditionType != n.PodConditionType {
+			gone.PodConditionType = o.PodConditionType
+		}
+		for _, op := range o.MarkerPolicy {
+			var np appsv1alpha1.ProbeMarkerPolicy
+			for _, p := range n.MarkerPolicy {
+				if p.State == op.State {
+					np = p
+				}
+			}
+			pol := appsv1alpha1.ProbeMarkerPolicy{State: op.State, Labels: dropped(op.Labels, np.Labels), Annotations: dropped(op.Annotations, np.Annotations)}
+			if len(pol.Labels)+len(pol.Annotations) > 0 {
+				gone.MarkerPolicy = append(gone.MarkerPolicy, pol)
+			}
+		}
+		if gone.PodConditionType != "" || len(gone.MarkerPolicy) > 0 {
+			out = append(out, gone)
+		}
+	}
+	return out
+}
+
+// dropped returns the entries of old that new does not set to the same value.
+func dropped(old, new map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range old {
+		if nv, ok := new[k]; ok && nv == v {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+	}
+	return out
+}

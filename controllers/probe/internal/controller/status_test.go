@@ -196,3 +196,31 @@ func TestMatchedPods(t *testing.T) {
 	unscheduled := gamePod("u", "")
 	assert.EqualValues(t, 2, matchedPods(gameServer(), []*corev1.Pod{gamePod("a", "n1"), gamePod("b", "n2"), unscheduled}))
 }
+
+func TestRetiredProbes(t *testing.T) {
+	withPort := gameServer()
+	withPort.Spec.Probes = append(withPort.Spec.Probes, appsv1alpha1.PodContainerProbe{Name: "Port", ContainerName: "game-server",
+		MarkerPolicy: []appsv1alpha1.ProbeMarkerPolicy{{State: appsv1alpha1.ProbeSucceeded, Labels: map[string]string{"port-open": "true"}}}})
+	relabelled := gameServer()
+	relabelled.Spec.Probes[0].MarkerPolicy[0].Labels = map[string]string{"gameserver-idle": "yes"}
+	relabelled.Spec.Probes[0].PodConditionType = "game.io/free"
+
+	tests := []struct {
+		name     string
+		old, new *appsv1alpha1.PodProbeMarker
+		want     []appsv1alpha1.PodContainerProbe
+	}{
+		{name: "unchanged", old: gameServer(), new: gameServer()},
+		{name: "probe added", old: gameServer(), new: withPort},
+		{name: "probe removed", old: withPort, new: gameServer(), want: []appsv1alpha1.PodContainerProbe{withPort.Spec.Probes[1]}},
+		{name: "label value and condition type changed", old: gameServer(), new: relabelled, want: []appsv1alpha1.PodContainerProbe{{
+			Name: "Idle", PodConditionType: idleCondition,
+			MarkerPolicy: []appsv1alpha1.ProbeMarkerPolicy{{State: appsv1alpha1.ProbeSucceeded, Labels: map[string]string{"gameserver-idle": "true"}}},
+		}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, retiredProbes(tt.old, tt.new))
+		})
+	}
+}

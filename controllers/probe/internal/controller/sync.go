@@ -159,7 +159,16 @@ func (c *Controller) syncMarker(ctx context.Context, key types.NamespacedName) e
 		return fmt.Errorf("list pods of %s: %w", key.Namespace, err)
 	}
 	if m.DeletionTimestamp != nil {
+		c.takeRetired(key)
 		return c.cleanup(ctx, m, pods)
+	}
+	if retired := c.takeRetired(key); len(retired) > 0 {
+		gone := m.DeepCopy()
+		gone.Spec.Probes = retired
+		if err := c.unmarkSelected(ctx, gone, pods); err != nil {
+			c.retire(key, retired)
+			return err
+		}
 	}
 	if !hasFinalizer(m) {
 		upd := m.DeepCopy()
@@ -184,21 +193,8 @@ func (c *Controller) cleanup(ctx context.Context, m *appsv1alpha1.PodProbeMarker
 	if !hasFinalizer(m) {
 		return nil
 	}
-	for _, p := range pods {
-		if !podActive(p) {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(m.Spec.Selector)
-		if err != nil || !sel.Matches(labels.Set(p.Labels)) {
-			continue
-		}
-		upd := unmarkPod(p, m)
-		if upd == nil {
-			continue
-		}
-		if _, err := c.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("unmark pod %s/%s: %w", p.Namespace, p.Name, err)
-		}
+	if err := c.unmarkSelected(ctx, m, pods); err != nil {
+		return err
 	}
 	upd := m.DeepCopy()
 	upd.Finalizers = nil
@@ -209,6 +205,28 @@ func (c *Controller) cleanup(ctx context.Context, m *appsv1alpha1.PodProbeMarker
 	}
 	if _, err := c.client.AppsV1alpha1().PodProbeMarkers(m.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer of PodProbeMarker %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	return nil
+}
+
+// unmarkSelected takes the markers of m's probes off the active pods m
+// selects.
+func (c *Controller) unmarkSelected(ctx context.Context, m *appsv1alpha1.PodProbeMarker, pods []*corev1.Pod) error {
+	sel, err := metav1.LabelSelectorAsSelector(m.Spec.Selector)
+	if err != nil {
+		return fmt.Errorf("selector of PodProbeMarker %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	for _, p := range pods {
+		if !podActive(p) || !sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		upd := unmarkPod(p, m)
+		if upd == nil {
+			continue
+		}
+		if _, err := c.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("unmark pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
 	}
 	return nil
 }

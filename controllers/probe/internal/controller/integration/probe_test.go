@@ -177,3 +177,39 @@ func TestGameServerIdleMarking(t *testing.T) {
 	})
 	assert.Equal(t, "game-server", got.Labels["app"])
 }
+
+// Item 2: a probe removed from a live marker takes its label and condition
+// off the pods; the other probe's markers stay.
+func TestRemovedProbeTakesItsMarkers(t *testing.T) {
+	h := newHarness(t)
+	nodes := h.nodes(1)
+	h.start()
+	pod := h.pod("game-server-0", nodes[0])
+	m := gameServer()
+	m.Spec.Probes = append(m.Spec.Probes, appsv1alpha1.PodContainerProbe{
+		Name: "Port", ContainerName: "game-server", PodConditionType: "game.io/port",
+		Probe:        appsv1alpha1.ContainerProbeSpec{Probe: corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(7777)}}}},
+		MarkerPolicy: []appsv1alpha1.ProbeMarkerPolicy{{State: appsv1alpha1.ProbeSucceeded, Labels: map[string]string{"port-open": "true"}}},
+	})
+	h.markers.Create(m)
+	h.waitNPP(nodes[0], func(n *appsv1alpha1.NodePodProbe) bool { return len(probesOf(n, pod)) == 2 })
+	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+	h.setStatus(nodes[0], pod,
+		appsv1alpha1.ContainerProbeState{Name: "game-server-probe#Idle", State: appsv1alpha1.ProbeSucceeded, LastProbeTime: now, LastTransitionTime: now},
+		appsv1alpha1.ContainerProbeState{Name: "game-server-probe#Port", State: appsv1alpha1.ProbeSucceeded, LastProbeTime: now, LastTransitionTime: now})
+	h.waitPod(pod.Name, func(p *corev1.Pod) bool {
+		return p.Labels["port-open"] == "true" && p.Labels[idleLabel] == "true" && condition(p, "game.io/port") != nil
+	})
+
+	h.markers.Modify("game-server-probe", func(m *appsv1alpha1.PodProbeMarker) { m.Spec.Probes = m.Spec.Probes[:1] })
+	got := h.waitPod(pod.Name, func(p *corev1.Pod) bool {
+		_, l := p.Labels["port-open"]
+		return !l && condition(p, "game.io/port") == nil
+	})
+	assert.Equal(t, "true", got.Labels[idleLabel])
+	assert.Equal(t, "-10", got.Annotations[deletionCost])
+	assert.NotNil(t, condition(got, idleCondition))
+	h.waitNPP(nodes[0], func(n *appsv1alpha1.NodePodProbe) bool {
+		return slices.Equal(probesOf(n, pod), []string{"game-server-probe#Idle"})
+	})
+}
