@@ -271,16 +271,17 @@ func conditionOf(conditionType string, st appsv1alpha1.ContainerProbeState) core
 	}
 }
 
-// setCondition sets cond on pod unless an equal one (status, message,
-// times) is there already.
+// setCondition sets cond on pod unless one of its type with the same status
+// and message is there already: a newer lastProbeTime alone is no change
+// worth a pod write (as in OpenKruise), so an agent refreshing its probe
+// times costs no pod writes.
 func setCondition(pod *corev1.Pod, cond corev1.PodCondition) {
 	for i := range pod.Status.Conditions {
 		cur := &pod.Status.Conditions[i]
 		if cur.Type != cond.Type {
 			continue
 		}
-		if cur.Status == cond.Status && cur.Message == cond.Message && cur.Reason == cond.Reason &&
-			cur.LastProbeTime.Equal(&cond.LastProbeTime) && cur.LastTransitionTime.Equal(&cond.LastTransitionTime) {
+		if cur.Status == cond.Status && cur.Message == cond.Message {
 			return
 		}
 		*cur = cond

@@ -139,6 +139,8 @@ func TestMarkPod(t *testing.T) {
 		{name: "succeeded marks idle (seed)", pod: gamePod("a", "n1"), states: []appsv1alpha1.ContainerProbeState{ok}, markers: markers,
 			wantWrite: true, wantLabel: "true", wantCost: "-10", wantStatus: corev1.ConditionTrue},
 		{name: "already marked: no write", pod: idle(), states: []appsv1alpha1.ContainerProbeState{ok}, markers: markers},
+		{name: "only a newer lastProbeTime: no write", pod: idle(), markers: markers,
+			states: []appsv1alpha1.ContainerProbeState{{Name: ok.Name, State: appsv1alpha1.ProbeSucceeded, LastProbeTime: t2, LastTransitionTime: t1}}},
 		{name: "failed swaps the policy, message copied", pod: idle(), states: []appsv1alpha1.ContainerProbeState{failed}, markers: markers,
 			wantWrite: true, wantLabel: "false", wantCost: "10", wantStatus: corev1.ConditionFalse, wantMsg: "busy"},
 		{name: "unknown state: no write", pod: gamePod("a", "n1"), markers: markers,
