@@ -29,6 +29,7 @@ import (
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
@@ -63,6 +64,9 @@ type Controller struct {
 	// retired holds, per marker, probes removed from its spec whose markers
 	// are still to be taken off the pods (the next marker sync does it).
 	// In memory only: a restart in between leaves those markers.
+	// podRV: pods this reconciler wrote, until the cache shows the write
+	// (a sync on the older copy would write again, only to conflict).
+	podRV     *expectations.ResourceVersion
 	retiredMu sync.Mutex
 	retired   map[types.NamespacedName][]appsv1alpha1.PodContainerProbe
 }
@@ -94,6 +98,11 @@ func New(d Deps) (*Controller, error) {
 		nodeQueue: controller.NewQueue[string](Name+"-node", d.QueueOptions, d.QueueConfig),
 		ppmQueue:  controller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
 		retired:   map[types.NamespacedName][]appsv1alpha1.PodContainerProbe{},
+	}
+	if d.Clock != nil {
+		c.podRV = expectations.NewResourceVersion(expectations.WithClock(d.Clock))
+	} else {
+		c.podRV = expectations.NewResourceVersion()
 	}
 	c.nodeLoop = controller.NewLoop(Name+"-node", c.nodeQueue, c.syncNode)
 	c.ppmLoop = controller.NewLoop(Name, c.ppmQueue, c.syncMarker)

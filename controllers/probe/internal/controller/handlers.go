@@ -42,9 +42,20 @@ func (c *Controller) addHandlers(markers, probes, nodes, pods cache.SharedIndexI
 		return fmt.Errorf("watch nodes: %w", err)
 	}
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.onPod,
-		UpdateFunc: func(old, obj any) { c.onPod(old); c.onPod(obj) },
-		DeleteFunc: c.onPod,
+		AddFunc: c.onPod,
+		UpdateFunc: func(old, obj any) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				c.podRV.Observe(p)
+			}
+			c.onPod(old)
+			c.onPod(obj)
+		},
+		DeleteFunc: func(obj any) {
+			if o, ok := controller.ObjectOf(obj); ok {
+				c.podRV.Delete(o.GetUID())
+			}
+			c.onPod(obj)
+		},
 	}); err != nil {
 		return fmt.Errorf("watch pods: %w", err)
 	}

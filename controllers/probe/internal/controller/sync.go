@@ -132,13 +132,19 @@ func (c *Controller) markPods(ctx context.Context, npp *appsv1alpha1.NodePodProb
 		if p == nil || !c.inScope(p.Namespace) {
 			continue
 		}
+		if ok, wait := c.podRV.Satisfied(p); !ok {
+			c.nodeQueue.AddAfter(npp.Name, wait) // the pod's update event usually comes first
+			continue
+		}
 		upd := markPod(p, st.ProbeStates, markers[p.Namespace])
 		if upd == nil {
 			continue
 		}
-		if _, err := c.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		written, err := c.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+		if err != nil {
 			return fmt.Errorf("mark pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
+		c.podRV.Expect(written)
 		klog.FromContext(ctx).V(2).Info("Marked pod from probe results", "pod", klog.KObj(p))
 	}
 	return nil
@@ -226,9 +232,11 @@ func (c *Controller) unmarkSelected(ctx context.Context, m *appsv1alpha1.PodProb
 		if upd == nil {
 			continue
 		}
-		if _, err := c.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		written, err := c.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+		if err != nil {
 			return fmt.Errorf("unmark pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
+		c.podRV.Expect(written)
 	}
 	return nil
 }
