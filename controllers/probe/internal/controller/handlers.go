@@ -90,7 +90,7 @@ func (c *Controller) onNamed(obj any) {
 	}
 }
 
-// onPod syncs the pod's node and the markers of its namespace (matchedPods).
+// onPod syncs the pod's node and the markers selecting it (matchedPods).
 func (c *Controller) onPod(obj any) {
 	o, ok := controller.ObjectOf(obj)
 	if !ok {
@@ -108,6 +108,10 @@ func (c *Controller) onPod(obj any) {
 		return
 	}
 	for _, m := range ms {
-		c.ppmQueue.Enqueue(types.NamespacedName{Namespace: m.Namespace, Name: m.Name})
+		// Only a marker selecting the pod counts it (a label change calls
+		// this with the old and the new pod).
+		if selects(m, p) {
+			c.ppmQueue.Enqueue(types.NamespacedName{Namespace: m.Namespace, Name: m.Name})
+		}
 	}
 }

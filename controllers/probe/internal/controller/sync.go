@@ -162,9 +162,13 @@ func (c *Controller) syncMarker(ctx context.Context, key types.NamespacedName) e
 	if err != nil {
 		return fmt.Errorf("get PodProbeMarker %s: %w", key, err)
 	}
-	pods, err := c.pods.Pods(key.Namespace).List(labels.Everything())
+	sel, err := metav1.LabelSelectorAsSelector(m.Spec.Selector)
 	if err != nil {
-		return fmt.Errorf("list pods of %s: %w", key.Namespace, err)
+		return nil // the schema admits only valid selectors; retrying would not help
+	}
+	pods, err := c.pods.Pods(key.Namespace).List(sel)
+	if err != nil {
+		return fmt.Errorf("list pods of %s: %w", key, err)
 	}
 	if m.DeletionTimestamp != nil {
 		c.takeRetired(key)
