@@ -34,6 +34,13 @@ type PodContainerProbe struct {
 	// +kubebuilder:validation:MinLength=1
 	ContainerName string `json:"containerName"`
 	// Probe is the probe to run (exec, tcpSocket or httpGet).
+	// +kubebuilder:validation:XValidation:rule="!has(self.exec) || (has(self.exec.command) && size(self.exec.command) > 0)",message="probe.exec.command is required",fieldPath=".exec.command"
+	// +kubebuilder:validation:XValidation:rule="!has(self.httpGet) || (has(self.httpGet.path) && size(self.httpGet.path) > 0)",message="probe.httpGet.path is required",fieldPath=".httpGet.path"
+	// +kubebuilder:validation:XValidation:rule="!has(self.initialDelaySeconds) || self.initialDelaySeconds >= 0",message="probe.initialDelaySeconds must not be negative",fieldPath=".initialDelaySeconds"
+	// +kubebuilder:validation:XValidation:rule="!has(self.timeoutSeconds) || self.timeoutSeconds >= 1",message="probe.timeoutSeconds must be at least 1",fieldPath=".timeoutSeconds"
+	// +kubebuilder:validation:XValidation:rule="!has(self.periodSeconds) || self.periodSeconds >= 1",message="probe.periodSeconds must be at least 1",fieldPath=".periodSeconds"
+	// +kubebuilder:validation:XValidation:rule="!has(self.successThreshold) || self.successThreshold >= 1",message="probe.successThreshold must be at least 1",fieldPath=".successThreshold"
+	// +kubebuilder:validation:XValidation:rule="!has(self.failureThreshold) || self.failureThreshold >= 1",message="probe.failureThreshold must be at least 1",fieldPath=".failureThreshold"
 	Probe ContainerProbeSpec `json:"probe"`
 	// MarkerPolicy labels/annotates the pod by probe state.
 	// +listType=map
@@ -53,13 +60,6 @@ type PodContainerProbe struct {
 // httpGet handlers without a host.
 // +kubebuilder:validation:XValidation:rule="(has(self.exec) ? 1 : 0) + (has(self.tcpSocket) ? 1 : 0) + (has(self.httpGet) ? 1 : 0) == 1 && !has(self.grpc)",message="probe: exactly one of exec, tcpSocket and httpGet must be set"
 // +kubebuilder:validation:XValidation:rule="!(has(self.httpGet) && has(self.httpGet.host)) && !(has(self.tcpSocket) && has(self.tcpSocket.host))",message="probe: host is not allowed"
-// +kubebuilder:validation:XValidation:rule="!has(self.exec) || (has(self.exec.command) && size(self.exec.command) > 0)",message="probe.exec.command is required",fieldPath=".exec.command"
-// +kubebuilder:validation:XValidation:rule="!has(self.httpGet) || (has(self.httpGet.path) && size(self.httpGet.path) > 0)",message="probe.httpGet.path is required",fieldPath=".httpGet.path"
-// +kubebuilder:validation:XValidation:rule="!has(self.initialDelaySeconds) || self.initialDelaySeconds >= 0",message="probe.initialDelaySeconds must not be negative",fieldPath=".initialDelaySeconds"
-// +kubebuilder:validation:XValidation:rule="!has(self.timeoutSeconds) || self.timeoutSeconds >= 1",message="probe.timeoutSeconds must be at least 1",fieldPath=".timeoutSeconds"
-// +kubebuilder:validation:XValidation:rule="!has(self.periodSeconds) || self.periodSeconds >= 1",message="probe.periodSeconds must be at least 1",fieldPath=".periodSeconds"
-// +kubebuilder:validation:XValidation:rule="!has(self.successThreshold) || self.successThreshold >= 1",message="probe.successThreshold must be at least 1",fieldPath=".successThreshold"
-// +kubebuilder:validation:XValidation:rule="!has(self.failureThreshold) || self.failureThreshold >= 1",message="probe.failureThreshold must be at least 1",fieldPath=".failureThreshold"
 type ContainerProbeSpec struct {
 	corev1.Probe `json:",inline"`
 }
