@@ -22,6 +22,7 @@ type PodProbeMarkerSpec struct {
 }
 
 // PodContainerProbe is one custom probe of a container.
+// +kubebuilder:validation:XValidation:rule="!(self.name in ['PodScheduled', 'Initialized', 'Ready', 'ContainersReady', 'KruisePodReady', 'InPlaceUpdateReady'])",message="spec.probes[].name must not be a Kubernetes or Kruise pod condition type",fieldPath=".name"
 // +kubebuilder:validation:XValidation:rule="(has(self.markerPolicy) && size(self.markerPolicy) > 0) || (has(self.podConditionType) && size(self.podConditionType) > 0)",message="spec.probes[]: at least one of markerPolicy and podConditionType must be set"
 type PodContainerProbe struct {
 	// Name of the probe; unique within the PodProbeMarker, no '#'.
@@ -33,14 +34,24 @@ type PodContainerProbe struct {
 	// +kubebuilder:validation:MinLength=1
 	ContainerName string `json:"containerName"`
 	// Probe is the probe to run (exec, tcpSocket or httpGet).
+	// +kubebuilder:validation:XValidation:rule="!has(self.exec) || (has(self.exec.command) && size(self.exec.command) > 0)",message="probe.exec.command is required",fieldPath=".exec.command"
+	// +kubebuilder:validation:XValidation:rule="!has(self.httpGet) || (has(self.httpGet.path) && size(self.httpGet.path) > 0)",message="probe.httpGet.path is required",fieldPath=".httpGet.path"
+	// +kubebuilder:validation:XValidation:rule="!has(self.initialDelaySeconds) || self.initialDelaySeconds >= 0",message="probe.initialDelaySeconds must not be negative",fieldPath=".initialDelaySeconds"
+	// +kubebuilder:validation:XValidation:rule="!has(self.timeoutSeconds) || self.timeoutSeconds >= 1",message="probe.timeoutSeconds must be at least 1",fieldPath=".timeoutSeconds"
+	// +kubebuilder:validation:XValidation:rule="!has(self.periodSeconds) || self.periodSeconds >= 1",message="probe.periodSeconds must be at least 1",fieldPath=".periodSeconds"
+	// +kubebuilder:validation:XValidation:rule="!has(self.successThreshold) || self.successThreshold >= 1",message="probe.successThreshold must be at least 1",fieldPath=".successThreshold"
+	// +kubebuilder:validation:XValidation:rule="!has(self.failureThreshold) || self.failureThreshold >= 1",message="probe.failureThreshold must be at least 1",fieldPath=".failureThreshold"
 	Probe ContainerProbeSpec `json:"probe"`
 	// MarkerPolicy labels/annotates the pod by probe state.
 	// +listType=map
 	// +listMapKey=state
+	// +kubebuilder:validation:MaxItems=2
 	// +optional
 	MarkerPolicy []ProbeMarkerPolicy `json:"markerPolicy,omitempty"`
-	// PodConditionType is the pod condition reflecting the probe result.
+	// PodConditionType is the pod condition reflecting the probe result; a
+	// qualified name like a label key.
 	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
 	// +optional
 	PodConditionType string `json:"podConditionType,omitempty"`
 }
@@ -67,6 +78,7 @@ const (
 )
 
 // ProbeMarkerPolicy is applied to the pod when the probe is in State.
+// +kubebuilder:validation:XValidation:rule="self.state != 'Unknown'",message="markerPolicy[].state must be Succeeded or Failed",fieldPath=".state"
 type ProbeMarkerPolicy struct {
 	// State is Succeeded or Failed.
 	// +kubebuilder:validation:Enum=Succeeded;Failed

@@ -31,7 +31,8 @@ type PodContainerProbeApplyConfiguration struct {
 	Probe *ContainerProbeSpecApplyConfiguration `json:"probe,omitempty"`
 	// MarkerPolicy labels/annotates the pod by probe state.
 	MarkerPolicy []ProbeMarkerPolicyApplyConfiguration `json:"markerPolicy,omitempty"`
-	// PodConditionType is the pod condition reflecting the probe result.
+	// PodConditionType is the pod condition reflecting the probe result; a
+	// qualified name like a label key.
 	PodConditionType *string `json:"podConditionType,omitempty"`
 }
 

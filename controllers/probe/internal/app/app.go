@@ -6,11 +6,14 @@ package app
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/component-base/featuregate"
 
+	"github.com/flotilla-dev/flotilla/controllers/probe/internal/controller"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // Name is the binary name: user agent, logger name and default Lease name.
@@ -32,8 +35,21 @@ func Binary() kitapp.Binary {
 	return kitapp.Binary{Name: Name, Gates: Gates(), Setup: setup}
 }
 
-// setup registers informers and controllers. No reconciler is written yet,
-// so it registers nothing and the shell idles after winning the Lease.
-func setup(_ context.Context, _ *kitapp.Env) error {
+// setup registers the PodProbeMarker reconciler when PodProbeMarkerGate is
+// on after the gate rules (it needs KruiseDaemon: a node agent that runs the
+// probes, so it is off by default); otherwise the shell idles.
+func setup(ctx context.Context, env *kitapp.Env) error {
+	if env.Gates == nil || !env.Gates.Enabled(features.PodProbeMarkerGate) {
+		return nil
+	}
+	cl, err := wiring.New(ctx, env)
+	if err != nil {
+		return err
+	}
+	c, err := controller.New(cl.Deps(env))
+	if err != nil {
+		return fmt.Errorf("set up PodProbeMarker reconciler: %w", err)
+	}
+	env.AddController(c)
 	return nil
 }
