@@ -3,11 +3,12 @@ package agent
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -65,6 +66,8 @@ type Agent struct {
 
 	syncCh  chan struct{} // the NodePodProbe spec changed
 	writeCh chan struct{} // a result changed
+
+	writes atomic.Int64 // status updates sent, for tests and the footprint bench
 
 	mu      sync.Mutex
 	workers map[workerKey]*worker
@@ -137,7 +140,7 @@ func (a *Agent) Run(ctx context.Context, _ int) error {
 				case <-a.clock.After(a.batchDelay):
 				}
 			}
-			if err := a.writeStatus(ctx); err != nil {
+			if err := a.writeStatus(ctx); err != nil && ctx.Err() == nil {
 				logger.Error(err, "Writing NodePodProbe status failed, retrying")
 				go func() {
 					select {
@@ -238,19 +241,24 @@ func (a *Agent) writeStatus(ctx context.Context) error {
 		return fmt.Errorf("read NodePodProbe %s: %w", a.node, err)
 	}
 	a.mu.Lock()
-	status := desiredStatus(npp, a.results, metav1.NewTime(a.clock.Now()))
+	status := desiredStatus(npp, a.results, statusTime(a.clock.Now()))
 	a.mu.Unlock()
-	if reflect.DeepEqual(npp.Status, status) {
+	// Semantic: times read back from the API differ from ours in location only.
+	if apiequality.Semantic.DeepEqual(npp.Status, status) {
 		return nil
 	}
 	update := npp.DeepCopy()
 	update.Status = status
+	a.writes.Add(1)
 	if _, err := a.client.AppsV1alpha1().NodePodProbes().UpdateStatus(ctx, update, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("update status of NodePodProbe %s: %w", a.node, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Wrote NodePodProbe status", "nodePodProbe", klog.KObj(npp))
 	return nil
 }
+
+// Writes is the number of status updates sent so far.
+func (a *Agent) Writes() int64 { return a.writes.Load() }
 
 // pod returns the pod a probe belongs to when the cache has it (same UID).
 func (a *Agent) pod(k workerKey) *corev1.Pod {

@@ -161,7 +161,7 @@ func (w *worker) publish(now time.Time, state appsv1alpha1.ProbeState, msg strin
 func (w *worker) record(now time.Time) {
 	w.agent.record(resultKey{UID: w.key.UID, Probe: w.key.Probe}, result{
 		Namespace: w.key.Namespace, Name: w.key.Pod,
-		State: w.tracker.State, Message: w.tracker.Message, LastProbeTime: metav1.NewTime(now),
+		State: w.tracker.State, Message: w.tracker.Message, LastProbeTime: statusTime(now),
 	})
 }
 
@@ -173,3 +173,7 @@ func container(pod *corev1.Pod, name string) *corev1.Container {
 	}
 	return nil
 }
+
+// statusTime is t as the API stores it (RFC 3339, whole seconds), so a
+// status computed here compares equal to the one read back.
+func statusTime(t time.Time) metav1.Time { return metav1.NewTime(t).Rfc3339Copy() }
