@@ -3,8 +3,11 @@ package agent
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,19 +47,24 @@ func startAgent(t *testing.T, kube kubernetes.Interface, client versioned.Interf
 // toggleServer is a TCP listener and an HTTP server on 127.0.0.1 whose
 // health the test switches.
 type toggleServer struct {
+	ip                string
 	httpPort, tcpPort int
-	healthy           atomic.Bool
+	healthy, hang     atomic.Bool
 	tcp               net.Listener
 }
 
-func newToggleServer(t *testing.T) *toggleServer {
-	s := &toggleServer{}
+func newToggleServer(t *testing.T, ip string) *toggleServer {
+	s := &toggleServer{ip: ip}
 	s.healthy.Store(true)
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	hl, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.hang.Load() {
+			<-r.Context().Done() // answer only when the prober gave up
+			return
+		}
 		if !s.healthy.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
@@ -70,7 +78,7 @@ func newToggleServer(t *testing.T) *toggleServer {
 }
 
 func (s *toggleServer) startTCP(t *testing.T, port int) {
-	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	l, err := net.Listen("tcp", net.JoinHostPort(s.ip, strconv.Itoa(port)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,9 +95,30 @@ func (s *toggleServer) startTCP(t *testing.T, port int) {
 	s.tcp = l
 }
 
+// loopbackKwokNode creates a kwok node (test label and taint, like
+// testenv.KwokNodes) whose spec.podCIDR is a /24 inside 127.0.0.0/8: kwok
+// hands its pods addresses from the node's podCIDR, so they get loopback IPs
+// a test can listen on. Deleted in Cleanup.
+func loopbackKwokNode(t *testing.T, env *testenv.Env, owner string) string {
+	cidr := fmt.Sprintf("127.%d.%d.0/24", 1+rand.IntN(254), rand.IntN(256))
+	node, err := env.Kube.CoreV1().Nodes().Create(context.Background(), &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: owner + "-n",
+			Labels:      map[string]string{testenv.TestNodeLabel: owner, "kubernetes.io/os": "linux", "type": "kwok-test"},
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}},
+		Spec: corev1.NodeSpec{PodCIDR: cidr, PodCIDRs: []string{cidr},
+			Taints: []corev1.Taint{{Key: testenv.TestNodeTaint, Value: owner, Effect: corev1.TaintEffectNoSchedule}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create node: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Kube.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{}) })
+	return node.Name
+}
+
 // TestAgentProbesPodOnItsNode: a NodePodProbe for a kwok node lists a pod
-// (kwok made it Running) whose probes hit real servers on 127.0.0.1 (the
-// NodePodProbe's pod IP); the agent reports Succeeded, Failed once
+// that kwok runs with a loopback pod IP (the node's podCIDR is in
+// 127.0.0.0/8); its probes hit real servers the test starts on that IP; the
+// agent reports Succeeded, Failed once
 // failureThreshold probes failed, Succeeded again on recovery, and a
 // restarted agent keeps the results without a status write.
 func TestAgentProbesPodOnItsNode(t *testing.T) {
@@ -101,8 +130,7 @@ func TestAgentProbesPodOnItsNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := env.Namespace(t)
-	node := env.KwokNodes(t, ns, 1, nil)[0]
-	srv := newToggleServer(t)
+	node := loopbackKwokNode(t, env, ns)
 
 	pod, err := env.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "game", Namespace: ns},
@@ -117,8 +145,13 @@ func TestAgentProbesPodOnItsNode(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil, nil
+		pod = p
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil && p.Status.PodIP != "", nil
 	})
+	if !net.ParseIP(pod.Status.PodIP).IsLoopback() {
+		t.Fatalf("kwok gave the pod %s, not a loopback address from the node's podCIDR", pod.Status.PodIP)
+	}
+	srv := newToggleServer(t, pod.Status.PodIP)
 
 	probe := func(h corev1.ProbeHandler) appsv1alpha1.ContainerProbeSpec {
 		return appsv1alpha1.ContainerProbeSpec{Probe: corev1.Probe{ProbeHandler: h,
@@ -128,7 +161,7 @@ func TestAgentProbesPodOnItsNode(t *testing.T) {
 	_, err = npps.Create(ctx, &appsv1alpha1.NodePodProbe{
 		ObjectMeta: metav1.ObjectMeta{Name: node},
 		Spec: appsv1alpha1.NodePodProbeSpec{PodProbes: []appsv1alpha1.PodProbe{{
-			Name: pod.Name, Namespace: ns, UID: string(pod.UID), IP: "127.0.0.1",
+			Name: pod.Name, Namespace: ns, UID: string(pod.UID), IP: pod.Status.PodIP,
 			Probes: []appsv1alpha1.ContainerProbe{
 				{Name: "ppm#tcp", ContainerName: "main", Probe: probe(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(srv.tcpPort)}})},
 				{Name: "ppm#http", ContainerName: "main", Probe: probe(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/idle", Port: intstr.FromInt(srv.httpPort)}})},
@@ -234,4 +267,14 @@ func TestAgentProbesPodOnItsNode(t *testing.T) {
 	// ...and it does probe: a failure still shows.
 	srv.healthy.Store(false)
 	waitStates("restarted agent reports the HTTP failure", ok, fail)
+
+	// Timeout: the server answers no more within timeoutSeconds.
+	srv.healthy.Store(true)
+	srv.hang.Store(true)
+	testenv.Eventually(t, 30*time.Second, func() (bool, error) {
+		s, _, err := states()
+		return err == nil && s["ppm#http"].State == fail && strings.Contains(s["ppm#http"].Message, "deadline exceeded"), err
+	})
+	srv.hang.Store(false)
+	waitStates("HTTP recovers after the timeouts", ok, ok)
 }
