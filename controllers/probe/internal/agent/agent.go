@@ -34,8 +34,10 @@ type Deps struct {
 	KubeInformers informers.SharedInformerFactory
 	Informers     flotillainformers.SharedInformerFactory
 	Clock         clock.WithTicker
-	// Prober runs the probes; nil means tcpSocket and httpGet over the network.
+	// Prober runs the probes; nil means NewProber(Exec).
 	Prober Prober
+	// Exec runs exec probes (the node's CRI runtime); nil reports them Unknown.
+	Exec Execer
 	// BatchDelay gathers the results changed within it into one status write.
 	BatchDelay time.Duration
 	// RetryDelay is the wait after a failed status write.
@@ -89,7 +91,7 @@ func New(d Deps) (*Agent, error) {
 		a.clock = clock.RealClock{}
 	}
 	if a.prober == nil {
-		a.prober = netProber{}
+		a.prober = NewProber(d.Exec)
 	}
 	if a.retryDelay <= 0 {
 		a.retryDelay = time.Second

@@ -15,28 +15,50 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	utilexec "k8s.io/utils/exec"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 )
 
-// Prober runs one probe attempt against a pod and returns its result and a
-// message (why it failed).
-type Prober interface {
-	Probe(ctx context.Context, h corev1.ProbeHandler, ip string, port int, timeout time.Duration) (appsv1alpha1.ProbeState, string)
+// Target is what one probe attempt runs against.
+type Target struct {
+	Handler corev1.ProbeHandler
+	IP      string
+	Port    int
+	// ContainerID is the runtime's ID, without the "<runtime>://" prefix.
+	ContainerID string
+	Timeout     time.Duration
 }
 
-// errExecUnsupported: exec probes need the node's CRI runtime, not wired yet.
-var errExecUnsupported = errors.New("exec probes are not supported by this probe-agent")
+// Prober runs one probe attempt and returns its result and a message (why it
+// failed).
+type Prober interface {
+	Probe(ctx context.Context, t Target) (appsv1alpha1.ProbeState, string)
+}
+
+// Execer runs a command in a container: the CRI runtime service's ExecSync
+// (k8s.io/cri-client), whose error for a non-zero exit carries the code.
+type Execer interface {
+	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout, stderr []byte, err error)
+}
+
+// errExecUnsupported: exec probes need the node's CRI runtime (--cri-socket).
+var errExecUnsupported = errors.New("exec probes need the node's CRI runtime: probe-agent runs without --cri-socket")
+
+// NewProber returns the prober of tcpSocket and httpGet probes, and of exec
+// probes through exec (nil: exec probes are reported Unknown).
+func NewProber(exec Execer) Prober { return netProber{exec: exec} }
 
 // netProber runs tcpSocket and httpGet probes over the network, like the
 // kubelet: TCP succeeds when the connection opens, HTTP when the status code
-// is in [200, 400).
-type netProber struct{}
+// is in [200, 400); exec probes through the CRI: success on exit code 0.
+type netProber struct{ exec Execer }
 
-func (netProber) Probe(ctx context.Context, h corev1.ProbeHandler, ip string, port int, timeout time.Duration) (appsv1alpha1.ProbeState, string) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+func (p netProber) Probe(ctx context.Context, t Target) (appsv1alpha1.ProbeState, string) {
+	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
 	defer cancel()
-	addr := net.JoinHostPort(ip, strconv.Itoa(port))
+	h := t.Handler
+	addr := net.JoinHostPort(t.IP, strconv.Itoa(t.Port))
 	switch {
 	case h.TCPSocket != nil:
 		var d net.Dialer
@@ -49,7 +71,10 @@ func (netProber) Probe(ctx context.Context, h corev1.ProbeHandler, ip string, po
 	case h.HTTPGet != nil:
 		return httpProbe(ctx, h.HTTPGet, addr)
 	case h.Exec != nil:
-		return appsv1alpha1.ProbeUnknown, errExecUnsupported.Error()
+		if p.exec == nil {
+			return appsv1alpha1.ProbeUnknown, errExecUnsupported.Error()
+		}
+		return execProbe(ctx, p.exec, h.Exec.Command, t.ContainerID, t.Timeout)
 	}
 	return appsv1alpha1.ProbeUnknown, "probe has no handler"
 }
@@ -123,4 +148,37 @@ func probePort(h corev1.ProbeHandler, c *corev1.Container) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("port %q not found in container", p.StrVal)
+}
+
+// execProbe: exit code 0 succeeds; otherwise Failed with the command's stderr
+// (what the pod condition's message shows), or the runtime's error.
+func execProbe(ctx context.Context, exec Execer, cmd []string, containerID string, timeout time.Duration) (appsv1alpha1.ProbeState, string) {
+	_, stderr, err := exec.ExecSync(ctx, containerID, cmd, timeout)
+	if err == nil {
+		return appsv1alpha1.ProbeSucceeded, ""
+	}
+	var exit utilexec.ExitError
+	if errors.As(err, &exit) {
+		msg := strings.TrimSpace(string(stderr))
+		if msg == "" {
+			msg = fmt.Sprintf("command exited with %d", exit.ExitStatus())
+		}
+		return appsv1alpha1.ProbeFailed, truncate(msg, 1024)
+	}
+	return appsv1alpha1.ProbeFailed, truncate(err.Error(), 1024)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// runtimeContainerID strips the "<runtime>://" prefix of a pod status ID.
+func runtimeContainerID(id string) string {
+	if i := strings.Index(id, "://"); i >= 0 {
+		return id[i+3:]
+	}
+	return id
 }

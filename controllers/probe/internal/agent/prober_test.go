@@ -54,11 +54,11 @@ func TestNetProber(t *testing.T) {
 		{"http 200", get("/ok"), port, time.Second, ok},
 		{"http 503", get("/bad"), port, time.Second, fail},
 		{"http timeout", get("/slow"), port, 200 * time.Millisecond, fail},
-		{"exec not supported yet", corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}, 0, time.Second, unk},
+		{"exec without a CRI runtime", corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}, 0, time.Second, unk},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, msg := netProber{}.Probe(context.Background(), tc.h, host, tc.port, tc.timeout)
+			got, msg := NewProber(nil).Probe(context.Background(), Target{Handler: tc.h, IP: host, Port: tc.port, Timeout: tc.timeout})
 			if got != tc.want {
 				t.Fatalf("Probe = %s (%q), want %s", got, msg, tc.want)
 			}

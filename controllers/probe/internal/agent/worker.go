@@ -122,7 +122,8 @@ func (w *worker) probeOnce(ctx context.Context) {
 		return
 	}
 	timeout := time.Duration(atLeastOne(spec.TimeoutSeconds)) * time.Second
-	state, msg := w.agent.prober.Probe(ctx, spec.ProbeHandler, ip, port, timeout)
+	state, msg := w.agent.prober.Probe(ctx, Target{Handler: spec.ProbeHandler, IP: ip, Port: port,
+		ContainerID: runtimeContainerID(cs.ContainerID), Timeout: timeout})
 	if state == appsv1alpha1.ProbeUnknown {
 		w.publish(now, state, msg)
 		return

@@ -27,6 +27,7 @@ const Name = "probe-agent"
 type options struct {
 	nodeName   string
 	batchDelay time.Duration
+	criSocket  string
 }
 
 // Binary describes probe-agent to the kit/app shell.
@@ -37,6 +38,7 @@ func Binary() kitapp.Binary {
 		AddFlags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.nodeName, "node-name", o.nodeName, "The node this agent probes for (default: $NODE_NAME, from the downward API).")
 			fs.DurationVar(&o.batchDelay, "status-batch-delay", o.batchDelay, "Results changed within this delay go into one NodePodProbe status write.")
+			fs.StringVar(&o.criSocket, "cri-socket", o.criSocket, "CRI runtime endpoint for exec probes (e.g. unix:///run/containerd/containerd.sock); empty: exec probes are reported Unknown.")
 			// Every node runs its own agent: no Lease to win. The flag stays so
 			// a test can still turn it on, but the default is off.
 			if f := fs.Lookup("leader-elect"); f != nil {
@@ -48,7 +50,7 @@ func Binary() kitapp.Binary {
 	}
 }
 
-func setup(_ context.Context, env *kitapp.Env, o *options) error {
+func setup(ctx context.Context, env *kitapp.Env, o *options) error {
 	if o.nodeName == "" {
 		return fmt.Errorf("%s needs --node-name or $NODE_NAME", Name)
 	}
@@ -68,9 +70,19 @@ func setup(_ context.Context, env *kitapp.Env, o *options) error {
 		flotillainformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = agent.NodeNameFieldSelector(o.nodeName) }))
 	env.AddInformerFactory(kubeInf)
 	env.AddInformerFactory(flotInf)
+	var exec agent.Execer
+	if o.criSocket != "" {
+		// The runtime must answer Version at start-up; if it does not, the
+		// agent exits and the DaemonSet restarts it.
+		rs, err := agent.NewCRIExecer(ctx, o.criSocket)
+		if err != nil {
+			return fmt.Errorf("connect to CRI runtime %s: %w", o.criSocket, err)
+		}
+		exec = rs
+	}
 	a, err := agent.New(agent.Deps{
 		NodeName: o.nodeName, Client: client, KubeInformers: kubeInf, Informers: flotInf,
-		Clock: env.Clock, BatchDelay: o.batchDelay,
+		Clock: env.Clock, BatchDelay: o.batchDelay, Exec: exec,
 	})
 	if err != nil {
 		return err
