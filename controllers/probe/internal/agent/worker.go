@@ -64,11 +64,9 @@ func (w *worker) current() (string, corev1.Probe, bool) {
 }
 
 func (w *worker) run(ctx context.Context) {
-	w.mu.Lock()
-	period := time.Duration(atLeastOne(w.spec.PeriodSeconds)) * time.Second
-	w.mu.Unlock()
+	period := w.period()
 	ticker := w.agent.clock.NewTicker(period)
-	defer ticker.Stop()
+	defer func() { ticker.Stop() }()
 	for {
 		w.probeOnce(ctx)
 		select {
@@ -78,7 +76,18 @@ func (w *worker) run(ctx context.Context) {
 			return
 		case <-ticker.C():
 		}
+		// A new periodSeconds applies from the next tick.
+		if p := w.period(); p != period {
+			ticker.Stop()
+			period, ticker = p, w.agent.clock.NewTicker(p)
+		}
 	}
+}
+
+func (w *worker) period() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return time.Duration(atLeastOne(w.spec.PeriodSeconds)) * time.Second
 }
 
 // probeOnce probes once and publishes the result when it changed.
