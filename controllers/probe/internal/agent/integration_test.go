@@ -100,6 +100,10 @@ func (s *toggleServer) startTCP(t *testing.T, port int) {
 // hands its pods addresses from the node's podCIDR, so they get loopback IPs
 // a test can listen on. Deleted in Cleanup.
 func loopbackKwokNode(t *testing.T, env *testenv.Env, owner string) string {
+	return loopbackKwokNodeTB(t, env, owner)
+}
+
+func loopbackKwokNodeTB(t testing.TB, env *testenv.Env, owner string) string {
 	cidr := fmt.Sprintf("127.%d.%d.0/24", 1+rand.IntN(254), rand.IntN(256))
 	node, err := env.Kube.CoreV1().Nodes().Create(context.Background(), &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: owner + "-n",
