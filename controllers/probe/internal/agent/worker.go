@@ -29,11 +29,12 @@ type worker struct {
 	ip   string
 	spec corev1.Probe
 
+	seed    *appsv1alpha1.ContainerProbeState // status entry to resume from, until the first probe
+	started bool                              // tracker initialised (false again after a handler change)
+
 	// Owned by the worker's goroutine.
 	tracker     tracker
-	seed        *appsv1alpha1.ContainerProbeState
 	containerID string
-	started     bool // tracker initialised for the current container
 }
 
 func newWorker(a *Agent, k workerKey, ip string, spec corev1.Probe, seed *appsv1alpha1.ContainerProbeState) *worker {
@@ -55,12 +56,18 @@ func (w *worker) update(ip string, spec corev1.Probe) {
 	w.spec = spec
 }
 
-func (w *worker) current() (string, corev1.Probe, bool) {
+// current returns the worker's target and spec; the first call after the
+// worker started or its handler changed also hands over the seed (the
+// status entry to resume from) and reports initialised false.
+func (w *worker) current() (ip string, spec corev1.Probe, initialised bool, seed *appsv1alpha1.ContainerProbeState) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	started := w.started
+	initialised = w.started
+	if !initialised {
+		seed, w.seed = w.seed, nil
+	}
 	w.started = true
-	return w.ip, w.spec, started
+	return w.ip, w.spec, initialised, seed
 }
 
 func (w *worker) run(ctx context.Context) {
@@ -105,7 +112,7 @@ func (w *worker) probeOnce(ctx context.Context) {
 	if cs == nil {
 		return
 	}
-	ip, spec, initialised := w.current()
+	ip, spec, initialised, seed := w.current()
 	now := w.agent.clock.Now()
 	var startedAt time.Time
 	if cs.State.Running != nil {
@@ -113,7 +120,7 @@ func (w *worker) probeOnce(ctx context.Context) {
 	}
 	if !initialised || cs.ContainerID != w.containerID {
 		w.containerID = cs.ContainerID
-		w.reset(startedAt)
+		w.reset(startedAt, spec, seed)
 	}
 	if cs.State.Running == nil {
 		w.publish(now, appsv1alpha1.ProbeFailed, fmt.Sprintf("Container(%s) is Non-running", w.key.Container))
@@ -144,12 +151,7 @@ func (w *worker) probeOnce(ctx context.Context) {
 
 // reset starts the probe for a new container: from the published state
 // when it describes this container (agent restart), else from Unknown.
-func (w *worker) reset(startedAt time.Time) {
-	seed := w.seed
-	w.seed = nil
-	w.mu.Lock()
-	spec := w.spec
-	w.mu.Unlock()
+func (w *worker) reset(startedAt time.Time, spec corev1.Probe, seed *appsv1alpha1.ContainerProbeState) {
 	// A container that is not running has no start time; its seed stays and
 	// the Non-running result then changes it only if it differs.
 	if seed != nil && (startedAt.IsZero() || seedValid(*seed, startedAt)) {
