@@ -12,9 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -38,6 +40,8 @@ type Deps struct {
 	Prober Prober
 	// Exec runs exec probes (the node's CRI runtime); nil reports them Unknown.
 	Exec Execer
+	// Recorder receives the pod events of result changes (nil: none).
+	Recorder record.EventRecorder
 	// BatchDelay gathers the results changed within it into one status write.
 	BatchDelay time.Duration
 	// RetryDelay is the wait after a failed status write.
@@ -65,6 +69,7 @@ type Agent struct {
 	prober     Prober
 	batchDelay time.Duration
 	retryDelay time.Duration
+	recorder   record.EventRecorder
 
 	syncCh  chan struct{} // the NodePodProbe spec changed
 	writeCh chan struct{} // a result changed
@@ -83,7 +88,7 @@ func New(d Deps) (*Agent, error) {
 	}
 	a := &Agent{
 		node: d.NodeName, client: d.Client, clock: d.Clock, prober: d.Prober,
-		batchDelay: d.BatchDelay, retryDelay: d.RetryDelay,
+		batchDelay: d.BatchDelay, retryDelay: d.RetryDelay, recorder: d.Recorder,
 		syncCh: make(chan struct{}, 1), writeCh: make(chan struct{}, 1),
 		workers: map[workerKey]*worker{}, results: map[resultKey]result{},
 	}
@@ -256,6 +261,16 @@ func (a *Agent) writeStatus(ctx context.Context) error {
 		return fmt.Errorf("update status of NodePodProbe %s: %w", a.node, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Wrote NodePodProbe status", "nodePodProbe", klog.KObj(npp))
+	if a.recorder != nil {
+		for _, tr := range transitions(npp.Status, status) {
+			ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: tr.Namespace, Name: tr.Name, UID: types.UID(tr.UID)}
+			reason := EventProbeFailed
+			if tr.State == appsv1alpha1.ProbeSucceeded {
+				reason = EventProbeSucceeded
+			}
+			a.recorder.Eventf(ref, corev1.EventTypeNormal, reason, "probe %s: %s %s", tr.Probe, tr.State, tr.Message)
+		}
+	}
 	return nil
 }
 

@@ -17,10 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
+	flotillascheme "github.com/flotilla-dev/flotilla/client/clientset/versioned/scheme"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
@@ -31,13 +33,13 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 // startAgent runs the real agent in-process for node, with informers scoped
 // the way probe-agent scopes them.
-func startAgent(t *testing.T, kube kubernetes.Interface, client versioned.Interface, node string) (*Agent, func()) {
+func startAgent(t *testing.T, kube kubernetes.Interface, client versioned.Interface, node string, recorder record.EventRecorder) (*Agent, func()) {
 	kubeInf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(controller.StripManagedFields),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = NodePodFieldSelector(node) }))
 	flotInf := flotillainformers.NewSharedInformerFactoryWithOptions(client, 0,
 		flotillainformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = NodeNameFieldSelector(node) }))
 	a, err := New(Deps{NodeName: node, Client: client, KubeInformers: kubeInf, Informers: flotInf,
-		Clock: clock.RealClock{}, BatchDelay: 100 * time.Millisecond})
+		Clock: clock.RealClock{}, BatchDelay: 100 * time.Millisecond, Recorder: recorder})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +207,8 @@ func TestAgentProbesPodOnItsNode(t *testing.T) {
 		})
 	}
 
-	agent, stop := startAgent(t, env.Kube, client, node)
+	recorder := testenv.EventRecorder(t, env.Kube, ns, "probe-agent", flotillascheme.Scheme)
+	agent, stop := startAgent(t, env.Kube, client, node, recorder)
 	waitStates("both probes succeed", ok, ok)
 	s, _, err := states()
 	if err != nil {
@@ -222,6 +225,16 @@ func TestAgentProbesPodOnItsNode(t *testing.T) {
 	if s["ppm#http"].Message != "HTTP probe failed with statuscode: 503" || s["ppm#tcp"].Message == "" {
 		t.Fatalf("failure messages: tcp %q http %q", s["ppm#tcp"].Message, s["ppm#http"].Message)
 	}
+
+	// Each transition is a pod event with OpenKruise's reason.
+	testenv.Eventually(t, 30*time.Second, func() (bool, error) {
+		for _, ev := range env.Events(t, ns, pod.Name) {
+			if ev.Reason == EventProbeFailed && strings.Contains(ev.Message, "ppm#http") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 
 	srv.startTCP(t, srv.tcpPort)
 	srv.healthy.Store(true)
@@ -254,7 +267,7 @@ func TestAgentProbesPodOnItsNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	restarted, _ := startAgent(t, env.Kube, client, node)
+	restarted, _ := startAgent(t, env.Kube, client, node, recorder)
 	testenv.Consistently(t, 4*time.Second, func() error {
 		if n := restarted.Writes(); n != 0 {
 			return fmt.Errorf("restarted agent sent %d status updates", n)

@@ -69,3 +69,37 @@ func applyResult(st appsv1alpha1.ContainerProbeState, r result, now metav1.Time)
 	st.State, st.Message, st.LastProbeTime = r.State, r.Message, r.LastProbeTime
 	return st
 }
+
+// Pod events of a probe result change (OpenKruise's reasons).
+const (
+	EventProbeSucceeded = "KruiseProbeSucceeded"
+	EventProbeFailed    = "KruiseProbeFailed"
+)
+
+// transition is one probe whose state changed between two statuses.
+type transition struct {
+	Namespace, Name, UID, Probe string
+	State                       appsv1alpha1.ProbeState
+	Message                     string
+}
+
+// transitions lists the Succeeded/Failed states of next that differ from
+// prev (new entries included; Unknown is not an event).
+func transitions(prev, next appsv1alpha1.NodePodProbeStatus) []transition {
+	old := map[resultKey]appsv1alpha1.ProbeState{}
+	for _, ps := range prev.PodProbeStatuses {
+		for _, st := range ps.ProbeStates {
+			old[resultKey{UID: ps.UID, Probe: st.Name}] = st.State
+		}
+	}
+	var out []transition
+	for _, ps := range next.PodProbeStatuses {
+		for _, st := range ps.ProbeStates {
+			if st.State == appsv1alpha1.ProbeUnknown || old[resultKey{UID: ps.UID, Probe: st.Name}] == st.State {
+				continue
+			}
+			out = append(out, transition{Namespace: ps.Namespace, Name: ps.Name, UID: ps.UID, Probe: st.Name, State: st.State, Message: st.Message})
+		}
+	}
+	return out
+}

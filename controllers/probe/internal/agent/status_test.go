@@ -61,3 +61,34 @@ func TestDesiredStatus(t *testing.T) {
 		})
 	}
 }
+
+func TestTransitions(t *testing.T) {
+	entry := func(states ...appsv1alpha1.ContainerProbeState) appsv1alpha1.NodePodProbeStatus {
+		return appsv1alpha1.NodePodProbeStatus{PodProbeStatuses: []appsv1alpha1.PodProbeStatus{{Namespace: "ns", Name: "a", UID: "ua", ProbeStates: states}}}
+	}
+	s := func(name string, st appsv1alpha1.ProbeState) appsv1alpha1.ContainerProbeState {
+		return appsv1alpha1.ContainerProbeState{Name: name, State: st}
+	}
+	cases := []struct {
+		name       string
+		prev, next appsv1alpha1.NodePodProbeStatus
+		want       []string
+	}{
+		{"nothing changed", entry(s("p", ok)), entry(s("p", ok)), nil},
+		{"Unknown to Succeeded", entry(s("p", unk)), entry(s("p", ok)), []string{"p=Succeeded"}},
+		{"new entry Failed", entry(), entry(s("p", fail)), []string{"p=Failed"}},
+		{"to Unknown is no event", entry(s("p", ok)), entry(s("p", unk)), nil},
+		{"only the changed probe", entry(s("p", ok), s("q", ok)), entry(s("p", ok), s("q", fail)), []string{"q=Failed"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, tr := range transitions(tc.prev, tc.next) {
+				got = append(got, tr.Probe+"="+string(tr.State))
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("transitions = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

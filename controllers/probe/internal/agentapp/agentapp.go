@@ -18,6 +18,7 @@ import (
 	"github.com/flotilla-dev/flotilla/controllers/probe/internal/agent"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // Name is the binary name: user agent and logger name.
@@ -80,9 +81,13 @@ func setup(ctx context.Context, env *kitapp.Env, o *options) error {
 		}
 		exec = rs
 	}
+	scheme, err := wiring.NewScheme()
+	if err != nil {
+		return err
+	}
 	a, err := agent.New(agent.Deps{
 		NodeName: o.nodeName, Client: client, KubeInformers: kubeInf, Informers: flotInf,
-		Clock: env.Clock, BatchDelay: o.batchDelay, Exec: exec,
+		Clock: env.Clock, BatchDelay: o.batchDelay, Exec: exec, Recorder: env.EventRecorder(ctx, scheme),
 	})
 	if err != nil {
 		return err
