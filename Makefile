@@ -21,6 +21,7 @@ include hack/cluster/cluster.mk
 build: ## all controller binaries and the client example into bin/
 	@mkdir -p $(BIN)
 	go build -o $(BIN)/ $(foreach c,$(CONTROLLERS),$(PREFIX)/controllers/$(c)/cmd/$(c)-controller) \
+	  $(PREFIX)/controllers/probe/cmd/probe-agent \
 	  $(PREFIX)/client/examples/list-clonesets
 
 # The e2e tests of test/e2e/realnode need a real node (kubelet + containerd): `make test` adds one to the control

@@ -1,0 +1,97 @@
+// Package agentapp wires the probe-agent binary: the kit/app shell without
+// leader election (one agent per node, each owning its node's probes), with
+// informers scoped to the node by field selectors.
+package agentapp
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
+	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
+	"github.com/flotilla-dev/flotilla/controllers/probe/internal/agent"
+	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
+)
+
+// Name is the binary name: user agent and logger name.
+const Name = "probe-agent"
+
+// options are probe-agent's own flags.
+type options struct {
+	nodeName   string
+	batchDelay time.Duration
+	criSocket  string
+}
+
+// Binary describes probe-agent to the kit/app shell.
+func Binary() kitapp.Binary {
+	o := &options{nodeName: os.Getenv("NODE_NAME"), batchDelay: 200 * time.Millisecond}
+	return kitapp.Binary{
+		Name: Name,
+		AddFlags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&o.nodeName, "node-name", o.nodeName, "The node this agent probes for (default: $NODE_NAME, from the downward API).")
+			fs.DurationVar(&o.batchDelay, "status-batch-delay", o.batchDelay, "Results changed within this delay go into one NodePodProbe status write.")
+			fs.StringVar(&o.criSocket, "cri-socket", o.criSocket, "CRI runtime endpoint for exec probes (e.g. unix:///run/containerd/containerd.sock); empty: exec probes are reported Unknown.")
+			// Every node runs its own agent: no Lease to win. The flag stays so
+			// a test can still turn it on, but the default is off.
+			if f := fs.Lookup("leader-elect"); f != nil {
+				_ = f.Value.Set("false")
+				f.DefValue = "false"
+			}
+		},
+		Setup: func(ctx context.Context, env *kitapp.Env) error { return setup(ctx, env, o) },
+	}
+}
+
+func setup(ctx context.Context, env *kitapp.Env, o *options) error {
+	if o.nodeName == "" {
+		return fmt.Errorf("%s needs --node-name or $NODE_NAME", Name)
+	}
+	if env.RESTConfig == nil {
+		return fmt.Errorf("%s needs a REST config for the Flotilla clientset", Name)
+	}
+	client, err := versioned.NewForConfig(env.RESTConfig)
+	if err != nil {
+		return fmt.Errorf("build Flotilla clientset: %w", err)
+	}
+	// Only this node's pods (all namespaces: --namespace does not apply to
+	// an agent) and this node's NodePodProbe are cached.
+	kubeInf := informers.NewSharedInformerFactoryWithOptions(env.KubeClient, env.Options.SyncPeriod,
+		informers.WithTransform(controller.StripManagedFields),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = agent.NodePodFieldSelector(o.nodeName) }))
+	flotInf := flotillainformers.NewSharedInformerFactoryWithOptions(client, env.Options.SyncPeriod,
+		flotillainformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = agent.NodeNameFieldSelector(o.nodeName) }))
+	env.AddInformerFactory(kubeInf)
+	env.AddInformerFactory(flotInf)
+	var exec agent.Execer
+	if o.criSocket != "" {
+		// The runtime must answer Version at start-up; if it does not, the
+		// agent exits and the DaemonSet restarts it.
+		rs, err := agent.NewCRIExecer(ctx, o.criSocket)
+		if err != nil {
+			return fmt.Errorf("connect to CRI runtime %s: %w", o.criSocket, err)
+		}
+		exec = rs
+	}
+	scheme, err := wiring.NewScheme()
+	if err != nil {
+		return err
+	}
+	a, err := agent.New(agent.Deps{
+		NodeName: o.nodeName, Client: client, KubeInformers: kubeInf, Informers: flotInf,
+		Clock: env.Clock, BatchDelay: o.batchDelay, Exec: exec, Recorder: env.EventRecorder(ctx, scheme),
+	})
+	if err != nil {
+		return err
+	}
+	env.AddController(a)
+	return nil
+}

@@ -1,0 +1,36 @@
+package agentapp
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+	"github.com/flotilla-dev/flotilla/kit/app/apptest"
+)
+
+func TestBinary(t *testing.T) { apptest.CheckBinary(t, Binary) }
+
+// An agent runs on every node: leader election is off unless asked for,
+// and the node name comes from the flag or $NODE_NAME.
+func TestAgentFlags(t *testing.T) {
+	t.Setenv("NODE_NAME", "node-a")
+	p, err := kitapp.Parse(Binary(), nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Options.LeaderElect {
+		t.Fatal("probe-agent elects a leader by default")
+	}
+	p, err = kitapp.Parse(Binary(), []string{"--leader-elect=true"}, io.Discard)
+	if err != nil || !p.Options.LeaderElect {
+		t.Fatalf("--leader-elect=true not honoured: %v", err)
+	}
+}
+
+func TestSetupNeedsNodeName(t *testing.T) {
+	err := setup(context.Background(), &kitapp.Env{}, &options{})
+	if err == nil {
+		t.Fatal("setup without a node name succeeded")
+	}
+}
