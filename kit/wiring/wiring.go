@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -29,6 +30,7 @@ import (
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
 )
 
 // Clients are a binary's clients, informer factories and event recorder. The
@@ -121,4 +123,22 @@ func (c *Clients) Deps(env *kitapp.Env) Deps {
 		QueueOptions:  env.Options.Queue,
 		QueueConfig:   env.QueueConfig(),
 	}
+}
+
+// ExpectationTimeout is the --expectation-timeout flag the workload binaries
+// share; Value goes into Deps.ExpectationTimeout.
+type ExpectationTimeout struct {
+	Value time.Duration
+	help  string
+}
+
+// NewExpectationTimeout returns the flag at expectations.DefaultTimeout, with
+// help naming what a lost event blocks in this binary.
+func NewExpectationTimeout(help string) *ExpectationTimeout {
+	return &ExpectationTimeout{Value: expectations.DefaultTimeout, help: help}
+}
+
+// AddFlags registers the flag (a kitapp.Binary's AddFlags).
+func (e *ExpectationTimeout) AddFlags(fs *pflag.FlagSet) {
+	fs.DurationVar(&e.Value, "expectation-timeout", e.Value, e.help)
 }

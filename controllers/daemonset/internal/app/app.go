@@ -7,14 +7,11 @@ package app
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"github.com/spf13/pflag"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/flotilla-dev/flotilla/controllers/daemonset/internal/controller"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
-	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
@@ -35,18 +32,14 @@ func Gates() []featuregate.Feature {
 
 // Binary describes daemonset-controller to the kit/app shell.
 func Binary() kitapp.Binary {
-	o := &options{expectationTimeout: expectations.DefaultTimeout}
-	return kitapp.Binary{Name: Name, Gates: Gates(), AddFlags: o.addFlags, Setup: o.setup}
+	o := &options{expectationTimeout: wiring.NewExpectationTimeout(
+		"How long a pod creation or deletion that never shows up in the cache may block its DaemonSet (a creation blocks only its node).")}
+	return kitapp.Binary{Name: Name, Gates: Gates(), AddFlags: o.expectationTimeout.AddFlags, Setup: o.setup}
 }
 
 // options are the flags only this binary has.
 type options struct {
-	expectationTimeout time.Duration
-}
-
-func (o *options) addFlags(fs *pflag.FlagSet) {
-	fs.DurationVar(&o.expectationTimeout, "expectation-timeout", o.expectationTimeout,
-		"How long a pod creation or deletion that never shows up in the cache may block its DaemonSet (a creation blocks only its node).")
+	expectationTimeout *wiring.ExpectationTimeout
 }
 
 // setup builds the clients and informer factories and registers the
@@ -57,7 +50,7 @@ func (o *options) setup(ctx context.Context, env *kitapp.Env) error {
 		return err
 	}
 	d := cl.Deps(env)
-	d.ExpectationTimeout = o.expectationTimeout
+	d.ExpectationTimeout = o.expectationTimeout.Value
 	c, err := controller.New(d)
 	if err != nil {
 		return fmt.Errorf("set up DaemonSet reconciler: %w", err)
