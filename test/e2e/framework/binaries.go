@@ -54,6 +54,19 @@ var (
 func Binary(t testing.TB, env *testenv.Env, controller string, tags ...string) string {
 	t.Helper()
 	name := strings.Join(append([]string{controller + "-controller"}, tags...), "-")
+	pkg := fmt.Sprintf("github.com/flotilla-dev/flotilla/controllers/%s/cmd/%s-controller", controller, controller)
+	return build(t, env, name, pkg, tags)
+}
+
+// CommandBinary compiles another command of a controller module, controllers/<module>/cmd/<command> (e.g. probe's
+// node agent, "probe", "probe-agent"), once per test process and returns its path under bin/e2e/.
+func CommandBinary(t testing.TB, env *testenv.Env, module, command string) string {
+	t.Helper()
+	return build(t, env, command, fmt.Sprintf("github.com/flotilla-dev/flotilla/controllers/%s/cmd/%s", module, command), nil)
+}
+
+func build(t testing.TB, env *testenv.Env, name, pkg string, tags []string) string {
+	t.Helper()
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	if path, ok := built[name]; ok {
@@ -63,7 +76,6 @@ func Binary(t testing.TB, env *testenv.Env, controller string, tags ...string) s
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	path := filepath.Join(dir, name)
 	tmp := fmt.Sprintf("%s.%d", path, os.Getpid())
-	pkg := fmt.Sprintf("github.com/flotilla-dev/flotilla/controllers/%s/cmd/%s-controller", controller, controller)
 	args := []string{"build", "-o", tmp}
 	if len(tags) > 0 {
 		args = append(args, "-tags", strings.Join(tags, ","))
@@ -146,7 +158,12 @@ func Apply(ctx context.Context, env *testenv.Env, obj *unstructured.Unstructured
 // ServiceAccount (<controller>-controller in SystemNamespace).
 func ServiceAccountConfig(t testing.TB, env *testenv.Env, controller string) *rest.Config {
 	t.Helper()
-	tr, err := env.Kube.CoreV1().ServiceAccounts(SystemNamespace).CreateToken(context.Background(), controller+"-controller",
+	return serviceAccountConfig(t, env, controller+"-controller")
+}
+
+func serviceAccountConfig(t testing.TB, env *testenv.Env, serviceAccount string) *rest.Config {
+	t.Helper()
+	tr, err := env.Kube.CoreV1().ServiceAccounts(SystemNamespace).CreateToken(context.Background(), serviceAccount,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
 		metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -159,7 +176,14 @@ func ServiceAccountConfig(t testing.TB, env *testenv.Env, controller string) *re
 // hack/run-local.sh does for `make run`.
 func ServiceAccountKubeconfig(t testing.TB, env *testenv.Env, controller string) string {
 	t.Helper()
-	cfg := ServiceAccountConfig(t, env, controller)
+	return ServiceAccountKubeconfigOf(t, env, controller+"-controller")
+}
+
+// ServiceAccountKubeconfigOf writes a kubeconfig with a token of ServiceAccount serviceAccount in SystemNamespace
+// (e.g. "probe-agent", which is not a controller's).
+func ServiceAccountKubeconfigOf(t testing.TB, env *testenv.Env, serviceAccount string) string {
+	t.Helper()
+	cfg := serviceAccountConfig(t, env, serviceAccount)
 	ca := cfg.CAData
 	if len(ca) == 0 && cfg.CAFile != "" {
 		var err error
@@ -173,7 +197,7 @@ users: [{name: controller, user: {token: %q}}]
 contexts: [{name: local, context: {cluster: local, user: controller}}]
 current-context: local
 `, cfg.Host, base64.StdEncoding.EncodeToString(ca), cfg.BearerToken)
-	path := filepath.Join(t.TempDir(), controller+".kubeconfig")
+	path := filepath.Join(t.TempDir(), serviceAccount+".kubeconfig")
 	require.NoError(t, os.WriteFile(path, []byte(kc), 0o600))
 	return path
 }

@@ -2,7 +2,9 @@
 // `REAL_NODES=1 hack/cluster/up.sh` adds beside the kwok nodes (kubelet + containerd + runc, images pulled
 // from the local registry). What kwok's stages only imitate is checked here against the real thing:
 // in-place image updates restart exactly the changed container, and the InPlaceUpdateReady readiness gate,
-// flipped by the controller, makes the kubelet report the pod NotReady and Ready again.
+// flipped by the controller, makes the kubelet report the pod NotReady and Ready again. PodProbeMarker's exec probes
+// run in the pod's container through the node's containerd (probe-agent's CRI client), and the seed's game-server
+// scenario scales a CloneSet in by the pod-deletion-cost those probes set (probe_test.go).
 //
 // Without a real node the tests skip, unless FLOTILLA_REAL_NODES is set (make test sets it): then they fail.
 package realnode
