@@ -86,6 +86,7 @@ type row struct {
 	ratio             string        // against the scenario's baseline
 	requests          map[string]int
 	writes            int
+	kwokWrites        int // the simulated kubelets' writes during the measurement (-1: not counted)
 	rssMiB, cpuSec    float64
 	note              string
 }

@@ -40,6 +40,11 @@ func isKCM(user, _ string) bool {
 }
 func isRaw(_, agent string) bool { return strings.HasPrefix(agent, rawUserAgent) }
 
+// isKwok matches the simulated kubelets: their pod status patches are part of
+// what a workload costs the API server (a pod whose readiness gates are
+// written late is played twice).
+func isKwok(user, _ string) bool { return user == "kwok-controller" }
+
 var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
 
 // audit reads the kube-apiserver audit log (Metadata level, one JSON event per

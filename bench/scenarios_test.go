@@ -151,6 +151,7 @@ func TestScaleUp(t *testing.T) {
 	deploy.note = "peak RSS / CPU: the whole kube-controller-manager"
 	raw.note = "peak RSS / CPU: the bench process (includes its pod watch)"
 	for _, r := range []row{cs, deploy, raw} {
+		r.note += fmt.Sprintf("; simulated kubelets (kwok): %d writes", r.kwokWrites)
 		record(r)
 		t.Logf("%s: %.2f s, %s", r.subject, r.wall.Seconds(), formatRequests(r.requests))
 	}
@@ -171,8 +172,9 @@ func (b *bench) measureReady(scenario, subject, selector string, n int, match fu
 	done := w.waitReady(t, n, imageV1, b.s.waitBudget)
 	rss, cpu1, _ := procStats(pid)
 	reqs, writes := b.audit.count(from, match)
+	_, kwokWrites := b.audit.count(from, isKwok)
 	b.cleanup(ns)
-	return row{scenario: scenario, subject: subject, wall: done.Sub(start), requests: reqs, writes: writes, rssMiB: rss, cpuSec: cpu1 - cpu0}
+	return row{scenario: scenario, subject: subject, wall: done.Sub(start), requests: reqs, writes: writes, kwokWrites: kwokWrites, rssMiB: rss, cpuSec: cpu1 - cpu0}
 }
 
 func ratio(a, b time.Duration) float64 {
