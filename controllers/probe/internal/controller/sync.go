@@ -96,6 +96,12 @@ func (c *Controller) writeSpec(ctx context.Context, node string, npp *appsv1alph
 			ObjectMeta: metav1.ObjectMeta{Name: node},
 			Spec:       appsv1alpha1.NodePodProbeSpec{PodProbes: desired},
 		}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			// Our cache is behind a create (ours, just before a restart or a
+			// requeue): its add event brings the node back with the object.
+			logger.V(4).Info("NodePodProbe exists but is not in the cache yet")
+			return nil, nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("create NodePodProbe %s: %w", node, err)
 		}
