@@ -3,6 +3,7 @@ package realnode
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -73,9 +74,13 @@ spec:
 			strings.Contains(s.Containers, "side:waiting(ContainerCreating)/ready=false/rc=0/") &&
 			strings.Contains(s.Containers, "web:waiting(ContainerCreating)/ready=false/rc=0/")
 	})
-	assert.GreaterOrEqual(t, pending, 0, "never Pending with hostIP %s, no podIP, PodReadyToStartContainers=False and both containers waiting in ContainerCreating", nodeIP)
-	running, _ := rec.firstAt(created.UID, func(s statusStep) bool { return s.Phase == string(corev1.PodRunning) && s.PodIP != "" })
-	assert.Greater(t, running, pending, "Running (with a podIP) after the Pending step")
+	if kwok && os.Getenv("KWOK_POD_PENDING_STEP") == "0" {
+		t.Log("KWOK_POD_PENDING_STEP=0: the kwok nodes have no Pending step (hack/cluster/up.sh)")
+	} else {
+		assert.GreaterOrEqual(t, pending, 0, "never Pending with hostIP %s, no podIP, PodReadyToStartContainers=False and both containers waiting in ContainerCreating", nodeIP)
+		running, _ := rec.firstAt(created.UID, func(s statusStep) bool { return s.Phase == string(corev1.PodRunning) && s.PodIP != "" })
+		assert.Greater(t, running, pending, "Running (with a podIP) after the Pending step")
+	}
 
 	// Row 7: the pod is placed on its node's address, and the status says which generation the node has seen.
 	assert.Equal(t, nodeIP, p.Status.HostIP, "hostIP is node %s's InternalIP", node.Name)
