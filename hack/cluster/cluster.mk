@@ -4,7 +4,7 @@
 #                                 start etcd/apiserver/kcm/scheduler/kwok/provisioner in .cluster/, plus
 #                                 REAL_NODES real nodes (kubelet + containerd, and the local registry)
 #   make cluster-down             stop them
-# See hack/cluster/README.md for environment variables (ports, AUDIT=1, ...).
+# See hack/cluster/README.md for environment variables (ports, AUDIT=1, KWOK_POD_PENDING_STEP=0, ...).
 CLUSTER_MK_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 NODES ?= 3
 REAL_NODES ?= 0

@@ -28,8 +28,12 @@ const (
 	envRequireNodes = "FLOTILLA_REAL_NODES"
 )
 
-// realNode returns the registry address (host:port) the real node pulls from, skipping the test when the
-// cluster has no real node (or failing it when FLOTILLA_REAL_NODES says there must be one).
+// kwokOnlyRegistry names the images of the kwok half of a scenario when the cluster has no real node: kwok pulls
+// nothing, so any registry name does.
+const kwokOnlyRegistry = "127.0.0.1:5050"
+
+// realNode returns the registry address (host:port) the real node pulls from, or "" when the cluster has no real
+// node (failing the test instead when FLOTILLA_REAL_NODES says there must be one).
 func realNode(t *testing.T, env *testenv.Env) string {
 	t.Helper()
 	nodes, err := env.Kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: realNodeLabel + "=true"})
@@ -43,8 +47,26 @@ func realNode(t *testing.T, env *testenv.Env) string {
 		t.Fatalf("%s=%s but the cluster has no node labelled %s=true with a %s annotation (start it with REAL_NODES=1)",
 			envRequireNodes, v, realNodeLabel, registryAnnot)
 	}
-	t.Skipf("no real node in the cluster (REAL_NODES=1 hack/cluster/up.sh adds one)")
 	return ""
+}
+
+// onEachNodeKind runs scenario on the real node and on the kwok nodes, as subtests "real" and "kwok". Without a real
+// node only the kwok half runs (it checks that the stages do what the kubelet was seen doing), with image names of
+// kwokOnlyRegistry.
+func onEachNodeKind(t *testing.T, env *testenv.Env, scenario func(t *testing.T, registry string, kwok bool)) {
+	registry := realNode(t, env)
+	for _, k := range nodeKinds {
+		t.Run(k.name, func(t *testing.T) {
+			reg := registry
+			if reg == "" {
+				if !k.kwok {
+					t.Skip("no real node in the cluster (REAL_NODES=1 hack/cluster/up.sh adds one)")
+				}
+				reg = kwokOnlyRegistry
+			}
+			scenario(t, reg, k.kwok)
+		})
+	}
 }
 
 // podTemplate is the pod template of the workloads under test: pinned to the real node, two containers that
@@ -79,9 +101,13 @@ func podTemplate(app, registry string, gate, kwok bool) string {
 
 // statusStep is what a pod status says about readiness and the containers, one line per distinct value.
 type statusStep struct {
+	Generation                   int64  // metadata.generation: the spec change the node has to play
+	Phase                        string // status.phase
+	HostIP, PodIP                string
 	Ready, ContainersReady, Gate string // condition statuses ("" when absent); Ready carries its reason
+	ReadyToStart                 string // PodReadyToStartContainers
 	ReadyBy                      string // field manager owning Ready's status (who wrote it last)
-	Containers                   string // name:ready/restartCount/containerID suffix ...
+	Containers                   string // name:state/ready/restartCount/containerID suffix/image tag ...
 }
 
 // readyOwner is the field manager that owns status.conditions[type=Ready].status: on an update, ownership of a
@@ -125,6 +151,8 @@ func stepOf(p *corev1.Pod) statusStep {
 		}
 		state := "waiting"
 		switch {
+		case c.State.Waiting != nil:
+			state = "waiting(" + c.State.Waiting.Reason + ")"
 		case c.State.Running != nil:
 			state = "running"
 		case c.State.Terminated != nil:
@@ -132,23 +160,27 @@ func stepOf(p *corev1.Pod) statusStep {
 		}
 		cs = append(cs, fmt.Sprintf("%s:%s/ready=%t/rc=%d/%s/%s", c.Name, state, c.Ready, c.RestartCount, id, c.Image[strings.LastIndex(c.Image, ":")+1:]))
 	}
-	return statusStep{Ready: cond(corev1.PodReady, true), ContainersReady: cond(corev1.ContainersReady, false),
-		Gate: cond(inPlaceReady, false), ReadyBy: readyOwner(p), Containers: strings.Join(cs, " ")}
+	return statusStep{Generation: p.Generation, Phase: string(p.Status.Phase), HostIP: p.Status.HostIP, PodIP: p.Status.PodIP,
+		Ready: cond(corev1.PodReady, true), ContainersReady: cond(corev1.ContainersReady, false), Gate: cond(inPlaceReady, false),
+		ReadyToStart: cond(corev1.PodReadyToStartContainers, false), ReadyBy: readyOwner(p), Containers: strings.Join(cs, " ")}
 }
 
 func (s statusStep) String() string {
-	return fmt.Sprintf("Ready=%s (by %s) ContainersReady=%s InPlaceUpdateReady=%s %s", s.Ready, s.ReadyBy, s.ContainersReady, s.Gate, s.Containers)
+	return fmt.Sprintf("gen=%d %s host=%s pod=%s ReadyToStart=%s Ready=%s (by %s) ContainersReady=%s InPlaceUpdateReady=%s %s",
+		s.Generation, s.Phase, s.HostIP, s.PodIP, s.ReadyToStart, s.Ready, s.ReadyBy, s.ContainersReady, s.Gate, s.Containers)
 }
 
-// recorder keeps, per pod, the sequence of distinct status steps seen through an informer (no polling gaps).
+// recorder keeps, per pod, the sequence of distinct status steps seen through an informer (no polling gaps), and
+// when each was seen.
 type recorder struct {
 	mu    sync.Mutex
 	steps map[types.UID][]statusStep
+	at    map[types.UID][]time.Time
 }
 
 func record(t *testing.T, env *testenv.Env, ns string) *recorder {
 	t.Helper()
-	r := &recorder{steps: map[types.UID][]statusStep{}}
+	r := &recorder{steps: map[types.UID][]statusStep{}, at: map[types.UID][]time.Time{}}
 	f := informers.NewSharedInformerFactoryWithOptions(env.Kube, 0, informers.WithNamespace(ns))
 	inf := f.Core().V1().Pods().Informer()
 	add := func(obj any) {
@@ -161,6 +193,7 @@ func record(t *testing.T, env *testenv.Env, ns string) *recorder {
 		defer r.mu.Unlock()
 		if seq := r.steps[p.UID]; len(seq) == 0 || seq[len(seq)-1] != s {
 			r.steps[p.UID] = append(seq, s)
+			r.at[p.UID] = append(r.at[p.UID], time.Now())
 		}
 	}
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: add, UpdateFunc: func(_, o any) { add(o) }})
@@ -176,6 +209,28 @@ func (r *recorder) of(uid types.UID) []statusStep {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]statusStep(nil), r.steps[uid]...)
+}
+
+// firstAt returns the index and arrival time of pod uid's first step that satisfies match (-1 when none).
+func (r *recorder) firstAt(uid types.UID, match func(statusStep) bool) (int, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, s := range r.steps[uid] {
+		if match(s) {
+			return i, r.at[uid][i]
+		}
+	}
+	return -1, time.Time{}
+}
+
+// logSteps logs pod uid's status sequence, with each step's time since from.
+func (r *recorder) logSteps(t *testing.T, name string, uid types.UID, from time.Time) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, s := range r.steps[uid] {
+		t.Logf("%s step %d (%+.2f s): %s", name, i, r.at[uid][i].Sub(from).Seconds(), s)
+	}
 }
 
 // containerByName returns the status of container name (zero value when absent).

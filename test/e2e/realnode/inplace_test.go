@@ -29,10 +29,7 @@ func sideImageV2(registry string) []byte {
 
 func TestCloneSetInPlaceUpdateOnRealNode(t *testing.T) {
 	env := testenv.Get(t)
-	registry := realNode(t, env)
-	for _, k := range nodeKinds {
-		t.Run(k.name, func(t *testing.T) { cloneSetInPlace(t, env, registry, k.kwok) })
-	}
+	onEachNodeKind(t, env, func(t *testing.T, registry string, kwok bool) { cloneSetInPlace(t, env, registry, kwok) })
 }
 
 func cloneSetInPlace(t *testing.T, env *testenv.Env, registry string, kwok bool) {
@@ -70,10 +67,7 @@ spec:
 
 func TestAdvancedStatefulSetInPlaceUpdateOnRealNode(t *testing.T) {
 	env := testenv.Get(t)
-	registry := realNode(t, env)
-	for _, k := range nodeKinds {
-		t.Run(k.name, func(t *testing.T) { statefulSetInPlace(t, env, registry, k.kwok) })
-	}
+	onEachNodeKind(t, env, func(t *testing.T, registry string, kwok bool) { statefulSetInPlace(t, env, registry, kwok) })
 }
 
 func statefulSetInPlace(t *testing.T, env *testenv.Env, registry string, kwok bool) {
@@ -161,8 +155,40 @@ func inPlaceOnRealNode(t *testing.T, env *testenv.Env, ns, selector, registry st
 		}
 
 		seq := rec.of(p.UID)
-		for i, s := range seq {
-			t.Logf("%s step %d: %s", p.Name, i, s)
+		rec.logSteps(t, p.Name, p.UID, start)
+
+		// From the spec change (generation+1) until the node reports side restarted: on the real node SIGTERM,
+		// exit, image check, create, start and the kubelet's next status (1.4-2 s seen here, README row 5); kwok's
+		// stage waits 1 s. Before, kwok took 0.3 s.
+		iSpec, specSeen := rec.firstAt(p.UID, func(s statusStep) bool { return s.Generation > old.Generation })
+		iRestart, restarted := rec.firstAt(p.UID, func(s statusStep) bool {
+			return strings.Contains(s.Containers, "side:running/ready=false/rc=1/") || strings.Contains(s.Containers, "side:running/ready=true/rc=1/")
+		})
+		if assert.True(t, iSpec >= 0 && iRestart > iSpec, "pod %s: spec change, then restart", p.Name) {
+			took := restarted.Sub(specSeen)
+			t.Logf("%s: side restarted %.2f s after the pod's spec changed", p.Name, took.Seconds())
+			assert.GreaterOrEqual(t, took, 600*time.Millisecond, "pod %s: a restart is not instantaneous", p.Name)
+		}
+
+		// The restarted container has a readiness probe: it is running but not ready until the probe passes, so
+		// ContainersReady and Ready are False for a while, then it is ready again (README row 3).
+		unready, _ := rec.firstAt(p.UID, func(s statusStep) bool {
+			return strings.Contains(s.Containers, "side:running/ready=false/rc=1/") && s.ContainersReady == "False" && strings.HasPrefix(s.Ready, "False")
+		})
+		assert.GreaterOrEqual(t, unready, 0, "pod %s: side never seen restarted but not ready (ContainersReady=False, Ready=False)", p.Name)
+
+		// observedGeneration: the node has seen the generation with the new image (README row 7).
+		assert.Equal(t, p.Generation, p.Status.ObservedGeneration, "pod %s: status.observedGeneration", p.Name)
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.ContainersReady {
+				assert.Equal(t, p.Generation, c.ObservedGeneration, "pod %s: ContainersReady's observedGeneration", p.Name)
+			}
+		}
+
+		// The node's events for the restart (README row 6): Killing, then Pulled, Created and Started.
+		if !assert.Eventually(t, func() bool { return restartEvents(t, env, p) == "" }, 30*time.Second, 200*time.Millisecond,
+			"pod %s: restart events", p.Name) {
+			t.Logf("pod %s: %s", p.Name, restartEvents(t, env, p))
 		}
 		// The gate went False and the pod was reported not Ready because of it (our controllers write Ready
 		// with the gate, as OpenKruise's do; the kubelet recomputes it: see TestReadinessGateOnRealNode for
@@ -178,6 +204,7 @@ func inPlaceOnRealNode(t *testing.T, env *testenv.Env, ns, selector, registry st
 			last := seq[len(seq)-1]
 			assert.Equal(t, "True", last.Ready, "pod %s: last step", p.Name)
 			assert.Equal(t, "True", last.Gate, "pod %s: last step", p.Name)
+			assert.Contains(t, last.Containers, "side:running/ready=true/rc=1/", "pod %s: last step", p.Name)
 		}
 		if t.Failed() { // what the kubelet did (Killing, Pulled, Started, ... with their reasons)
 			for _, e := range env.Events(t, p.Namespace, p.Name) {
@@ -193,4 +220,43 @@ func listPods(t *testing.T, env *testenv.Env, ns, selector string) []corev1.Pod 
 	require.NoError(t, err)
 	require.Len(t, list.Items, replicas)
 	return list.Items
+}
+
+// restartEvents returns what is missing from pod p's events of an in-place restart ("" when nothing is): Killing
+// with the kubelet's message, then Pulled, Created and Started no earlier than it (event times have a resolution of
+// one second; the kubelet's start-up events of the pod come before the restart).
+func restartEvents(t *testing.T, env *testenv.Env, p corev1.Pod) string {
+	events := env.Events(t, p.Namespace, p.Name)
+	var killing time.Time
+	for _, e := range events {
+		if e.Reason == "Killing" && strings.Contains(e.Message, "definition changed, will be restarted") {
+			killing = eventTime(e)
+		}
+	}
+	if killing.IsZero() {
+		return "no Killing event with \"definition changed, will be restarted\""
+	}
+	var missing []string
+	for _, reason := range []string{"Pulled", "Created", "Started"} {
+		found := false
+		for _, e := range events {
+			if e.Reason == reason && !eventTime(e).Before(killing) {
+				found = true
+			}
+		}
+		if !found {
+			missing = append(missing, reason)
+		}
+	}
+	if len(missing) > 0 {
+		return "no " + strings.Join(missing, ", ") + " event since Killing"
+	}
+	return ""
+}
+
+func eventTime(e corev1.Event) time.Time {
+	if !e.LastTimestamp.IsZero() {
+		return e.LastTimestamp.Time
+	}
+	return e.EventTime.Time
 }

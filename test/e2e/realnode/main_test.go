@@ -6,7 +6,10 @@
 // run in the pod's container through the node's containerd (probe-agent's CRI client), and the seed's game-server
 // scenario scales a CloneSet in by the pod-deletion-cost those probes set (probe_test.go).
 //
-// Without a real node the tests skip, unless FLOTILLA_REAL_NODES is set (make test sets it): then they fail.
+// Each test runs its scenario on the real node and on the kwok nodes (subtests "real" and "kwok") and asserts what
+// must hold on both, so the kwok stages are held to what the kubelet does (hack/cluster/README.md, "What the real
+// kubelet does differently from the kwok stages"). Without a real node only the kwok subtests run, unless
+// FLOTILLA_REAL_NODES is set and not 0 (make test sets it): then the tests fail.
 package realnode
 
 import (

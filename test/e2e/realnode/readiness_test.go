@@ -22,10 +22,7 @@ const testGate = "flotilla.dev/e2e-gate"
 // the kubelet's reasons and messages; on kwok nodes the pod-ready-recompute stage must do the same.
 func TestReadinessGateOnRealNode(t *testing.T) {
 	env := testenv.Get(t)
-	registry := realNode(t, env)
-	for _, k := range nodeKinds {
-		t.Run(k.name, func(t *testing.T) { readinessGate(t, env, registry, k.kwok) })
-	}
+	onEachNodeKind(t, env, func(t *testing.T, registry string, kwok bool) { readinessGate(t, env, registry, kwok) })
 }
 
 func readinessGate(t *testing.T, env *testenv.Env, registry string, kwok bool) {
