@@ -120,6 +120,8 @@ T1=$(now)
 # --endpoint-reconciler-type=none: the "kubernetes" Service would otherwise point at 127.0.0.1,
 #   which means nothing inside pods; nothing here needs it.
 # --authorization-mode=Node,RBAC as in a real cluster; admission webhooks by URL work by default.
+# --kubelet-preferred-address-types: kubectl logs/exec reach a real node's kubelet at its InternalIP (the
+#   default tries the node name first, which no resolver here knows).
 # shellcheck disable=SC2086
 start kube-apiserver \
   --etcd-servers="$ETCD_URL" \
@@ -131,6 +133,7 @@ start kube-apiserver \
   --service-cluster-ip-range="$SERVICE_CIDR" \
   --authorization-mode=Node,RBAC \
   --endpoint-reconciler-type=none \
+  --kubelet-preferred-address-types=InternalIP,Hostname \
   --allow-privileged=true \
   --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
   --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
