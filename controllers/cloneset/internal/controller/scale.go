@@ -213,8 +213,10 @@ func (c *Controller) createPods(ctx context.Context, st *syncState, n, old int) 
 
 // createInFlight bounds the concurrent creations of one sync: enough to keep
 // the API server busy, few enough to stay within API Priority and Fairness's
-// queues (a slow-start batch of 1,024 sent at once drew hundreds of 429s).
-const createInFlight = 32
+// queues (a slow-start batch of 1,024 sent at once drew hundreds of 429s; at
+// 32 the creates themselves were the slowest step of a 2,000-pod scale-up,
+// ~110 per second against kube-controller-manager's ~250; bench/RESULTS.md).
+const createInFlight = 128
 
 func (c *Controller) createPod(ctx context.Context, st *syncState, id string, rev *appsv1.ControllerRevision, existingPVCs sets.Set[string]) error {
 	tmpl, err := revision.Template(rev)
