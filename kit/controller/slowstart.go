@@ -1,6 +1,9 @@
 package controller
 
-import "errors"
+import (
+	"errors"
+	"sync"
+)
 
 // SlowStart calls fn(i) for i in [0, n) in batches of 1, 2, 4, …, stopping
 // after the first batch in which a call failed, as Kubernetes' controllers
@@ -11,8 +14,15 @@ import "errors"
 // 429s, each of which is a wasted request and a retry). It returns how many
 // calls were made and their errors joined.
 func SlowStart(n, inFlight int, fn func(i int) error) (int, error) {
-	done := 0
-	for batch := 1; done < n; batch *= 2 {
+	done, _, err := SlowStartFrom(n, 1, inFlight, fn)
+	return done, err
+}
+
+// SlowStartFrom is SlowStart with a first batch of first (at least 1). It
+// also returns the size of the last batch that had no failure (0 if the
+// first one failed), the batch a later slow start may begin with.
+func SlowStartFrom(n, first, inFlight int, fn func(i int) error) (done, reached int, err error) {
+	for batch := max(first, 1); done < n; batch *= 2 {
 		end := min(done+batch, n)
 		idx := make([]int, 0, end-done)
 		for i := done; i < end; i++ {
@@ -21,8 +31,50 @@ func SlowStart(n, inFlight int, fn func(i int) error) (int, error) {
 		err := ForEach(idx, inFlight, fn)
 		done = end
 		if err != nil {
-			return done, errors.Join(err)
+			return done, 0, errors.Join(err)
 		}
+		reached = batch
 	}
-	return done, nil
+	return done, reached, nil
+}
+
+// BatchMemory remembers, per object, the batch size its slow starts reached
+// without a failure, so that the next one (the next wave of a rolling update,
+// the next burst of a large creation) does not climb from 1 again through
+// round trips that protect against nothing: its calls have been succeeding.
+// A failure sends the object back to 1, which keeps the protection slow start
+// exists for (a quota error costs one request). The zero value is ready to
+// use; Forget drops a deleted object.
+type BatchMemory[K comparable] struct {
+	mu   sync.Mutex
+	size map[K]int
+}
+
+// First is the batch the next slow start of key begins with.
+func (m *BatchMemory[K]) First(key K) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return max(m.size[key], 1)
+}
+
+// Reached records the result of a slow start of key: the size its last
+// successful batch reached (0 after a failure).
+func (m *BatchMemory[K]) Reached(key K, size int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.size == nil {
+		m.size = map[K]int{}
+	}
+	if size <= 1 {
+		delete(m.size, key)
+		return
+	}
+	m.size[key] = size
+}
+
+// Forget drops key.
+func (m *BatchMemory[K]) Forget(key K) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.size, key)
 }

@@ -61,3 +61,51 @@ func TestSlowStartBoundsInFlight(t *testing.T) {
 	assert.Equal(t, 511, made)
 	assert.LessOrEqual(t, peak, 8)
 }
+
+// SlowStartFrom begins at the given batch and reports the last batch that
+// succeeded, which BatchMemory hands to the next slow start of the object;
+// a failure sends the object back to batches of 1.
+func TestSlowStartFromAndBatchMemory(t *testing.T) {
+	done, reached, err := SlowStartFrom(100, 1, 8, func(int) error { return nil })
+	assert.NoError(t, err)
+	assert.Equal(t, 100, done)
+	assert.Equal(t, 64, reached, "1+2+4+8+16+32 = 63, then a batch of 64 of which 37 ran")
+
+	// Begins at 64: 100 calls in two batches instead of seven.
+	var sizes []int
+	var mu sync.Mutex
+	cur := 0
+	_, reached, err = SlowStartFrom(100, 64, 1, func(i int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if i == 0 || i == 64 {
+			sizes = append(sizes, 0)
+			cur = len(sizes) - 1
+		}
+		sizes[cur]++
+		return nil
+	})
+	assert.NoError(t, err)
+	assert.Equal(t, []int{64, 36}, sizes)
+	assert.Equal(t, 128, reached)
+
+	_, reached, err = SlowStartFrom(10, 4, 1, func(i int) error {
+		if i == 5 {
+			return errors.New("quota")
+		}
+		return nil
+	})
+	assert.Error(t, err)
+	assert.Equal(t, 0, reached, "a failed slow start reaches nothing")
+
+	var m BatchMemory[string]
+	assert.Equal(t, 1, m.First("a"), "unknown objects start at 1")
+	m.Reached("a", 64)
+	assert.Equal(t, 64, m.First("a"))
+	assert.Equal(t, 1, m.First("b"))
+	m.Reached("a", 0)
+	assert.Equal(t, 1, m.First("a"), "after a failure, back to 1")
+	m.Reached("a", 32)
+	m.Forget("a")
+	assert.Equal(t, 1, m.First("a"))
+}

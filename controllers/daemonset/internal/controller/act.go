@@ -123,7 +123,10 @@ func (c *Controller) createPod(ctx context.Context, st *syncState, node, hash st
 
 // createPods creates one pod of revision hash per node in slow-start
 // batches (kit/controller.SlowStart: 1, 2, 4, …, each batch all at once),
-// stopping at the first batch with a failure. A pod the API server rejects as invalid is a spec problem
+// stopping at the first batch with a failure. A DaemonSet whose creates have
+// been succeeding begins at the batch its last slow start reached (each wave
+// of a rolling update would otherwise climb from 1 again, a round trip per
+// doubling); a failure sends it back to 1. A pod the API server rejects as invalid is a spec problem
 // admission could not see (the template is not validated as a pod until a
 // pod is made of it): reported, not retried until the spec changes.
 func (c *Controller) createPods(ctx context.Context, st *syncState, nodes []string, hash string) error {
@@ -133,7 +136,7 @@ func (c *Controller) createPods(ctx context.Context, st *syncState, nodes []stri
 	ds := st.ds
 	var mu sync.Mutex
 	var invalid string
-	_, err := controller.SlowStart(len(nodes), len(nodes), func(i int) error {
+	_, reached, err := controller.SlowStartFrom(len(nodes), c.batches.First(st.key), len(nodes), func(i int) error {
 		node := nodes[i]
 		created, err := c.createPod(ctx, st, node, hash)
 		if err != nil {
@@ -151,6 +154,7 @@ func (c *Controller) createPods(ctx context.Context, st *syncState, nodes []stri
 		c.recorder.Eventf(ds, corev1.EventTypeNormal, EventSuccessfulCreate, "Created pod: %s", created.Name)
 		return nil
 	})
+	c.batches.Reached(st.key, reached)
 	if invalid != "" {
 		st.invalid, st.invalidReason = "the pod template is rejected by the API server: "+invalid, reasonPodRejected
 		c.rejected.remember(ds, st.invalid)

@@ -75,8 +75,10 @@ type Controller struct {
 	loop       *controller.Loop[types.NamespacedName]
 	// deletes: pod deletions not yet seen; creates: per node, pods created
 	// and not yet seen (one lost event delays one node, not the set).
-	deletes   *expectations.Scale[types.NamespacedName]
-	creates   *expectations.Node[types.NamespacedName]
+	deletes *expectations.Scale[types.NamespacedName]
+	creates *expectations.Node[types.NamespacedName]
+	// batches: where each DaemonSet's next creation slow start begins.
+	batches   controller.BatchMemory[types.NamespacedName]
 	rvExp     *expectations.ResourceVersion
 	placement *placementCache
 	backoff   *flowcontrol.Backoff

@@ -72,6 +72,7 @@ func (c *Controller) forgetSet(obj any) {
 	if key, ok := controller.KeyOf(obj); ok {
 		c.deletes.Delete(key)
 		c.creates.Forget(key)
+		c.batches.Forget(key)
 		c.pacer.Forget(key)
 		c.queue.Enqueue(key)
 	}

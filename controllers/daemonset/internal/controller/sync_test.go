@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -339,4 +340,28 @@ func drain(ch chan string) []string {
 			return out
 		}
 	}
+}
+
+// TestSyncSlowStartResumes: a DaemonSet whose creates succeeded begins its
+// next slow start at the batch the last one reached (a rolling update's
+// waves do not climb from 1 again); after a failure it is back to batches of
+// 1, so a persistent error costs one request per sync.
+func TestSyncSlowStartResumes(t *testing.T) {
+	f := newSyncFixture(t, "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p")
+	f.ds.Spec.BurstReplicas = iop("8")
+	f.start()
+	key := types.NamespacedName{Namespace: "ns", Name: "ds"}
+	assert.Len(t, f.sync(), 8, "batches 1, 2, 4, then 1 of a batch of 8")
+	assert.Equal(t, 8, f.c.batches.First(key))
+
+	f.kube.PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("exceeded quota"))
+	})
+	writes, err := f.syncErr()
+	require.Error(t, err)
+	assert.Len(t, writes, 8, "the next 8 nodes in one batch, all refused")
+	assert.Equal(t, 1, f.c.batches.First(key), "a failure sends the DaemonSet back to 1")
+	writes, err = f.syncErr()
+	require.Error(t, err)
+	assert.Len(t, writes, 1, "then one request per sync")
 }
