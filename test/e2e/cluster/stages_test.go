@@ -12,10 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/test/e2e/framework"
 )
 
 // statuses records every status pod name in ns goes through, from before it exists (an informer: no polling gaps;
@@ -24,24 +23,13 @@ func statuses(t *testing.T, env *testenv.Env, ns, name string) func() []corev1.P
 	t.Helper()
 	var mu sync.Mutex
 	var seen []corev1.PodStatus
-	f := informers.NewSharedInformerFactoryWithOptions(env.Kube, 0, informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		}))
-	inf := f.Core().V1().Pods().Informer()
-	add := func(obj any) {
-		if p, ok := obj.(*corev1.Pod); ok {
-			mu.Lock()
-			defer mu.Unlock()
-			seen = append(seen, *p.Status.DeepCopy())
-		}
-	}
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: add, UpdateFunc: func(_, o any) { add(o) }})
-	require.NoError(t, err)
-	stop := make(chan struct{})
-	f.Start(stop)
-	t.Cleanup(func() { close(stop); f.Shutdown() })
-	require.True(t, cache.WaitForCacheSync(stop, inf.HasSynced))
+	framework.OnPods(t, env, ns, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	}, func(p *corev1.Pod) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, *p.Status.DeepCopy())
+	})
 	return func() []corev1.PodStatus {
 		mu.Lock()
 		defer mu.Unlock()

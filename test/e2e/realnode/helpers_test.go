@@ -14,10 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/test/e2e/framework"
 )
 
 const (
@@ -181,13 +180,7 @@ type recorder struct {
 func record(t *testing.T, env *testenv.Env, ns string) *recorder {
 	t.Helper()
 	r := &recorder{steps: map[types.UID][]statusStep{}, at: map[types.UID][]time.Time{}}
-	f := informers.NewSharedInformerFactoryWithOptions(env.Kube, 0, informers.WithNamespace(ns))
-	inf := f.Core().V1().Pods().Informer()
-	add := func(obj any) {
-		p, ok := obj.(*corev1.Pod)
-		if !ok {
-			return
-		}
+	framework.OnPods(t, env, ns, nil, func(p *corev1.Pod) {
 		s := stepOf(p)
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -195,13 +188,7 @@ func record(t *testing.T, env *testenv.Env, ns string) *recorder {
 			r.steps[p.UID] = append(seq, s)
 			r.at[p.UID] = append(r.at[p.UID], time.Now())
 		}
-	}
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: add, UpdateFunc: func(_, o any) { add(o) }})
-	require.NoError(t, err)
-	stop := make(chan struct{})
-	f.Start(stop)
-	t.Cleanup(func() { close(stop); f.Shutdown() })
-	require.True(t, cache.WaitForCacheSync(stop, inf.HasSynced))
+	})
 	return r
 }
 
