@@ -5,9 +5,6 @@
 package app
 
 import (
-	"context"
-	"fmt"
-
 	"k8s.io/component-base/featuregate"
 
 	"github.com/flotilla-dev/flotilla/controllers/cloneset/internal/controller"
@@ -39,36 +36,9 @@ func Gates() []featuregate.Feature {
 	}
 }
 
-// Binary describes cloneset-controller to the kit/app shell.
+// Binary describes cloneset-controller to the kit/app shell: one CloneSet
+// reconciler over the shared clients (kit/wiring.Workload).
 func Binary() kitapp.Binary {
-	o := &options{expectationTimeout: wiring.NewExpectationTimeout(
-		"How long a pod creation or deletion that never shows up in the cache may block its CloneSet.")}
-	return kitapp.Binary{Name: Name, Gates: Gates(), AddFlags: o.expectationTimeout.AddFlags, Setup: o.setup}
-}
-
-// options are the flags only this binary has.
-type options struct {
-	expectationTimeout *wiring.ExpectationTimeout
-}
-
-// setup builds the clients and informer factories and registers the CloneSet
-// reconciler and its metrics.
-func (o *options) setup(ctx context.Context, env *kitapp.Env) error {
-	cl, err := wiring.New(ctx, env)
-	if err != nil {
-		return err
-	}
-	d := cl.Deps(env)
-	d.ExpectationTimeout = o.expectationTimeout.Value
-	c, err := controller.New(d)
-	if err != nil {
-		return fmt.Errorf("set up CloneSet reconciler: %w", err)
-	}
-	if env.Metrics != nil {
-		if err := c.RegisterMetrics(env.Metrics); err != nil {
-			return fmt.Errorf("register metrics: %w", err)
-		}
-	}
-	env.AddController(c)
-	return nil
+	return wiring.Workload(Name, Gates(), "CloneSet",
+		"How long a pod creation or deletion that never shows up in the cache may block its CloneSet.", controller.New)
 }

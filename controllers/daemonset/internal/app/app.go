@@ -5,9 +5,6 @@
 package app
 
 import (
-	"context"
-	"fmt"
-
 	"k8s.io/component-base/featuregate"
 
 	"github.com/flotilla-dev/flotilla/controllers/daemonset/internal/controller"
@@ -30,36 +27,9 @@ func Gates() []featuregate.Feature {
 	}
 }
 
-// Binary describes daemonset-controller to the kit/app shell.
+// Binary describes daemonset-controller to the kit/app shell: one DaemonSet
+// reconciler over the shared clients (kit/wiring.Workload).
 func Binary() kitapp.Binary {
-	o := &options{expectationTimeout: wiring.NewExpectationTimeout(
-		"How long a pod creation or deletion that never shows up in the cache may block its DaemonSet (a creation blocks only its node).")}
-	return kitapp.Binary{Name: Name, Gates: Gates(), AddFlags: o.expectationTimeout.AddFlags, Setup: o.setup}
-}
-
-// options are the flags only this binary has.
-type options struct {
-	expectationTimeout *wiring.ExpectationTimeout
-}
-
-// setup builds the clients and informer factories and registers the
-// DaemonSet reconciler.
-func (o *options) setup(ctx context.Context, env *kitapp.Env) error {
-	cl, err := wiring.New(ctx, env)
-	if err != nil {
-		return err
-	}
-	d := cl.Deps(env)
-	d.ExpectationTimeout = o.expectationTimeout.Value
-	c, err := controller.New(d)
-	if err != nil {
-		return fmt.Errorf("set up DaemonSet reconciler: %w", err)
-	}
-	if env.Metrics != nil {
-		if err := c.RegisterMetrics(env.Metrics); err != nil {
-			return fmt.Errorf("register metrics: %w", err)
-		}
-	}
-	env.AddController(c)
-	return nil
+	return wiring.Workload(Name, Gates(), "DaemonSet",
+		"How long a pod creation or deletion that never shows up in the cache may block its DaemonSet (a creation blocks only its node).", controller.New)
 }

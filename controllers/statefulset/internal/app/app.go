@@ -5,9 +5,6 @@
 package app
 
 import (
-	"context"
-	"fmt"
-
 	"k8s.io/component-base/featuregate"
 
 	"github.com/flotilla-dev/flotilla/controllers/statefulset/internal/controller"
@@ -35,31 +32,9 @@ func Gates() []featuregate.Feature {
 	}
 }
 
-// Binary describes statefulset-controller to the kit/app shell.
+// Binary describes statefulset-controller to the kit/app shell: one StatefulSet
+// reconciler over the shared clients (kit/wiring.Workload).
 func Binary() kitapp.Binary {
-	o := &options{expectationTimeout: wiring.NewExpectationTimeout(
-		"How long a pod or claim creation or deletion that never shows up in the cache may block its StatefulSet.")}
-	return kitapp.Binary{Name: Name, Gates: Gates(), AddFlags: o.expectationTimeout.AddFlags, Setup: o.setup}
-}
-
-// options are the flags only this binary has.
-type options struct {
-	expectationTimeout *wiring.ExpectationTimeout
-}
-
-// setup builds the clients and informer factories and registers the
-// StatefulSet reconciler.
-func (o *options) setup(ctx context.Context, env *kitapp.Env) error {
-	cl, err := wiring.New(ctx, env)
-	if err != nil {
-		return err
-	}
-	d := cl.Deps(env)
-	d.ExpectationTimeout = o.expectationTimeout.Value
-	c, err := controller.New(d)
-	if err != nil {
-		return fmt.Errorf("set up StatefulSet reconciler: %w", err)
-	}
-	env.AddController(c)
-	return nil
+	return wiring.Workload(Name, Gates(), "StatefulSet",
+		"How long a pod or claim creation or deletion that never shows up in the cache may block its StatefulSet.", controller.New)
 }

@@ -1,0 +1,53 @@
+package wiring
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+
+	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+)
+
+type fakeReconciler struct {
+	deps       Deps
+	registered bool
+}
+
+func (f *fakeReconciler) Name() string                   { return "fake" }
+func (f *fakeReconciler) Run(context.Context, int) error { return nil }
+func (f *fakeReconciler) RegisterMetrics(prometheus.Registerer) error {
+	f.registered = true
+	return nil
+}
+
+// A workload binary passes --expectation-timeout into the Deps it builds its
+// reconciler from, registers the reconciler's metrics and the reconciler.
+func TestWorkload(t *testing.T) {
+	var got *fakeReconciler
+	b := Workload("x-controller", nil, "X", "what a lost event blocks", func(d Deps) (*fakeReconciler, error) {
+		got = &fakeReconciler{deps: d}
+		return got, nil
+	})
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	b.AddFlags(fs)
+	require.NoError(t, fs.Parse([]string{"--expectation-timeout=7s"}))
+	env := &kitapp.Env{Name: "x-controller", RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"},
+		KubeClient: fake.NewClientset(), Metrics: prometheus.NewRegistry()}
+	require.NoError(t, b.Setup(context.Background(), env))
+	require.NotNil(t, got)
+	assert.Equal(t, 7*time.Second, got.deps.ExpectationTimeout)
+	assert.True(t, got.registered)
+	assert.Equal(t, []string{"fake"}, env.Controllers())
+
+	failing := Workload("x-controller", nil, "X", "", func(Deps) (*fakeReconciler, error) { return nil, errors.New("boom") })
+	err := failing.Setup(context.Background(), &kitapp.Env{Name: "x-controller", RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"}, KubeClient: fake.NewClientset()})
+	assert.ErrorContains(t, err, "set up X reconciler: boom")
+}
