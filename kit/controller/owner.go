@@ -195,6 +195,10 @@ func (h OwnerHandler) enqueueOrphan(o metav1.Object, isInInitialList bool) {
 // reconciled promptly from its own Add event at start-up.
 type KeyHandler struct {
 	Enqueue func(key types.NamespacedName)
+	// Deleted, when set, runs for a deleted object (or its tombstone)
+	// before its key is enqueued: the place to drop what a reconciler keeps
+	// about the object (expectations, caches).
+	Deleted func(obj any, key types.NamespacedName)
 }
 
 var _ cache.ResourceEventHandler = KeyHandler{}
@@ -211,7 +215,12 @@ func (h KeyHandler) OnAdd(obj any, _ bool) { h.enqueue(obj) }
 func (h KeyHandler) OnUpdate(_, newObj any) { h.enqueue(newObj) }
 
 // OnDelete implements cache.ResourceEventHandler.
-func (h KeyHandler) OnDelete(obj any) { h.enqueue(obj) }
+func (h KeyHandler) OnDelete(obj any) {
+	if key, ok := KeyOf(obj); ok && h.Deleted != nil {
+		h.Deleted(obj, key)
+	}
+	h.enqueue(obj)
+}
 
 func (h KeyHandler) enqueue(obj any) {
 	if key, ok := KeyOf(obj); ok {

@@ -189,4 +189,16 @@ func TestKeyHandler(t *testing.T) {
 	h.OnUpdate(pod("a", "1", nil), pod("a", "1", nil))
 	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/a"})
 	assert.Equal(t, []types.NamespacedName{nn("a"), nn("a"), nn("a")}, got)
+
+	// Deleted runs for deletions only, tombstones included, before the key is
+	// enqueued.
+	var order []string
+	h = KeyHandler{
+		Enqueue: func(k types.NamespacedName) { order = append(order, "enqueue "+k.Name) },
+		Deleted: func(_ any, k types.NamespacedName) { order = append(order, "deleted "+k.Name) },
+	}
+	h.OnAdd(pod("a", "1", nil), false)
+	h.OnDelete(pod("b", "1", nil))
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c"})
+	assert.Equal(t, []string{"enqueue a", "deleted b", "enqueue b", "deleted c", "enqueue c"}, order)
 }

@@ -23,11 +23,7 @@ const podUpdateBatch = 100 * time.Millisecond
 var Kind = controller.OwnerKind{Group: appsv1alpha1.SchemeGroupVersion.Group, Kind: "CloneSet"}
 
 func (c *Controller) addHandlers(sets, pods, pvcs cache.SharedIndexInformer) error {
-	if _, err := sets.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.enqueueSet(obj) },
-		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },
-		DeleteFunc: c.forgetSet,
-	}); err != nil {
+	if _, err := sets.AddEventHandler(controller.KeyHandler{Enqueue: c.queue.Enqueue, Deleted: c.forgetSet}); err != nil {
 		return fmt.Errorf("watch CloneSets: %w", err)
 	}
 	if _, err := pods.AddEventHandler(c.dependentHandler()); err != nil {
@@ -39,22 +35,11 @@ func (c *Controller) addHandlers(sets, pods, pvcs cache.SharedIndexInformer) err
 	return nil
 }
 
-func (c *Controller) enqueueSet(obj any) {
-	if key, ok := controller.KeyOf(obj); ok {
-		c.queue.Enqueue(key)
-	}
-}
-
-// forgetSet drops the expectations of a deleted CloneSet; its pods and PVCs
-// go with it through garbage collection.
-func (c *Controller) forgetSet(obj any) {
-	key, ok := controller.KeyOf(obj)
-	if !ok {
-		return
-	}
+// forgetSet drops the expectations of a deleted CloneSet (the KeyHandler
+// then enqueues it); its pods and PVCs go with it through garbage collection.
+func (c *Controller) forgetSet(_ any, key types.NamespacedName) {
 	c.scaleExp.Delete(key)
 	c.pacer.Forget(key)
-	c.queue.Enqueue(key)
 }
 
 // dependentHandler maps pod and PVC events to the controlling CloneSet and

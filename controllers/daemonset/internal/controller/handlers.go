@@ -28,11 +28,7 @@ const nodeBatch = 500 * time.Millisecond
 var Kind = controller.OwnerKind{Group: appsv1alpha1.SchemeGroupVersion.Group, Kind: "DaemonSet"}
 
 func (c *Controller) addHandlers(sets, pods, nodes, revisions cache.SharedIndexInformer) error {
-	if _, err := sets.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueSet,
-		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },
-		DeleteFunc: c.forgetSet,
-	}); err != nil {
+	if _, err := sets.AddEventHandler(controller.KeyHandler{Enqueue: c.queue.Enqueue, Deleted: c.forgetSet}); err != nil {
 		return fmt.Errorf("watch DaemonSets: %w", err)
 	}
 	if _, err := pods.AddEventHandler(c.podHandler()); err != nil {
@@ -56,26 +52,18 @@ func (c *Controller) addHandlers(sets, pods, nodes, revisions cache.SharedIndexI
 	return nil
 }
 
-func (c *Controller) enqueueSet(obj any) {
-	if key, ok := controller.KeyOf(obj); ok {
-		c.queue.Enqueue(key)
-	}
-}
-
-// forgetSet drops a deleted DaemonSet's expectations and cached verdicts;
-// its pods go with it through garbage collection.
-func (c *Controller) forgetSet(obj any) {
+// forgetSet drops a deleted DaemonSet's expectations and cached verdicts
+// (the KeyHandler then enqueues it); its pods go with it through garbage
+// collection.
+func (c *Controller) forgetSet(obj any, key types.NamespacedName) {
 	if o, ok := controller.ObjectOf(obj); ok {
 		c.placement.forget(o.GetUID())
 		c.rejected.forget(o.GetUID())
 	}
-	if key, ok := controller.KeyOf(obj); ok {
-		c.deletes.Delete(key)
-		c.creates.Forget(key)
-		c.batches.Forget(key)
-		c.pacer.Forget(key)
-		c.queue.Enqueue(key)
-	}
+	c.deletes.Delete(key)
+	c.creates.Forget(key)
+	c.batches.Forget(key)
+	c.pacer.Forget(key)
 }
 
 // podHandler maps pod events to the controlling DaemonSet (or, for an

@@ -24,11 +24,7 @@ const podUpdateBatch = 100 * time.Millisecond
 var Kind = controller.OwnerKind{Group: appsv1beta1.SchemeGroupVersion.Group, Kind: "StatefulSet"}
 
 func (c *Controller) addHandlers(sets, pods, claims cache.SharedIndexInformer) error {
-	if _, err := sets.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueSet,
-		UpdateFunc: func(_, obj any) { c.enqueueSet(obj) },
-		DeleteFunc: c.forgetSet,
-	}); err != nil {
+	if _, err := sets.AddEventHandler(controller.KeyHandler{Enqueue: c.queue.Enqueue, Deleted: c.forgetSet}); err != nil {
 		return fmt.Errorf("watch StatefulSets: %w", err)
 	}
 	if _, err := pods.AddEventHandler(c.podHandler()); err != nil {
@@ -40,19 +36,10 @@ func (c *Controller) addHandlers(sets, pods, claims cache.SharedIndexInformer) e
 	return nil
 }
 
-func (c *Controller) enqueueSet(obj any) {
-	if key, ok := controller.KeyOf(obj); ok {
-		c.queue.Enqueue(key)
-	}
-}
-
-// forgetSet drops a deleted set's expectations; its pods go with it through
-// garbage collection.
-func (c *Controller) forgetSet(obj any) {
-	if key, ok := controller.KeyOf(obj); ok {
-		c.scaleExp.Delete(key)
-		c.queue.Enqueue(key)
-	}
+// forgetSet drops a deleted set's expectations (the KeyHandler then
+// enqueues it); its pods go with it through garbage collection.
+func (c *Controller) forgetSet(_ any, key types.NamespacedName) {
+	c.scaleExp.Delete(key)
 }
 
 // podHandler maps pod events to the controlling set (or, for an orphan, the
