@@ -80,23 +80,7 @@ func TestAgentExecProbeThroughCRI(t *testing.T) {
 	node := env.KwokNodes(t, ns, 1, nil)[0]
 	rt, endpoint := startTestRuntime(t)
 
-	pod, err := env.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "game", Namespace: ns},
-		Spec: corev1.PodSpec{NodeName: node, Tolerations: []corev1.Toleration{testenv.TestNodeToleration()},
-			Containers: []corev1.Container{{Name: "main", Image: "game:1"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, time.Minute, func() (bool, error) {
-		p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		pod = p
-		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil &&
-			p.Status.ContainerStatuses[0].ContainerID != "", nil
-	})
+	pod := runningGamePod(t, env, ns, node)
 	containerID := runtimeContainerID(pod.Status.ContainerStatuses[0].ContainerID)
 
 	npps := client.AppsV1alpha1().NodePodProbes()

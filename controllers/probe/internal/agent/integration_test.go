@@ -138,22 +138,7 @@ func TestAgentProbesPodOnItsNode(t *testing.T) {
 	ns := env.Namespace(t)
 	node := loopbackKwokNode(t, env, ns)
 
-	pod, err := env.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "game", Namespace: ns},
-		Spec: corev1.PodSpec{NodeName: node, Tolerations: []corev1.Toleration{testenv.TestNodeToleration()},
-			Containers: []corev1.Container{{Name: "main", Image: "game:1"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, time.Minute, func() (bool, error) {
-		p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		pod = p
-		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil && p.Status.PodIP != "", nil
-	})
+	pod := runningGamePod(t, env, ns, node)
 	if !net.ParseIP(pod.Status.PodIP).IsLoopback() {
 		t.Fatalf("kwok gave the pod %s, not a loopback address from the node's podCIDR", pod.Status.PodIP)
 	}
@@ -294,4 +279,29 @@ func TestAgentProbesPodOnItsNode(t *testing.T) {
 	})
 	srv.hang.Store(false)
 	waitStates("HTTP recovers after the timeouts", ok, ok)
+}
+
+// runningGamePod creates pod "game" (one container) on the test's kwok node
+// and waits until kwok runs it: container ID and pod IP set.
+func runningGamePod(t *testing.T, env *testenv.Env, ns, node string) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	pod, err := env.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "game", Namespace: ns},
+		Spec: corev1.PodSpec{NodeName: node, Tolerations: []corev1.Toleration{testenv.TestNodeToleration()},
+			Containers: []corev1.Container{{Name: "main", Image: "game:1"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, func() (bool, error) {
+		p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		pod = p
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].State.Running != nil && cs[0].ContainerID != "" && p.Status.PodIP != "", nil
+	})
+	return pod
 }
