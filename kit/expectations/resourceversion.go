@@ -1,6 +1,7 @@
 package expectations
 
 import (
+	"iter"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -138,4 +139,14 @@ func (r *ResourceVersion) Wait(objs ...metav1.Object) time.Duration {
 		}
 	}
 	return wait
+}
+
+// WaitAll is Wait over objs and every item of more (a workload and its
+// revision, then its pods: slices.Values or maps.Values of them).
+func WaitAll[T metav1.Object](r *ResourceVersion, more iter.Seq[T], objs ...metav1.Object) time.Duration {
+	all := append([]metav1.Object(nil), objs...)
+	for o := range more {
+		all = append(all, o)
+	}
+	return r.Wait(all...)
 }

@@ -1,6 +1,7 @@
 package expectations
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -225,4 +226,14 @@ func TestResourceVersionWait(t *testing.T) {
 	assert.Equal(t, DefaultTimeout-time.Minute, r.Wait(podRV("a", "4"), podRV("b", "4")), "the sooner timeout")
 	assert.Equal(t, DefaultTimeout, r.Wait(podRV("a", "5"), podRV("b", "4")), "a caught up")
 	assert.Zero(t, r.Wait(podRV("b", "6")))
+
+	// WaitAll: the objects and the pods together.
+	r = NewResourceVersion(WithClock(clk))
+	r.Expect(podRV("a", "5"))
+	clk.Step(time.Minute)
+	r.Expect(podRV("b", "5"))
+	pods := []*corev1.Pod{podRV("b", "4")}
+	assert.Equal(t, DefaultTimeout-time.Minute, WaitAll(r, slices.Values(pods), podRV("a", "4")), "the sooner timeout, a among the objects")
+	assert.Equal(t, DefaultTimeout, WaitAll(r, slices.Values(pods), podRV("a", "5")), "a caught up, b in the pods lags")
+	assert.Zero(t, WaitAll(r, slices.Values([]*corev1.Pod{podRV("b", "5")}), podRV("a", "5")))
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
@@ -18,6 +18,7 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
 	"github.com/flotilla-dev/flotilla/kit/revision"
@@ -150,12 +151,7 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, cs *a
 // staleCache returns how long to wait when the cache does not yet show a
 // write this controller made to the update revision or to one of the pods.
 func (c *Controller) staleCache(st *syncState) time.Duration {
-	objs := make([]metav1.Object, 0, len(st.pods)+2)
-	objs = append(objs, st.cs, st.update)
-	for _, p := range st.pods {
-		objs = append(objs, p)
-	}
-	return c.rvExp.Wait(objs...)
+	return expectations.WaitAll(c.rvExp, slices.Values(st.pods), st.cs, st.update)
 }
 
 // isUpdated reports whether the pod runs the update revision (its

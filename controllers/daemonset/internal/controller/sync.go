@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,6 +20,7 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
 
@@ -271,12 +273,7 @@ func (c *Controller) syncRevisions(ctx context.Context, st *syncState) error {
 // staleCache returns how long to wait when the cache does not yet show a
 // write this controller made to the DaemonSet, its update revision or a pod.
 func (c *Controller) staleCache(st *syncState) time.Duration {
-	objs := make([]metav1.Object, 0, len(st.pods)+2)
-	objs = append(objs, st.ds, st.update)
-	for _, p := range st.pods {
-		objs = append(objs, p)
-	}
-	return c.rvExp.Wait(objs...)
+	return expectations.WaitAll(c.rvExp, slices.Values(st.pods), st.ds, st.update)
 }
 
 // truncateHistory deletes the oldest revisions beyond revisionHistoryLimit

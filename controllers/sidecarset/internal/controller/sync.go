@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,7 @@ import (
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/sidecarcontrol"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
 )
 
@@ -34,7 +36,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		return err
 	}
 	// Never decide on objects the cache shows older than our own last write.
-	if wait := c.rvExp.Wait(append(podObjects(pods), set)...); wait > 0 {
+	if wait := expectations.WaitAll(c.rvExp, slices.Values(pods), set); wait > 0 {
 		logger.V(4).Info("Waiting for the cache to show our pod writes", "after", wait)
 		c.queue.AddAfter(name, wait)
 		return nil
@@ -119,14 +121,6 @@ func (c *Controller) matchedPods(set *appsv1alpha1.SidecarSet) ([]*corev1.Pod, e
 		}
 	}
 	return out, nil
-}
-
-func podObjects(pods []*corev1.Pod) []metav1.Object {
-	out := make([]metav1.Object, len(pods))
-	for i, p := range pods {
-		out[i] = p
-	}
-	return out
 }
 
 // patchAllowed: whether patchPodMetadata may be re-applied in upgrades.

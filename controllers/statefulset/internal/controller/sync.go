@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,6 +19,7 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
@@ -191,12 +193,7 @@ func (c *Controller) syncRevisions(ctx context.Context, st *syncState) error {
 // staleCache returns how long to wait when the cache does not yet show a
 // write this controller made to the set, its update revision or a pod.
 func (c *Controller) staleCache(st *syncState) time.Duration {
-	objs := make([]metav1.Object, 0, len(st.pods)+2)
-	objs = append(objs, st.set, st.update)
-	for _, p := range st.pods {
-		objs = append(objs, p)
-	}
-	return c.rvExp.Wait(objs...)
+	return expectations.WaitAll(c.rvExp, maps.Values(st.pods), st.set, st.update)
 }
 
 // isUpdated reports whether the pod runs the update revision.
