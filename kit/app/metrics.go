@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -161,4 +162,21 @@ func (p *queueMetricsProvider) NewLongestRunningProcessorSecondsMetric(name stri
 }
 func (p *queueMetricsProvider) NewRetriesMetric(name string) workqueue.CounterMetric {
 	return p.retries.WithLabelValues(name)
+}
+
+// Counter is a counter a reconciler reads from its own state when scraped.
+type Counter struct {
+	Name, Help string
+	Value      func() float64
+}
+
+// RegisterCounters registers each counter on reg as a CounterFunc.
+func RegisterCounters(reg prometheus.Registerer, counters ...Counter) error {
+	for _, c := range counters {
+		col := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.Name, Help: c.Help}, c.Value)
+		if err := reg.Register(col); err != nil {
+			return fmt.Errorf("register %s: %w", c.Name, err)
+		}
+	}
+	return nil
 }

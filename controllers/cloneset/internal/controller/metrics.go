@@ -1,25 +1,21 @@
 package controller
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+)
 
 // RegisterMetrics registers the reconciler's own metrics: how often an
 // expectation had to be dropped after its timeout (a lost informer event; the
 // reference's cloneset_scale_expectation_leakage).
 func (c *Controller) RegisterMetrics(reg prometheus.Registerer) error {
-	collectors := []prometheus.Collector{
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "cloneset_scale_expectation_leakage_total",
-			Help: "Pod/PVC creations or deletions whose informer event never arrived before the expectation timeout.",
-		}, func() float64 { return float64(c.scaleExp.TimedOut()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "cloneset_resource_version_expectation_timeouts_total",
-			Help: "Own writes the informer cache did not show before the expectation timeout.",
-		}, func() float64 { return float64(c.rvExp.TimedOut()) }),
-	}
-	for _, col := range collectors {
-		if err := reg.Register(col); err != nil {
-			return err
-		}
-	}
-	return nil
+	return kitapp.RegisterCounters(reg,
+		kitapp.Counter{Name: "cloneset_scale_expectation_leakage_total",
+			Help:  "Pod/PVC creations or deletions whose informer event never arrived before the expectation timeout.",
+			Value: func() float64 { return float64(c.scaleExp.TimedOut()) }},
+		kitapp.Counter{Name: "cloneset_resource_version_expectation_timeouts_total",
+			Help:  "Own writes the informer cache did not show before the expectation timeout.",
+			Value: func() float64 { return float64(c.rvExp.TimedOut()) }},
+	)
 }
