@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -226,4 +227,12 @@ func (h KeyHandler) enqueue(obj any) {
 	if key, ok := KeyOf(obj); ok {
 		h.Enqueue(key)
 	}
+}
+
+// SelectorMatches reports whether a workload's selector selects an object
+// with these labels, as adoption reads it: an empty or unparsable selector
+// selects nothing (validation rejects both; a cached object may predate it).
+func SelectorMatches(selector *metav1.LabelSelector, objLabels map[string]string) bool {
+	sel, err := metav1.LabelSelectorAsSelector(selector)
+	return err == nil && !sel.Empty() && sel.Matches(labels.Set(objLabels))
 }

@@ -202,3 +202,13 @@ func TestKeyHandler(t *testing.T) {
 	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c"})
 	assert.Equal(t, []string{"enqueue a", "deleted b", "enqueue b", "deleted c", "enqueue c"}, order)
 }
+
+func TestSelectorMatches(t *testing.T) {
+	lbls := map[string]string{"app": "web"}
+	assert.True(t, SelectorMatches(&metav1.LabelSelector{MatchLabels: lbls}, lbls))
+	assert.False(t, SelectorMatches(&metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, lbls))
+	assert.False(t, SelectorMatches(&metav1.LabelSelector{}, lbls), "empty selects nothing")
+	assert.False(t, SelectorMatches(nil, lbls), "absent selects nothing")
+	bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}}}
+	assert.False(t, SelectorMatches(bad, lbls), "unparsable selects nothing")
+}

@@ -69,11 +69,9 @@ func (c *Controller) findSets(o metav1.Object) []types.NamespacedName {
 	}
 	var out []types.NamespacedName
 	for _, cs := range sets {
-		sel, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(o.GetLabels())) {
-			continue
+		if controller.SelectorMatches(cs.Spec.Selector, o.GetLabels()) {
+			out = append(out, types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name})
 		}
-		out = append(out, types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name})
 	}
 	return out
 }

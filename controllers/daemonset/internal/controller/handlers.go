@@ -145,8 +145,7 @@ func (c *Controller) adopters(o metav1.Object) []types.NamespacedName {
 	}
 	var out []types.NamespacedName
 	for _, ds := range sets {
-		sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(o.GetLabels())) {
+		if controller.SelectorMatches(ds.Spec.Selector, o.GetLabels()) {
 			out = append(out, types.NamespacedName{Namespace: ds.Namespace, Name: ds.Name})
 		}
 	}

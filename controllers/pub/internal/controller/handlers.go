@@ -107,8 +107,7 @@ func Covers(p *policyv1alpha1.PodUnavailableBudget, pod *corev1.Pod, ref *metav1
 	if t := p.Spec.TargetReference; t != nil {
 		return ref != nil && (ref.Kind == t.Kind || (ref.Kind == "ReplicaSet" && t.Kind == "Deployment"))
 	}
-	sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
-	return err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels))
+	return controller.SelectorMatches(p.Spec.Selector, pod.Labels)
 }
 
 // workloadHandler enqueues the budgets of a workload's namespace when its

@@ -118,8 +118,7 @@ func (c *Controller) adopters(o metav1.Object) []types.NamespacedName {
 	}
 	var out []types.NamespacedName
 	for _, set := range sets {
-		sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(o.GetLabels())) {
+		if !controller.SelectorMatches(set.Spec.Selector, o.GetLabels()) {
 			continue
 		}
 		if _, ok := ordinalOf(set.Name, o.GetName()); ok {
