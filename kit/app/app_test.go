@@ -304,7 +304,17 @@ func startHarnessWithClient(t *testing.T, b Binary, args []string, prepare func(
 		h.metrics, h.healthz = "http://"+a[0], "http://"+a[1]
 		h.health = <-healthCh
 	case err := <-h.done:
-		t.Fatalf("run returned early: %v", err)
+		// A run that served and then ended at once (a crashing controller)
+		// makes both channels ready and select picks either: it only
+		// returned early if it never served.
+		select {
+		case a := <-h.addrs:
+			h.metrics, h.healthz = "http://"+a[0], "http://"+a[1]
+			h.health = <-healthCh
+			h.done <- err // for wait
+		default:
+			t.Fatalf("run returned early: %v", err)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("servers did not start")
 	}
