@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -79,7 +80,9 @@ func (e Example) Group() string {
 }
 
 // Dir returns the seed directory: $FLOTILLA_SEEDS, else <repo>/../shared/seeds
-// where <repo> is the nearest parent of the working directory holding go.work.
+// where <repo> is the nearest parent of the working directory holding go.work,
+// else, for a clone made from a local checkout (`git clone <checkout> /tmp/x`),
+// shared/seeds beside that checkout (the clone's origin).
 func Dir() (string, error) {
 	if d := os.Getenv(EnvDir); d != "" {
 		if _, err := os.Stat(d); err != nil {
@@ -94,10 +97,13 @@ func Dir() (string, error) {
 	for d := wd; ; d = filepath.Dir(d) {
 		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
 			s := filepath.Join(filepath.Dir(d), "shared", "seeds")
-			if _, err := os.Stat(s); err != nil {
-				return "", fmt.Errorf("seed directory %s not found (set %s): %w", s, EnvDir, err)
+			if _, err := os.Stat(s); err == nil {
+				return s, nil
 			}
-			return s, nil
+			if o := besideOrigin(d); o != "" {
+				return o, nil
+			}
+			return "", fmt.Errorf("seed directory %s not found, nor beside the clone's origin (set %s)", s, EnvDir)
 		}
 		if filepath.Dir(d) == d {
 			return "", fmt.Errorf("no go.work above %s; set %s to the seed directory", wd, EnvDir)
@@ -344,4 +350,25 @@ func deepCopy(v interface{}) interface{} {
 	default:
 		return v
 	}
+}
+
+// besideOrigin returns shared/seeds beside the local checkout repo was cloned
+// from, or "" when repo's origin is not a local directory or has none.
+func besideOrigin(repo string) string {
+	out, err := exec.Command("git", "-C", repo, "config", "--get", "remote.origin.url").Output()
+	if err != nil {
+		return ""
+	}
+	origin := strings.TrimPrefix(strings.TrimSpace(string(out)), "file://")
+	if !filepath.IsAbs(origin) {
+		return ""
+	}
+	if fi, err := os.Stat(origin); err != nil || !fi.IsDir() {
+		return ""
+	}
+	s := filepath.Join(filepath.Dir(filepath.Clean(origin)), "shared", "seeds")
+	if _, err := os.Stat(s); err != nil {
+		return ""
+	}
+	return s
 }
