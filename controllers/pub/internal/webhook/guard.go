@@ -162,11 +162,8 @@ func (g *Guard) decode(ctx context.Context, req kitwebhook.Request) (*corev1.Pod
 		if !gates.Enabled(features.PodUnavailableBudgetUpdateGate) {
 			break
 		}
-		oldPod, newPod := &corev1.Pod{}, &corev1.Pod{}
-		if err := req.DecodeOldObject(oldPod); err != nil {
-			return nil, "", false, kitwebhook.Errored(http.StatusBadRequest, err), true
-		}
-		if err := req.DecodeObject(newPod); err != nil {
+		oldPod, newPod, err := decodeUpdate(req)
+		if err != nil {
 			return nil, "", false, kitwebhook.Errored(http.StatusBadRequest, err), true
 		}
 		if !pubcontrol.InPlaceUpdateStart(oldPod, newPod) {
@@ -177,11 +174,8 @@ func (g *Guard) decode(ctx context.Context, req kitwebhook.Request) (*corev1.Pod
 		if !gates.Enabled(features.PodUnavailableBudgetUpdateGate) {
 			break
 		}
-		oldPod, newPod := &corev1.Pod{}, &corev1.Pod{}
-		if err := req.DecodeOldObject(oldPod); err != nil {
-			return nil, "", false, kitwebhook.Errored(http.StatusBadRequest, err), true
-		}
-		if err := req.DecodeObject(newPod); err != nil {
+		oldPod, newPod, err := decodeUpdate(req)
+		if err != nil {
 			return nil, "", false, kitwebhook.Errored(http.StatusBadRequest, err), true
 		}
 		op, ok := pubcontrol.UpdateOperation(oldPod, newPod)
@@ -191,6 +185,18 @@ func (g *Guard) decode(ctx context.Context, req kitwebhook.Request) (*corev1.Pod
 		return oldPod, op, req.IsDryRun(), kitwebhook.Response{}, false
 	}
 	return nil, "", false, kitwebhook.Allowed(), true
+}
+
+// decodeUpdate decodes the old and the new pod of an update request.
+func decodeUpdate(req kitwebhook.Request) (oldPod, newPod *corev1.Pod, err error) {
+	oldPod, newPod = &corev1.Pod{}, &corev1.Pod{}
+	if err := req.DecodeOldObject(oldPod); err != nil {
+		return nil, nil, err
+	}
+	if err := req.DecodeObject(newPod); err != nil {
+		return nil, nil, err
+	}
+	return oldPod, newPod, nil
 }
 
 // take records pod in the budget's status and decrements
