@@ -181,9 +181,11 @@ func (c *Controller) syncMarker(ctx context.Context, key types.NamespacedName) e
 		return c.cleanup(ctx, m, pods)
 	}
 	if retired := c.takeRetired(key); len(retired) > 0 {
-		gone := m.DeepCopy()
+		// A view of the marker with only its retired probes, read and never
+		// written: a shallow copy leaves the cached object untouched.
+		gone := *m
 		gone.Spec.Probes = retired
-		if err := c.unmarkSelected(ctx, gone, pods); err != nil {
+		if err := c.unmarkSelected(ctx, &gone, pods); err != nil {
 			c.retire(key, retired)
 			return err
 		}
