@@ -12,6 +12,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -60,52 +61,60 @@ type Configurations struct {
 func (c Configurations) Edit(ctx context.Context, ref ConfigRef, edit EditFunc) (bool, error) {
 	wrote := false
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		wrote = false
+		var err error
 		switch ref.Kind {
 		case Mutating:
 			api := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations()
-			cur, err := api.Get(ctx, ref.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			upd := cur.DeepCopy()
-			for i := range upd.Webhooks {
-				w := &upd.Webhooks[i]
-				edit(Webhook{Name: w.Name, ClientConfig: &w.ClientConfig, MatchConditions: &w.MatchConditions,
-					NamespaceSelector: &w.NamespaceSelector, ObjectSelector: &w.ObjectSelector})
-			}
-			if reflect.DeepEqual(cur.Webhooks, upd.Webhooks) {
-				return nil
-			}
-			_, err = api.Update(ctx, upd, metav1.UpdateOptions{})
-			wrote = err == nil
-			return err
+			wrote, err = getEditUpdate(ctx, ref.Name, api.Get, api.Update, func(upd *admissionregistrationv1.MutatingWebhookConfiguration) {
+				for i := range upd.Webhooks {
+					w := &upd.Webhooks[i]
+					edit(Webhook{Name: w.Name, ClientConfig: &w.ClientConfig, MatchConditions: &w.MatchConditions,
+						NamespaceSelector: &w.NamespaceSelector, ObjectSelector: &w.ObjectSelector})
+				}
+			})
 		case Validating:
 			api := c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-			cur, err := api.Get(ctx, ref.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			upd := cur.DeepCopy()
-			for i := range upd.Webhooks {
-				w := &upd.Webhooks[i]
-				edit(Webhook{Name: w.Name, ClientConfig: &w.ClientConfig, MatchConditions: &w.MatchConditions,
-					NamespaceSelector: &w.NamespaceSelector, ObjectSelector: &w.ObjectSelector})
-			}
-			if reflect.DeepEqual(cur.Webhooks, upd.Webhooks) {
-				return nil
-			}
-			_, err = api.Update(ctx, upd, metav1.UpdateOptions{})
-			wrote = err == nil
-			return err
+			wrote, err = getEditUpdate(ctx, ref.Name, api.Get, api.Update, func(upd *admissionregistrationv1.ValidatingWebhookConfiguration) {
+				for i := range upd.Webhooks {
+					w := &upd.Webhooks[i]
+					edit(Webhook{Name: w.Name, ClientConfig: &w.ClientConfig, MatchConditions: &w.MatchConditions,
+						NamespaceSelector: &w.NamespaceSelector, ObjectSelector: &w.ObjectSelector})
+				}
+			})
 		default:
 			return fmt.Errorf("unknown webhook configuration kind %q", ref.Kind)
 		}
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("edit %s: %w", ref, err)
 	}
 	return wrote, nil
+}
+
+// getEditUpdate reads an object, edits a copy and updates it when the edit
+// changed anything; it reports whether it wrote.
+func getEditUpdate[T any, PT interface {
+	*T
+	DeepCopyObject() runtime.Object
+}](ctx context.Context, name string,
+	get func(context.Context, string, metav1.GetOptions) (PT, error),
+	update func(context.Context, PT, metav1.UpdateOptions) (PT, error),
+	edit func(PT),
+) (bool, error) {
+	cur, err := get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return false, err
+	}
+	upd := cur.DeepCopyObject().(PT)
+	edit(upd)
+	if reflect.DeepEqual(cur, upd) {
+		return false, nil
+	}
+	if _, err := update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // SetCABundle is the edit writing bundle into every entry's clientConfig.
