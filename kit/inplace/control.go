@@ -13,15 +13,18 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
 
 // Control performs in-place updates through the API server: the client half
 // of this package, shared by the workloads. Pods handed to it (typically from
-// an informer cache) are never modified; every write works on a deep copy and
-// carries the pod's resourceVersion, so a concurrent change makes it fail with
-// Conflict, after which the pod is read again and the change recomputed.
+// an informer cache) are never modified; every write is a patch of the
+// difference between the pod and a modified deep copy (so pods from a slimmed
+// cache can be written, see controller.SlimPod) and carries the pod's
+// resourceVersion, so a concurrent change makes it fail with Conflict, after
+// which the pod is read again and the change recomputed.
 type Control struct {
 	client kubernetes.Interface
 	clock  clock.PassiveClock
@@ -84,7 +87,7 @@ func (c *Control) Update(ctx context.Context, pod *corev1.Pod, req UpdateRequest
 		if err != nil {
 			return err
 		}
-		out, err = c.client.CoreV1().Pods(pod.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+		out, err = controller.PatchPod(ctx, c.client, cur, next)
 		if apierrors.IsConflict(err) {
 			cur = nil
 		}
@@ -110,7 +113,7 @@ func (c *Control) writeStartConditions(ctx context.Context, pod *corev1.Pod) (*c
 	_, conds = podreadiness.RecomputeReady(pod, conds, now)
 	cp := pod.DeepCopy()
 	cp.Status.Conditions = conds
-	return c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	return controller.PatchPod(ctx, c.client, pod, cp, "status")
 }
 
 // updatedPod is pod after the metadata, state and first batch of req.
@@ -196,7 +199,7 @@ func (c *Control) Refresh(ctx context.Context, pod *corev1.Pod) (RefreshResult, 
 		if err != nil {
 			return RefreshResult{Pod: pod}, err
 		}
-		return c.writePod(ctx, next)
+		return c.writePod(ctx, pod, next)
 	}
 	if HasReadinessGate(pod) && UpdateCompleted(pod, state) {
 		conds, changed := CompletedConditions(pod, now)
@@ -206,7 +209,7 @@ func (c *Control) Refresh(ctx context.Context, pod *corev1.Pod) (RefreshResult, 
 		_, conds = podreadiness.RecomputeReady(pod, conds, now)
 		cp := pod.DeepCopy()
 		cp.Status.Conditions = conds
-		out, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+		out, err := controller.PatchPod(ctx, c.client, pod, cp, "status")
 		if err != nil {
 			return RefreshResult{Pod: pod}, fmt.Errorf("mark pod %s/%s InPlaceUpdateReady: %w", pod.Namespace, pod.Name, err)
 		}
@@ -222,7 +225,7 @@ func (c *Control) finishGrace(ctx context.Context, pod *corev1.Pod, state *pub.I
 		// it; the workload's update step will start afresh.
 		cp := pod.DeepCopy()
 		delete(cp.Annotations, pub.InPlaceUpdateGraceKey)
-		return c.writePod(ctx, cp)
+		return c.writePod(ctx, pod, cp)
 	}
 	if d := GraceRemaining(state, g.GraceSeconds, now); d > 0 {
 		return RefreshResult{Pod: pod, RequeueAfter: d}, nil
@@ -232,11 +235,11 @@ func (c *Control) finishGrace(ctx context.Context, pod *corev1.Pod, state *pub.I
 	if err != nil {
 		return RefreshResult{Pod: pod}, err
 	}
-	return c.writePod(ctx, next)
+	return c.writePod(ctx, pod, next)
 }
 
-func (c *Control) writePod(ctx context.Context, next *corev1.Pod) (RefreshResult, error) {
-	out, err := c.client.CoreV1().Pods(next.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+func (c *Control) writePod(ctx context.Context, pod, next *corev1.Pod) (RefreshResult, error) {
+	out, err := controller.PatchPod(ctx, c.client, pod, next)
 	if err != nil {
 		return RefreshResult{Pod: next}, fmt.Errorf("update pod %s/%s in place: %w", next.Namespace, next.Name, err)
 	}

@@ -2,6 +2,7 @@ package inplace
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -60,13 +62,24 @@ func ctlVerbs(c *fake.Clientset) []string {
 	return out
 }
 
-// written is the pod sent with the i-th action (an update).
-func written(t *testing.T, c *fake.Clientset, i int) *corev1.Pod {
+// written is the pod as the i-th action (a patch) left it: the patches up
+// to it applied to initial, the pod the client started with.
+func written(t *testing.T, c *fake.Clientset, initial *corev1.Pod, i int) *corev1.Pod {
 	t.Helper()
 	require.Greater(t, len(c.Actions()), i)
-	u, ok := c.Actions()[i].(k8stesting.UpdateAction)
+	doc, err := json.Marshal(initial)
+	require.NoError(t, err)
+	for _, a := range c.Actions()[:i+1] {
+		if p, ok := a.(k8stesting.PatchAction); ok {
+			doc, err = strategicpatch.StrategicMergePatch(doc, p.GetPatch(), corev1.Pod{})
+			require.NoError(t, err)
+		}
+	}
+	_, ok := c.Actions()[i].(k8stesting.PatchAction)
 	require.True(t, ok, "action %d is %s", i, c.Actions()[i].GetVerb())
-	return u.GetObject().(*corev1.Pod)
+	var out corev1.Pod
+	require.NoError(t, json.Unmarshal(doc, &out))
+	return &out
 }
 
 func stored(t *testing.T, c *fake.Clientset) *corev1.Pod {
@@ -150,23 +163,23 @@ func TestControlUpdate(t *testing.T) {
 	out, err := ctl.Update(ctx, cached, updateReq(0))
 	require.NoError(t, err)
 	assert.Equal(t, before, cached, "cached pod modified")
-	require.Equal(t, []string{"update/status", "update/"}, ctlVerbs(client))
+	require.Equal(t, []string{"patch/status", "patch/"}, ctlVerbs(client))
 
 	// 1. The status write: InPlaceUpdateReady=False and Ready recomputed, the
 	// containers not yet touched.
-	st := written(t, client, 0)
+	st := written(t, client, before, 0)
 	assert.Equal(t, "nginx:1.27", image(st, "main"))
 	ipr := podCondition(st, pub.InPlaceUpdateReady)
 	require.NotNil(t, ipr)
 	assert.Equal(t, corev1.ConditionFalse, ipr.Status)
 	assert.Equal(t, ReasonStartInPlaceUpdate, ipr.Reason)
-	assert.Equal(t, metav1.NewTime(t0), ipr.LastTransitionTime)
+	assertTime(t, t0, ipr.LastTransitionTime, "lastTransitionTime")
 	ready := podCondition(st, corev1.PodReady)
 	assert.Equal(t, corev1.ConditionFalse, ready.Status, "Ready must drop in the same write")
-	assert.Equal(t, metav1.NewTime(t0), ready.LastTransitionTime)
+	assertTime(t, t0, ready.LastTransitionTime, "lastTransitionTime")
 
 	// 2. The pod write: image, labels, annotations, state, Mutate.
-	p := written(t, client, 1)
+	p := written(t, client, before, 1)
 	assert.Equal(t, "nginx:1.28", image(p, "main"))
 	assert.Equal(t, "fluent-bit:3.0", image(p, "log"))
 	assert.Equal(t, ctlNewRev, p.Labels[pub.ControllerRevisionHashLabelKey])
@@ -194,7 +207,7 @@ func TestControlUpdateWithoutGate(t *testing.T) {
 	client := fake.NewClientset(cached.DeepCopy())
 	_, err := NewControl(client, clocktesting.NewFakeClock(t0)).Update(context.Background(), cached, updateReq(0))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"update/"}, ctlVerbs(client), "no InPlaceUpdateReady condition without the gate")
+	assert.Equal(t, []string{"patch/"}, ctlVerbs(client), "no InPlaceUpdateReady condition without the gate")
 	p := stored(t, client)
 	assert.Equal(t, "nginx:1.28", image(p, "main"))
 	assert.Nil(t, podCondition(p, pub.InPlaceUpdateReady))
@@ -205,7 +218,7 @@ func TestControlUpdateRetriesOnConflict(t *testing.T) {
 	cached := ctlPod()
 	client := fake.NewClientset(cached.DeepCopy())
 	conflicts := 0
-	client.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() == "" && conflicts == 0 {
 			conflicts++
 			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web-abcde", nil)
@@ -215,7 +228,7 @@ func TestControlUpdateRetriesOnConflict(t *testing.T) {
 	_, err := NewControl(client, clocktesting.NewFakeClock(t0)).Update(context.Background(), cached, updateReq(0))
 	require.NoError(t, err)
 	// The re-read pod already shows InPlaceUpdateReady=False: no second status write.
-	assert.Equal(t, []string{"update/status", "update/", "get/", "update/"}, ctlVerbs(client))
+	assert.Equal(t, []string{"patch/status", "patch/", "get/", "patch/"}, ctlVerbs(client))
 	assert.Equal(t, "nginx:1.28", image(stored(t, client), "main"))
 }
 
@@ -228,7 +241,7 @@ func TestControlGracePeriod(t *testing.T) {
 
 	_, err := ctl.Update(ctx, cached, updateReq(30))
 	require.NoError(t, err)
-	require.Equal(t, []string{"update/status", "update/"}, ctlVerbs(client))
+	require.Equal(t, []string{"patch/status", "patch/"}, ctlVerbs(client))
 
 	p := stored(t, client)
 	assert.Equal(t, "nginx:1.27", image(p, "main"), "containers wait for the grace period")
@@ -263,7 +276,7 @@ func TestControlGracePeriod(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.Written)
 	assert.Zero(t, res.RequeueAfter)
-	assert.Equal(t, []string{"update/"}, ctlVerbs(client))
+	assert.Equal(t, []string{"patch/"}, ctlVerbs(client))
 	p = stored(t, client)
 	assert.Equal(t, p, res.Pod)
 	assert.Equal(t, "nginx:1.28", image(p, "main"))
@@ -304,15 +317,15 @@ func TestControlRefreshMarksReady(t *testing.T) {
 	res, err = ctl.Refresh(ctx, p)
 	require.NoError(t, err)
 	assert.True(t, res.Written)
-	assert.Equal(t, []string{"update/status"}, ctlVerbs(client))
+	assert.Equal(t, []string{"patch/status"}, ctlVerbs(client))
 	p = stored(t, client)
 	assert.Equal(t, p, res.Pod)
 	ipr := podCondition(p, pub.InPlaceUpdateReady)
 	assert.Equal(t, corev1.ConditionTrue, ipr.Status)
-	assert.Equal(t, metav1.NewTime(t0.Add(time.Minute)), ipr.LastTransitionTime)
+	assertTime(t, t0.Add(time.Minute), ipr.LastTransitionTime, "lastTransitionTime")
 	ready := podCondition(p, corev1.PodReady)
 	assert.Equal(t, corev1.ConditionTrue, ready.Status)
-	assert.Equal(t, metav1.NewTime(t0.Add(time.Minute)), ready.LastTransitionTime)
+	assertTime(t, t0.Add(time.Minute), ready.LastTransitionTime, "lastTransitionTime")
 
 	// Nothing left to do.
 	client.ClearActions()
@@ -356,7 +369,7 @@ func TestControlRefreshGraceFollowsPodLabel(t *testing.T) {
 			res, err := ctl.Refresh(ctx, pod)
 			require.NoError(t, err)
 			assert.True(t, res.Written)
-			assert.Equal(t, []string{"update/"}, ctlVerbs(client))
+			assert.Equal(t, []string{"patch/"}, ctlVerbs(client))
 			p := stored(t, client)
 			assert.NotContains(t, p.Annotations, pub.InPlaceUpdateGraceKey)
 			assert.Equal(t, tc.wantImage, image(p, "main"))

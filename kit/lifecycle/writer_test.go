@@ -60,7 +60,7 @@ func TestWriterStatusThenMetadata(t *testing.T) {
 	assert.Equal(t, before, cached, "cached pod modified")
 
 	// NotReady first, then the label that tells the hook's controller.
-	assert.Equal(t, []string{"update/status", "patch/"}, verbs(client))
+	assert.Equal(t, []string{"patch/status", "patch/"}, verbs(client))
 	patch := client.Actions()[1].(k8stesting.PatchAction)
 	assert.Equal(t, types.StrategicMergePatchType, patch.GetPatchType())
 
@@ -110,13 +110,13 @@ func TestWriterNothingToWrite(t *testing.T) {
 func TestWriterStopsWhenStatusFails(t *testing.T) {
 	cached := newPod(gated(), state(pub.LifecycleStateNormal), hookedLabel())
 	client := fake.NewClientset(cached.DeepCopy())
-	client.PrependReactor("update", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+	client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("boom")
 	})
 	d := Decide(&pub.Lifecycle{PreDelete: hook(true)}, cached, Request{Op: OpDelete}, now)
 	_, err := newWriter(client).Patch(context.Background(), cached, d.Patch)
 	require.ErrorContains(t, err, "boom")
-	assert.Equal(t, []string{"update/status"}, verbs(client), "state label must not be written when NotReady failed")
+	assert.Equal(t, []string{"patch/status"}, verbs(client), "state label must not be written when NotReady failed")
 	assert.Equal(t, "Normal", stored(t, client).Labels[pub.LifecycleStateKey])
 }
 

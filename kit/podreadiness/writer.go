@@ -9,14 +9,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
+
+	"github.com/flotilla-dev/flotilla/kit/controller"
 )
 
 // Writer applies key changes to pods through the pods/status subresource.
 //
 // It computes the new conditions with Apply from the pod it is given
-// (typically straight from an informer cache; it is never modified) and writes
-// a deep copy with UpdateStatus, so the write carries the pod's
-// resourceVersion: a concurrent change by another writer of the shared
+// (typically straight from an informer cache; it is never modified) and
+// writes them as a pods/status patch guarded by the pod's resourceVersion
+// (controller.PatchPod): a concurrent change by another writer of the shared
 // condition makes it fail with Conflict rather than lose that writer's key.
 // On Conflict it reads the pod from the API server, recomputes and retries
 // (client-go's retry.DefaultRetry back-off). When nothing would change, no
@@ -62,7 +64,7 @@ func (w *Writer) Update(ctx context.Context, pod *corev1.Pod, add, remove []Key)
 		}
 		next := cur.DeepCopy()
 		next.Status.Conditions = conds
-		got, err := w.client.CoreV1().Pods(next.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+		got, err := controller.PatchPod(ctx, w.client, cur, next, "status")
 		if apierrors.IsConflict(err) {
 			fresh, getErr := w.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 			if getErr != nil {

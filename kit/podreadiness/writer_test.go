@@ -2,6 +2,7 @@ package podreadiness
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -43,12 +44,12 @@ func TestWriterAddAndRemove(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, got)
 	assert.Equal(t, before, cached, "cached pod modified")
-	assert.Equal(t, []string{"update/status"}, verbs(client))
+	assert.Equal(t, []string{"patch/status"}, verbs(client))
 
 	stored := getPod(t, client)
 	assert.Equal(t, []Key{lifecycleDelete}, NotReadyKeys(stored))
 	assert.Equal(t, corev1.ConditionFalse, GetCondition(stored).Status)
-	assert.Equal(t, metav1.NewTime(now), GetCondition(stored).LastTransitionTime)
+	assert.True(t, now.Equal(GetCondition(stored).LastTransitionTime.Time), "lastTransitionTime %v", GetCondition(stored).LastTransitionTime)
 	assert.Equal(t, corev1.ConditionFalse, findCondition(stored.Status.Conditions, corev1.PodReady).Status)
 	assert.Equal(t, stored.Status.Conditions, got.Status.Conditions)
 
@@ -77,14 +78,20 @@ func TestWriterRetriesOnConflictKeepingOtherKeys(t *testing.T) {
 	live.ResourceVersion = "8"
 	client := fake.NewClientset(live)
 	conflicts := 0
-	client.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "status" {
 			return false, nil, nil
 		}
-		pod := a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod)
-		if pod.ResourceVersion != "8" {
+		// The fake client does not check preconditions: the patch must carry
+		// the resourceVersion it was computed from, and only the re-read one
+		// is current.
+		var patch struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
+		require.NoError(t, json.Unmarshal(a.(k8stesting.PatchAction).GetPatch(), &patch))
+		if patch.Metadata.ResourceVersion != "8" {
 			conflicts++
-			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, pod.Name, nil)
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", nil)
 		}
 		return false, nil, nil
 	})
@@ -94,7 +101,7 @@ func TestWriterRetriesOnConflictKeepingOtherKeys(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, got)
 	assert.Equal(t, 1, conflicts)
-	assert.Equal(t, []string{"update/status", "get/", "update/status"}, verbs(client))
+	assert.Equal(t, []string{"patch/status", "get/", "patch/status"}, verbs(client))
 	assert.Equal(t, []Key{crr, lifecycleUpdate}, NotReadyKeys(getPod(t, client)))
 	assert.Equal(t, "7", cached.ResourceVersion, "cached pod modified")
 }
@@ -105,13 +112,13 @@ func TestWriterConflictThenNothingToDo(t *testing.T) {
 	cached := readyPod()
 	live := withKruise(readyPod(), kruiseCond(corev1.ConditionFalse, `[{"userAgent":"Lifecycle","key":"preUpdateHook"}]`), corev1.ConditionFalse)
 	client := fake.NewClientset(live)
-	client.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", nil)
 	})
 	got, err := NewWriter(client, nil).AddNotReadyKey(ctx, cached, lifecycleUpdate)
 	require.NoError(t, err)
 	assert.Nil(t, got)
-	assert.Equal(t, []string{"update/status", "get/"}, verbs(client))
+	assert.Equal(t, []string{"patch/status", "get/"}, verbs(client))
 }
 
 func TestWriterReturnsOtherErrors(t *testing.T) {

@@ -110,12 +110,15 @@ func New(d Deps) (*Controller, error) {
 			return nil, err
 		}
 	}
-	// Pods dominate the memory of this process: never cache their
+	// Pods dominate the memory of this process: cache only what the
+	// controller reads (every pod write is a patch of the difference, so
+	// the fields left out are never written away), and never PVCs'
 	// managedFields, whatever transform the factory was built with.
-	for _, inf := range []cache.SharedIndexInformer{podInf, pvcInf} {
-		if err := inf.SetTransform(controller.StripManagedFields); err != nil {
-			return nil, fmt.Errorf("set informer transform: %w", err)
-		}
+	if err := podInf.SetTransform(controller.SlimPod); err != nil {
+		return nil, fmt.Errorf("set pod informer transform: %w", err)
+	}
+	if err := pvcInf.SetTransform(controller.StripManagedFields); err != nil {
+		return nil, fmt.Errorf("set PVC informer transform: %w", err)
 	}
 
 	c := &Controller{

@@ -7,11 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
 )
@@ -104,7 +104,7 @@ func (c *Controller) syncNewPod(ctx context.Context, key types.NamespacedName) e
 }
 
 // initPod writes the conditions of the readiness gates a new pod carries
-// and, in the same pods/status write, its move from PreparingNormal to Normal
+// and, in the same pods/status patch, its move from PreparingNormal to Normal
 // when that is due (the API server keeps label and annotation changes made
 // through pods/status). If the returned pod does not show the new state, the
 // lifecycle patch is written separately.
@@ -120,7 +120,7 @@ func (c *Controller) initPod(ctx context.Context, p *corev1.Pod, conds []corev1.
 	if combined {
 		dec.Patch.ApplyMetadata(cp)
 	}
-	out, err := c.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	out, err := controller.PatchPod(ctx, c.kube, p, cp, "status")
 	if err != nil {
 		return nil, fmt.Errorf("initialise readiness conditions of pod %s: %w", p.Name, err)
 	}

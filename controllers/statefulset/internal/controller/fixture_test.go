@@ -241,7 +241,16 @@ func podWrites(actions []clienttesting.Action) []string {
 				what = "status"
 			}
 		case clienttesting.PatchAction:
+			// kit/inplace writes its changes as patches too: tell them from the
+			// lifecycle and adoption patches by the subresource and the
+			// in-place state they set.
 			what, name = "patch", a.GetName()
+			switch {
+			case a.GetSubresource() == "status":
+				what = "status"
+			case strings.Contains(string(a.GetPatch()), pub.InPlaceUpdateStateKey):
+				what = "inplace"
+			}
 		case clienttesting.CreateAction:
 			what, name = "create", a.GetObject().(metav1.Object).GetName()
 		default:

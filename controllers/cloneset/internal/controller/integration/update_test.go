@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -183,6 +184,12 @@ func TestInPlaceImageUpdate(t *testing.T) {
 	h.create(newCloneSet("ip", 2, func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
 		cs.Spec.Template.Spec.Containers = append(cs.Spec.Template.Spec.Containers, corev1.Container{Name: "sidecar", Image: "registry.local/sidecar:v1"})
+		// Fields the controller's slimmed pod cache leaves out: the in-place
+		// patches must not touch them.
+		main := &cs.Spec.Template.Spec.Containers[0]
+		main.Env = append(main.Env, corev1.EnvVar{Name: "GREETING", Value: "hello"})
+		main.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}
+		cs.Spec.Template.Spec.Tolerations = append(cs.Spec.Template.Spec.Tolerations, corev1.Toleration{Key: "example.com/slim", Operator: corev1.TolerationOpExists})
 	}))
 	before := h.waitPods("ip", "2 ready", allReady(2))
 	h.waitStatus("ip", "settled", settled(2))
@@ -210,6 +217,14 @@ func TestInPlaceImageUpdate(t *testing.T) {
 		assert.Equal(t, b.Spec.NodeName, p.Spec.NodeName)
 		assert.Equal(t, b.Status.PodIP, p.Status.PodIP)
 		assert.Equal(t, st.Status.UpdateRevision, p.Labels[pub.ControllerRevisionHashLabelKey])
+		// Only the image changed in the spec: volumes, env, resources and
+		// tolerations the controller never cached are intact.
+		want := b.Spec.DeepCopy()
+		want.Containers[0].Image = imageV2
+		assert.Equal(t, *want, p.Spec, "spec of %s apart from the image", p.Name)
+		assert.NotEmpty(t, p.Spec.Volumes, "the API server's service-account volume")
+		assert.Equal(t, b.Status.StartTime, p.Status.StartTime)
+		assert.Equal(t, b.Status.QOSClass, p.Status.QOSClass)
 		for _, cst := range p.Status.ContainerStatuses {
 			want := int32(0)
 			if cst.Name == "main" {
