@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -612,4 +613,12 @@ func TestReplicaComponentFailureStopsBinary(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "replica component webhook: listener closed")
 	assert.True(t, fc.stopped.Load(), "controllers were cancelled")
+}
+
+func TestSetGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	setGCPercent("")
+	assert.Equal(t, DefaultGCPercent, debug.SetGCPercent(100), "GOGC unset: the default")
+	setGCPercent("200") // the runtime read GOGC itself: nothing to do
+	assert.Equal(t, 100, debug.SetGCPercent(100), "GOGC set: left alone")
 }

@@ -4,7 +4,6 @@ import (
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
@@ -30,53 +29,49 @@ import (
 // share them.
 func SlimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil // tombstones and anything else pass through
+	if !ok || slimmed(p) {
+		// Tombstones and anything else pass through; so does a pod already
+		// slimmed (client-go transforms a watch-list stream twice).
+		return obj, nil
 	}
-	slim := &corev1.Pod{ObjectMeta: p.ObjectMeta}
-	m := &slim.ObjectMeta
+	// In place: the decoded pod is the informer's own, and slimming it
+	// rather than a copy leaves one pod struct per event.
+	m := &p.ObjectMeta
 	m.ManagedFields = nil
 	m.Namespace = intern(m.Namespace)
 	m.GenerateName = intern(m.GenerateName)
 	m.Labels = internMap(m.Labels, true)
 	m.Annotations = internMap(m.Annotations, false)
-	if len(m.OwnerReferences) > 0 {
-		refs := make([]metav1.OwnerReference, len(m.OwnerReferences))
-		for i, r := range m.OwnerReferences {
-			r.APIVersion, r.Kind, r.Name = intern(r.APIVersion), intern(r.Kind), intern(r.Name)
-			refs[i] = r
-		}
-		m.OwnerReferences = refs
+	for i := range m.OwnerReferences {
+		r := &m.OwnerReferences[i]
+		r.APIVersion, r.Kind, r.Name = intern(r.APIVersion), intern(r.Kind), intern(r.Name)
 	}
 
-	slim.Spec.NodeName = intern(p.Spec.NodeName)
-	slim.Spec.ReadinessGates = p.Spec.ReadinessGates
-	if len(p.Spec.Containers) > 0 {
-		slim.Spec.Containers = make([]corev1.Container, len(p.Spec.Containers))
-		for i, c := range p.Spec.Containers {
-			slim.Spec.Containers[i] = corev1.Container{Name: intern(c.Name), Image: intern(c.Image), Env: priorityEnv(c.Env)}
-		}
+	var containers []corev1.Container
+	for _, c := range p.Spec.Containers {
+		containers = append(containers, corev1.Container{Name: intern(c.Name), Image: intern(c.Image), Env: priorityEnv(c.Env)})
 	}
+	p.Spec = corev1.PodSpec{NodeName: intern(p.Spec.NodeName), ReadinessGates: p.Spec.ReadinessGates, Containers: containers}
 
-	slim.Status.Phase = p.Status.Phase
-	slim.Status.PodIP = p.Status.PodIP
-	if len(p.Status.Conditions) > 0 {
-		slim.Status.Conditions = make([]corev1.PodCondition, len(p.Status.Conditions))
-		for i, c := range p.Status.Conditions {
-			c.Type, c.Reason = corev1.PodConditionType(intern(string(c.Type))), intern(c.Reason)
-			slim.Status.Conditions[i] = c
-		}
+	for i := range p.Status.Conditions {
+		c := &p.Status.Conditions[i]
+		c.Type, c.Reason = corev1.PodConditionType(intern(string(c.Type))), intern(c.Reason)
 	}
-	if len(p.Status.ContainerStatuses) > 0 {
-		slim.Status.ContainerStatuses = make([]corev1.ContainerStatus, len(p.Status.ContainerStatuses))
-		for i, s := range p.Status.ContainerStatuses {
-			slim.Status.ContainerStatuses[i] = corev1.ContainerStatus{
-				Name: intern(s.Name), Image: intern(s.Image), ImageID: intern(s.ImageID),
-				ContainerID: s.ContainerID, Ready: s.Ready, RestartCount: s.RestartCount,
-			}
-		}
+	var statuses []corev1.ContainerStatus
+	for _, s := range p.Status.ContainerStatuses {
+		statuses = append(statuses, corev1.ContainerStatus{
+			Name: intern(s.Name), Image: intern(s.Image), ImageID: intern(s.ImageID),
+			ContainerID: s.ContainerID, Ready: s.Ready, RestartCount: s.RestartCount,
+		})
 	}
-	return slim, nil
+	p.Status = corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, Conditions: p.Status.Conditions, ContainerStatuses: statuses}
+	return p, nil
+}
+
+// slimmed reports whether p went through SlimPod: the API server defaults
+// these spec fields on every pod it serves, and SlimPod clears them.
+func slimmed(p *corev1.Pod) bool {
+	return p.ManagedFields == nil && p.Spec.RestartPolicy == "" && p.Spec.DNSPolicy == "" && p.Spec.SchedulerName == ""
 }
 
 var _ cache.TransformFunc = SlimPod
