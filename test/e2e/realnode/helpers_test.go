@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 	"github.com/flotilla-dev/flotilla/test/e2e/framework"
@@ -251,6 +252,14 @@ func allOnImage(t *testing.T, env *testenv.Env, ns, selector, image string, n in
 }
 
 const startTimeout = 2 * time.Minute
+
+// barePod decodes a pod manifest (fmt.Sprintf of format and args), rejecting unknown fields.
+func barePod(t *testing.T, format string, args ...any) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(fmt.Sprintf(format, args...)), pod))
+	return pod
+}
 
 // placement is the pod spec's node selection: the real node (label + toleration of its taint) or the shared kwok
 // nodes.

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
@@ -28,8 +27,7 @@ func TestReadinessGateOnRealNode(t *testing.T) {
 func readinessGate(t *testing.T, env *testenv.Env, registry string, kwok bool) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	pod := &corev1.Pod{}
-	require.NoError(t, yaml.UnmarshalStrict([]byte(fmt.Sprintf(`
+	pod := barePod(t, `
 apiVersion: v1
 kind: Pod
 metadata: {name: gated}
@@ -40,7 +38,7 @@ spec:
   containers:
   - name: main
     image: %s/flotilla/busybox:v1
-    command: [sh, -c, 'trap "exit 0" TERM; sleep 3600 & wait']`, placement(kwok, "  "), testGate, registry)), pod))
+    command: [sh, -c, 'trap "exit 0" TERM; sleep 3600 & wait']`, placement(kwok, "  "), testGate, registry)
 	_, err := env.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	require.NoError(t, err)
 	rec := record(t, env, ns)

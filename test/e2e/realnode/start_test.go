@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
@@ -30,8 +29,7 @@ func TestPodStartOnRealNode(t *testing.T) {
 func podStart(t *testing.T, env *testenv.Env, registry string, kwok bool) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	pod := &corev1.Pod{}
-	require.NoError(t, yaml.UnmarshalStrict([]byte(fmt.Sprintf(`
+	pod := barePod(t, `
 apiVersion: v1
 kind: Pod
 metadata: {name: starting}
@@ -46,7 +44,7 @@ spec:
     readinessProbe: {httpGet: {path: /index.html, port: 8080}, periodSeconds: 1}
   - name: side
     image: %[2]s/flotilla/busybox:v1
-    command: [sh, -c, 'trap "exit 0" TERM; sleep 3600 & wait']`, placement(kwok, "  "), registry)), pod))
+    command: [sh, -c, 'trap "exit 0" TERM; sleep 3600 & wait']`, placement(kwok, "  "), registry)
 	rec := record(t, env, ns) // before the pod exists: every status it goes through
 	start := time.Now()
 	created, err := env.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
