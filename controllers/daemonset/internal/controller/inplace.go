@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
@@ -124,7 +123,7 @@ func (c *Controller) refreshPods(ctx context.Context, st *syncState) (bool, erro
 		}
 		cp := p.DeepCopy()
 		cp.Status.Conditions = conds
-		out, err := c.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+		out, err := controller.PatchPod(ctx, c.kube, p, cp, "status")
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil // the kubelet wrote it meanwhile (its event brings us back), or it is gone
 		}

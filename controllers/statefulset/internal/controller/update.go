@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -206,7 +205,7 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 		}
 		cp := p.DeepCopy()
 		cp.Status.Conditions = conds
-		out, err := c.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+		out, err := controller.PatchPod(ctx, c.kube, p, cp, "status")
 		if err != nil {
 			return false, fmt.Errorf("initialise readiness conditions of pod %s: %w", p.Name, err)
 		}
