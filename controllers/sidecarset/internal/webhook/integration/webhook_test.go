@@ -394,6 +394,9 @@ func TestValidationThroughAPIServer(t *testing.T) {
 	h.start()
 	_, err := h.createSet(h.newSet("first", map[string]string{"app": "web"}))
 	require.NoError(t, err)
+	// The webhook checks against its SidecarSet cache, which also feeds the
+	// scope: once the scope shows the first set, the webhook knows it.
+	h.waitScope("first", func(e string) bool { return strings.Contains(e, `"web"`) })
 
 	_, err = h.createSet(h.newSet("clash", map[string]string{"app": "web", "tier": "front"}))
 	require.Error(t, err, "same container name on overlapping pods")
