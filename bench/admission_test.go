@@ -118,22 +118,31 @@ func (b *bench) pointWebhooksAt(port int) {
 		return err
 	})
 	mustNoErr(b.t, err, "point the mutating configuration at the bench's webhook")
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		v, err := api.ValidatingWebhookConfigurations().Get(ctx, sidecarSetConfig, metav1.GetOptions{})
+	b.pointValidatingAt(sidecarSetConfig, port)
+}
+
+// pointValidatingAt moves every webhook of the named validating
+// configuration to port. Its controller writes the caBundle (and the
+// scope) into it meanwhile, so the edit is retried on conflict.
+func (b *bench) pointValidatingAt(name string, port int) {
+	ctx := context.Background()
+	api := b.env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		v, err := api.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		for i := range v.Webhooks {
 			v.Webhooks[i].ClientConfig.URL = atPort(b.t, v.Webhooks[i].ClientConfig.URL, port)
 		}
-		_, err = api.ValidatingWebhookConfigurations().Update(ctx, v, metav1.UpdateOptions{})
+		_, err = api.Update(ctx, v, metav1.UpdateOptions{})
 		return err
 	})
-	mustNoErr(b.t, err, "point the validating configuration at the bench's webhook")
+	mustNoErr(b.t, err, "point validating configuration "+name+" at the bench's webhook")
 }
 
 // atPort returns the webhook URL with its port replaced: the local
-// overlay's 19443, or the port an earlier scenario of the same run set.
+// overlay's 19443 (19444 for PUB), or the port an earlier scenario of the same run set.
 func atPort(t *testing.T, raw *string, port int) *string {
 	u, err := url.Parse(*raw)
 	mustNoErr(t, err, "webhook URL")

@@ -31,7 +31,7 @@ func TestPubGuard(t *testing.T) {
 	protected, free := b.env.Namespace(t), b.env.Namespace(t)
 	port := freeLocalPort(t)
 	p := b.startController("pub", protected, "--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", port))
-	b.pointPubWebhookAt(port)
+	b.pointValidatingAt(pubConfig, port)
 
 	labels := map[string]string{"bench": "pub"}
 	for _, ns := range []string{protected, free} {
@@ -85,21 +85,6 @@ func TestPubGuard(t *testing.T) {
 			t.Errorf("budget of %d: %d of %d deletes admitted", d/2, ok, d)
 		}
 	}
-}
-
-// pointPubWebhookAt moves the local overlay's guard URL (127.0.0.1:19444)
-// to the bench process's port.
-func (b *bench) pointPubWebhookAt(port int) {
-	ctx := context.Background()
-	api := b.env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	v, err := api.Get(ctx, pubConfig, metav1.GetOptions{})
-	mustNoErr(b.t, err, "get pub configuration")
-	for i := range v.Webhooks {
-		u := strings.Replace(*v.Webhooks[i].ClientConfig.URL, ":19444", fmt.Sprintf(":%d", port), 1)
-		v.Webhooks[i].ClientConfig.URL = &u
-	}
-	_, err = api.Update(ctx, v, metav1.UpdateOptions{})
-	mustNoErr(b.t, err, "update pub configuration")
 }
 
 func (b *bench) pubScope() string {
