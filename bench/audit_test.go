@@ -35,3 +35,16 @@ func TestMetricValue(t *testing.T) {
 	assert.Equal(t, 42.0, metricValue(body, "workqueue_work_duration_seconds_count", `name="cloneset"`))
 	assert.Equal(t, 0.0, metricValue(body, "workqueue_depth", `name="deployment"`))
 }
+
+// Conflicts are the matching identity's requests answered 409, each once.
+func TestCountConflicts(t *testing.T) {
+	log := strings.Join([]string{
+		`{"auditID":"a","stage":"ResponseComplete","verb":"patch","user":{"username":"kwok-controller"},"responseStatus":{"code":409}}`,
+		`{"auditID":"a","stage":"ResponseComplete","verb":"patch","user":{"username":"kwok-controller"},"responseStatus":{"code":409}}`,
+		`{"auditID":"b","stage":"ResponseComplete","verb":"patch","user":{"username":"kwok-controller"},"responseStatus":{"code":200}}`,
+		`{"auditID":"c","stage":"ResponseComplete","verb":"patch","user":{"username":"` + clonesetUser + `"},"responseStatus":{"code":409}}`,
+	}, "\n")
+	assert.Equal(t, 1, countConflicts(strings.NewReader(log), isKwok))
+	assert.Equal(t, 1, countConflicts(strings.NewReader(log), isCloneSet))
+	assert.Equal(t, 0, countConflicts(strings.NewReader(log), isRaw))
+}

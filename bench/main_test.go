@@ -87,7 +87,10 @@ type row struct {
 	requests          map[string]int
 	writes            int
 	kwokWrites        int // the simulated kubelets' writes during the measurement (-1: not counted)
+	conflicts         int // the subject's requests answered 409 (timed rows)
+	kwokConflicts     int // the simulated kubelets' requests answered 409 (timed rows)
 	rssMiB, cpuSec    float64
+	systemCPU         string // the control plane's CPU seconds during the row, per component (timed rows)
 	note              string
 }
 

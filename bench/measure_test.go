@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -82,30 +83,72 @@ type auditEvent struct {
 	User      struct {
 		Username string `json:"username"`
 	} `json:"user"`
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
 }
 
 // count returns the requests made by the matching identity since offset from,
 // by verb, and how many were writes. Each request counts once (a watch logs
 // ResponseStarted and, when it ends, ResponseComplete). nil: no audit log.
 func (a *audit) count(from int64, match func(user, agent string) bool) (map[string]int, int) {
+	var byVerb map[string]int
+	var writes int
+	a.scan(from, func(r io.Reader) { byVerb, writes = countEvents(r, match) })
+	return byVerb, writes
+}
+
+// conflicts returns how many of the matching identity's requests since offset
+// from were answered 409 (a write from a stale copy).
+func (a *audit) conflicts(from int64, match func(user, agent string) bool) int {
+	n := 0
+	a.scan(from, func(r io.Reader) { n = countConflicts(r, match) })
+	return n
+}
+
+// scan hands read the audit log from offset from (nothing without a log).
+func (a *audit) scan(from int64, read func(io.Reader)) {
 	if a == nil {
-		return nil, 0
+		return
 	}
 	f, err := os.Open(a.path)
 	if err != nil {
-		return nil, 0
+		return
 	}
 	defer f.Close()
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
-		return nil, 0
+		return
 	}
-	return countEvents(f, match)
+	read(f)
 }
 
 func countEvents(r io.Reader, match func(user, agent string) bool) (map[string]int, int) {
 	byVerb := map[string]int{}
-	seen := map[string]bool{}
 	writes := 0
+	eachRequest(r, match, func(e auditEvent) {
+		byVerb[e.Verb]++
+		if writeVerbs[e.Verb] {
+			writes++
+		}
+	})
+	return byVerb, writes
+}
+
+func countConflicts(r io.Reader, match func(user, agent string) bool) int {
+	n := 0
+	eachRequest(r, match, func(e auditEvent) {
+		if e.ResponseStatus.Code == http.StatusConflict {
+			n++
+		}
+	})
+	return n
+}
+
+// eachRequest calls fn once per request of the matching identity, at the
+// first logged stage that carries a response (ResponseStarted for a watch,
+// ResponseComplete or Panic otherwise).
+func eachRequest(r io.Reader, match func(user, agent string) bool, fn func(auditEvent)) {
+	seen := map[string]bool{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -117,12 +160,8 @@ func countEvents(r io.Reader, match func(user, agent string) bool) (map[string]i
 			continue
 		}
 		seen[e.AuditID] = true
-		byVerb[e.Verb]++
-		if writeVerbs[e.Verb] {
-			writes++
-		}
+		fn(e)
 	}
-	return byVerb, writes
 }
 
 // procStats reads a process's own accounting: peak resident set (VmHWM) in
@@ -264,4 +303,42 @@ func quiet(t *testing.T, scrape func() (string, error), queue string, minSyncs i
 func mustNoErr(t *testing.T, err error, what string) {
 	t.Helper()
 	require.NoError(t, err, what)
+}
+
+// components are the control plane's processes whose CPU a timed row also
+// reports: on a shared 2-core host, work the subject causes elsewhere
+// (encoding watch events, applying patches, kwok's plays) is time the
+// subject waits for.
+var components = []string{"kube-apiserver", "etcd", "kube-scheduler", "kwok"}
+
+// componentCPU reads the control plane's CPU seconds from hack/cluster's pid
+// files (a component without one is left out).
+func componentCPU(env *testenv.Env) map[string]float64 {
+	out := map[string]float64{}
+	for _, c := range components {
+		raw, err := os.ReadFile(filepath.Join(clusterDir(env), "run", c+".pid"))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+		if err != nil {
+			continue
+		}
+		if _, cpu, err := procStats(pid); err == nil {
+			out[c] = cpu
+		}
+	}
+	return out
+}
+
+// formatCPU renders after − before per component, in components' order.
+func formatCPU(before, after map[string]float64) string {
+	var parts []string
+	for _, c := range components {
+		a, ok := after[c]
+		if b, okb := before[c]; ok && okb {
+			parts = append(parts, fmt.Sprintf("%s %.1f", c, a-b))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

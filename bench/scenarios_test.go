@@ -151,9 +151,10 @@ func TestScaleUp(t *testing.T) {
 	deploy.note = "peak RSS / CPU: the whole kube-controller-manager"
 	raw.note = "peak RSS / CPU: the bench process (includes its pod watch)"
 	for _, r := range []row{cs, deploy, raw} {
-		r.note += fmt.Sprintf("; simulated kubelets (kwok): %d writes", r.kwokWrites)
+		r.note += fmt.Sprintf("; answered 409: %d; simulated kubelets (kwok): %d writes, %d answered 409; control plane CPU s: %s",
+			r.conflicts, r.kwokWrites, r.kwokConflicts, r.systemCPU)
 		record(r)
-		t.Logf("%s: %.2f s, %s", r.subject, r.wall.Seconds(), formatRequests(r.requests))
+		t.Logf("%s: %.2f s, %s; %s", r.subject, r.wall.Seconds(), formatRequests(r.requests), r.note)
 	}
 }
 
@@ -167,14 +168,17 @@ func (b *bench) measureReady(scenario, subject, selector string, n int, match fu
 	pid := prepare(ns)
 	from := b.audit.mark()
 	_, cpu0, _ := procStats(pid)
+	sys0 := componentCPU(b.env)
 	start := time.Now()
 	create(ns)
 	done := w.waitReady(t, n, imageV1, b.s.waitBudget)
 	rss, cpu1, _ := procStats(pid)
+	sys1 := componentCPU(b.env)
 	reqs, writes := b.audit.count(from, match)
 	_, kwokWrites := b.audit.count(from, isKwok)
+	conflicts, kwokConflicts := b.audit.conflicts(from, match), b.audit.conflicts(from, isKwok)
 	b.cleanup(ns)
-	return row{scenario: scenario, subject: subject, wall: done.Sub(start), requests: reqs, writes: writes, kwokWrites: kwokWrites, rssMiB: rss, cpuSec: cpu1 - cpu0}
+	return row{scenario: scenario, subject: subject, wall: done.Sub(start), requests: reqs, writes: writes, kwokWrites: kwokWrites, conflicts: conflicts, kwokConflicts: kwokConflicts, rssMiB: rss, cpuSec: cpu1 - cpu0, systemCPU: formatCPU(sys0, sys1)}
 }
 
 func ratio(a, b time.Duration) float64 {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # build.sh — build the local control plane binaries into bin/cluster/:
 #   kube-apiserver, kube-controller-manager, kube-scheduler (k8s.io/kubernetes v1.37.1),
-#   etcd (go.etcd.io/etcd/server/v3 v3.7.0), kwok (sigs.k8s.io/kwok v0.8.0),
+#   etcd (go.etcd.io/etcd/server/v3 v3.7.0), kwok (sigs.k8s.io/kwok v0.8.0, with
+#   wrapper/kwok-newest-pod.patch: stages play the newest copy of a pod),
 #   local-provisioner (test/e2e/cmd/local-provisioner, this repo).
 #
 # Everything comes from the Go module proxy. The five upstream binaries are built by ONE
@@ -12,7 +13,7 @@
 # rebuilt and the script returns in well under a second (no `go` invocation on that path
 # beyond `go env GOVERSION`). The stamp has one line per part so that editing the
 # provisioner does not trigger the 5-minute control-plane build:
-#   controlplane=<k8s>/<etcd>/<kwok>/<go>/<sha256 of wrapper go.mod+go.sum+ldflags>
+#   controlplane=<k8s>/<etcd>/<kwok>/<go>/<sha256 of wrapper go.mod+go.sum+ldflags+kwok patch>
 #   provisioner=<go>/<sha256 of provisioner sources + test/e2e go.mod/go.sum>
 #
 # Env:
@@ -39,6 +40,7 @@ fi
 GOVERSION=$(go env GOVERSION)
 
 CP_BINS=(kube-apiserver kube-controller-manager kube-scheduler etcd kwok)
+KWOK_PATCH=$W/kwok-newest-pod.patch
 PROV_DIR=$REPO/test/e2e/cmd/local-provisioner
 
 MINOR=$(echo "${K8S_VERSION#v}" | cut -d. -f2)
@@ -54,7 +56,7 @@ done
 
 cp_key() {
   local h
-  h=$( { cat "$W/go.mod" "$W/go.sum"; echo "$LDF"; } | sha256sum | cut -c1-16)
+  h=$( { cat "$W/go.mod" "$W/go.sum" "$KWOK_PATCH"; echo "$LDF"; } | sha256sum | cut -c1-16)
   echo "controlplane=$K8S_VERSION/$ETCD_VERSION/$KWOK_VERSION/$GOVERSION/$h"
 }
 prov_key() {
@@ -88,7 +90,19 @@ else
   t=$(date +%s.%N)
   OUT=$(mktemp -d "$BIN/.build.XXXXXX")
   trap 'rm -rf "$OUT"' EXIT
-  ( cd "$W" && GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false" \
+  # kwok is built from a patched copy of its module (see the patch's header), through a workspace whose
+  # only module is the wrapper: the versions of everything else stay the wrapper's.
+  KWOK_DIR=$(cd "$W" && GOWORK=off go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | awk -F'"' '$2=="Dir"{print $4}')
+  [ -d "$KWOK_DIR" ] || { echo "build.sh: cannot download sigs.k8s.io/kwok@$KWOK_VERSION" >&2; exit 1; }
+  cp -R "$KWOK_DIR" "$OUT/kwok-src" && chmod -R u+w "$OUT/kwok-src"
+  # The ceiling keeps git from finding this repository around bin/ (inside one, git apply would skip the paths).
+  GIT_CEILING_DIRECTORIES="$OUT" git -C "$OUT/kwok-src" apply -p1 "$KWOK_PATCH" \
+    || { echo "build.sh: $KWOK_PATCH does not apply to kwok $KWOK_VERSION (regenerate it for the new version)" >&2; exit 1; }
+  grep -q 'func (c \*PodController) overtaken' "$OUT/kwok-src/pkg/kwok/controllers/pod_controller.go" \
+    || { echo "build.sh: $KWOK_PATCH left kwok unchanged" >&2; exit 1; }
+  printf 'go %s\n\nuse %s\n\nreplace sigs.k8s.io/kwok %s => %s\n' \
+    "$(awk '$1=="go"{print $2; exit}' "$W/go.mod")" "$W" "$KWOK_VERSION" "$OUT/kwok-src" > "$OUT/go.work"
+  ( cd "$W" && GOWORK="$OUT/go.work" GOFLAGS="-mod=readonly -buildvcs=false" \
       go build -trimpath -ldflags="$LDF" -o "$OUT/" \
         k8s.io/kubernetes/cmd/kube-apiserver \
         k8s.io/kubernetes/cmd/kube-controller-manager \
