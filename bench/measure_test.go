@@ -316,11 +316,7 @@ var components = []string{"kube-apiserver", "etcd", "kube-scheduler", "kwok"}
 func componentCPU(env *testenv.Env) map[string]float64 {
 	out := map[string]float64{}
 	for _, c := range components {
-		raw, err := os.ReadFile(filepath.Join(clusterDir(env), "run", c+".pid"))
-		if err != nil {
-			continue
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+		pid, err := componentPID(env, c)
 		if err != nil {
 			continue
 		}
@@ -329,6 +325,15 @@ func componentCPU(env *testenv.Env) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// componentPID is a control-plane process's pid, from hack/cluster's pid file.
+func componentPID(env *testenv.Env, name string) (int, error) {
+	raw, err := os.ReadFile(filepath.Join(clusterDir(env), "run", name+".pid"))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(raw)))
 }
 
 // formatCPU renders after − before per component, in components' order.

@@ -220,11 +220,8 @@ func (b *bench) createRaw(ns string, n int, labels map[string]string) {
 
 // kcmPID is the running kube-controller-manager's pid (hack/cluster's pid file).
 func kcmPID(t *testing.T, env *testenv.Env) int {
-	raw, err := os.ReadFile(filepath.Join(clusterDir(env), "run", "kube-controller-manager.pid"))
+	pid, err := componentPID(env, "kube-controller-manager")
 	mustNoErr(t, err, "kube-controller-manager pid file")
-	var pid int
-	_, err = fmt.Sscan(strings.TrimSpace(string(raw)), &pid)
-	mustNoErr(t, err, "parse pid")
 	return pid
 }
 

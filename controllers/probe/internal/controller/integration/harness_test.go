@@ -108,7 +108,9 @@ func (h *harness) nodes(n int) []string {
 	return names
 }
 
-// pod creates a game-server pod bound to node.
+// pod creates a game-server pod bound to node and returns it once the
+// simulated kubelet has started it (Ready), so that the tests' "not written
+// again" checks see only the controllers' writes.
 func (h *harness) pod(name, node string) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns, Labels: map[string]string{"app": "game-server"}},
@@ -118,9 +120,9 @@ func (h *harness) pod(name, node string) *corev1.Pod {
 			Containers:  []corev1.Container{{Name: "game-server", Image: "registry.local/game:v1"}},
 		},
 	}
-	created, err := h.env.Kube.CoreV1().Pods(h.ns).Create(context.Background(), p, metav1.CreateOptions{})
+	_, err := h.env.Kube.CoreV1().Pods(h.ns).Create(context.Background(), p, metav1.CreateOptions{})
 	require.NoError(h.t, err)
-	return created
+	return h.waitPod(name, testenv.PodReady)
 }
 
 func (h *harness) getPod(name string) *corev1.Pod {
