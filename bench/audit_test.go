@@ -3,6 +3,7 @@ package bench
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -47,4 +48,12 @@ func TestCountConflicts(t *testing.T) {
 	assert.Equal(t, 1, countConflicts(strings.NewReader(log), isKwok))
 	assert.Equal(t, 1, countConflicts(strings.NewReader(log), isCloneSet))
 	assert.Equal(t, 0, countConflicts(strings.NewReader(log), isRaw))
+}
+
+// A scale-up subject is reported by its median round.
+func TestMedianRow(t *testing.T) {
+	rows := []row{{subject: "a", wall: 3 * time.Second}, {subject: "b", wall: time.Second}, {subject: "c", wall: 2 * time.Second}}
+	assert.Equal(t, "c", medianRow(rows).subject)
+	assert.Equal(t, "b", medianRow(rows[:2]).subject, "lower median of an even count")
+	assert.Equal(t, "3.00, 1.00, 2.00 s", roundWalls(rows))
 }

@@ -17,6 +17,7 @@ import (
 // Sizes. Smoke sizes keep `make test` quick; `make bench` passes -bench.size=default.
 type sizes struct {
 	scaleUpPods          int
+	scaleUpRounds        int
 	restartSets          int
 	restartPodsPerSet    int
 	inPlacePods          int
@@ -30,13 +31,14 @@ type sizes struct {
 }
 
 var presets = map[string]sizes{
-	"smoke":   {scaleUpPods: 20, restartSets: 3, restartPodsPerSet: 5, inPlacePods: 10, statefulSetPods: 20, admissionPods: 20, sidecarPods: 10, daemonSetNodes: 10, pubPods: 40, pubDeletes: 20, idle: 5 * time.Second, quietFor: time.Second, waitBudget: 3 * time.Minute},
-	"default": {scaleUpPods: 2000, restartSets: 100, restartPodsPerSet: 100, inPlacePods: 1000, statefulSetPods: 1000, admissionPods: 1000, sidecarPods: 1000, daemonSetNodes: 1000, pubPods: 1000, pubDeletes: 200, idle: 60 * time.Second, quietFor: 2 * time.Second, waitBudget: 10 * time.Minute},
+	"smoke":   {scaleUpPods: 20, scaleUpRounds: 1, restartSets: 3, restartPodsPerSet: 5, inPlacePods: 10, statefulSetPods: 20, admissionPods: 20, sidecarPods: 10, daemonSetNodes: 10, pubPods: 40, pubDeletes: 20, idle: 5 * time.Second, quietFor: time.Second, waitBudget: 3 * time.Minute},
+	"default": {scaleUpPods: 2000, scaleUpRounds: 3, restartSets: 100, restartPodsPerSet: 100, inPlacePods: 1000, statefulSetPods: 1000, admissionPods: 1000, sidecarPods: 1000, daemonSetNodes: 1000, pubPods: 1000, pubDeletes: 200, idle: 60 * time.Second, quietFor: 2 * time.Second, waitBudget: 10 * time.Minute},
 }
 
 var (
 	flagSize        = flag.String("bench.size", "smoke", "scenario sizes: smoke or default")
 	flagScaleUp     = flag.Int("bench.scaleup-pods", 0, "scale-up: pods (0: the size's default)")
+	flagRounds      = flag.Int("bench.scaleup-rounds", 0, "scale-up: rounds, the subjects in a rotating order (0: the size's default)")
 	flagSets        = flag.Int("bench.restart-sets", 0, "restart: CloneSets / Deployments (0: the size's default)")
 	flagPerSet      = flag.Int("bench.restart-pods", 0, "restart: pods per CloneSet / Deployment (0: the size's default)")
 	flagInPlace     = flag.Int("bench.inplace-pods", 0, "in-place rollout: pods (0: the size's default)")
@@ -64,6 +66,7 @@ func size() sizes {
 		}
 	}
 	override(&s.scaleUpPods, *flagScaleUp)
+	override(&s.scaleUpRounds, *flagRounds)
 	override(&s.restartSets, *flagSets)
 	override(&s.restartPodsPerSet, *flagPerSet)
 	override(&s.inPlacePods, *flagInPlace)
