@@ -1,7 +1,9 @@
 // Package bench is Flotilla's scale harness: whole-system scenarios run on the
 // local control plane (many kwok nodes), each measured side by side with a
 // baseline in the same run — kube-controller-manager's Deployment/ReplicaSet
-// controllers, and a raw client creating pods as fast as the API allows.
+// controllers, a raw client creating pods as fast as the API allows, and, for
+// the CloneSet's scale-up, the floor of its writes (its pods and pod writes
+// sent by the bench process with no controller).
 //
 // The scenarios are Go tests so that they share the integration tests'
 // machinery (kit/testenv, test/e2e/framework). `go test ./bench/` runs them at
