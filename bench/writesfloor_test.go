@@ -113,9 +113,7 @@ func (w *gateWriter) write(key string) error {
 		return nil
 	}
 	now := time.Now()
-	_, conds := podreadiness.InitGateConditions(p, now, pub.InPlaceUpdateReady, pub.KruisePodReadyConditionType)
-	next := p.DeepCopy()
-	next.Status.Conditions = conds
+	next := podreadiness.WithGateConditions(p, now, pub.InPlaceUpdateReady, pub.KruisePodReadyConditionType)
 	next.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateNormal)
 	if next.Annotations == nil {
 		next.Annotations = map[string]string{}

@@ -111,5 +111,17 @@ func TestInitGateConditions(t *testing.T) {
 			}
 			assert.Equal(t, tc.want, got)
 		})
+		t.Run(tc.name+"/WithGateConditions", func(t *testing.T) {
+			before := tc.pod.DeepCopy()
+			next := WithGateConditions(tc.pod, now, tc.types...)
+			assert.Equal(t, before, tc.pod, "pod modified")
+			if !tc.changed {
+				assert.Nil(t, next, "nothing missing: nothing to write")
+				return
+			}
+			want := before.DeepCopy()
+			want.Status.Conditions = tc.want
+			assert.Equal(t, want, next)
+		})
 	}
 }

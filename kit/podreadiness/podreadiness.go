@@ -186,6 +186,19 @@ func Apply(pod *corev1.Pod, add, remove []Key, now time.Time) (changed bool, con
 	return true, conds
 }
 
+// WithGateConditions returns a copy of pod carrying InitGateConditions' conditions,
+// ready to be written over it as a pods/status patch, or nil when no condition
+// is missing. The pod is not modified.
+func WithGateConditions(pod *corev1.Pod, now time.Time, types ...corev1.PodConditionType) *corev1.Pod {
+	changed, conds := InitGateConditions(pod, now, types...)
+	if !changed {
+		return nil
+	}
+	next := pod.DeepCopy()
+	next.Status.Conditions = conds
+	return next
+}
+
 // RecomputeReady returns conditions with the Ready condition recomputed the
 // way the kubelet computes it, from conditions (the pod's conditions as about
 // to be written) and the pod's spec.readinessGates:

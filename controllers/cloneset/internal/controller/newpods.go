@@ -87,8 +87,11 @@ func (c *Controller) syncNewPod(ctx context.Context, key types.NamespacedName) e
 		return err
 	}
 	now := c.clock.Now()
-	_, conds := podreadiness.InitGateConditions(p, now, gatedConditions...)
-	out, err := c.initPod(ctx, p, conds, func(p *corev1.Pod) (lifecycle.Decision, error) {
+	next := podreadiness.WithGateConditions(p, now, gatedConditions...)
+	if next == nil {
+		return nil
+	}
+	out, err := c.initPod(ctx, p, next, func(p *corev1.Pod) (lifecycle.Decision, error) {
 		// A new pod is at the revision it was created with; that matters only
 		// for pods already updating, which have their conditions.
 		return becomeNormal(cs, p, true, now)
@@ -103,14 +106,12 @@ func (c *Controller) syncNewPod(ctx context.Context, key types.NamespacedName) e
 	return nil
 }
 
-// initPod writes the conditions of the readiness gates a new pod carries
-// and, in the same pods/status patch, its move from PreparingNormal to Normal
-// when that is due (the API server keeps label and annotation changes made
-// through pods/status). If the returned pod does not show the new state, the
+// initPod writes next, p with the conditions of the readiness gates it
+// carries (podreadiness.WithGateConditions), and, in the same pods/status
+// patch, its move from PreparingNormal to Normal when that is due (the API
+// server keeps label and annotation changes made through pods/status). If the returned pod does not show the new state, the
 // lifecycle patch is written separately.
-func (c *Controller) initPod(ctx context.Context, p *corev1.Pod, conds []corev1.PodCondition, decide func(*corev1.Pod) (lifecycle.Decision, error)) (*corev1.Pod, error) {
-	cp := p.DeepCopy()
-	cp.Status.Conditions = conds
+func (c *Controller) initPod(ctx context.Context, p, next *corev1.Pod, decide func(*corev1.Pod) (lifecycle.Decision, error)) (*corev1.Pod, error) {
 	dec, err := decide(p)
 	if err != nil {
 		return nil, err
@@ -118,9 +119,9 @@ func (c *Controller) initPod(ctx context.Context, p *corev1.Pod, conds []corev1.
 	combined := dec.Action == lifecycle.ActionPatch && len(dec.Patch.Finalizers) == 0 &&
 		len(dec.Patch.AddNotReady) == 0 && len(dec.Patch.RemoveNotReady) == 0
 	if combined {
-		dec.Patch.ApplyMetadata(cp)
+		dec.Patch.ApplyMetadata(next)
 	}
-	out, err := controller.PatchPod(ctx, c.kube, p, cp, "status")
+	out, err := controller.PatchPod(ctx, c.kube, p, next, "status")
 	if err != nil {
 		return nil, fmt.Errorf("initialise readiness conditions of pod %s: %w", p.Name, err)
 	}

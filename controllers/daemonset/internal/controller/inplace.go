@@ -117,13 +117,11 @@ func (c *Controller) refreshPods(ctx context.Context, st *syncState) (bool, erro
 	var mu sync.Mutex
 	written := false
 	err := controller.ForEach(fresh, writeConcurrency, func(p *corev1.Pod) error {
-		changed, conds := podreadiness.InitGateConditions(p, st.now, gatedConditions...)
-		if !changed {
+		next := podreadiness.WithGateConditions(p, st.now, gatedConditions...)
+		if next == nil {
 			return nil
 		}
-		cp := p.DeepCopy()
-		cp.Status.Conditions = conds
-		out, err := controller.PatchPod(ctx, c.kube, p, cp, "status")
+		out, err := controller.PatchPod(ctx, c.kube, p, next, "status")
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil // the kubelet wrote it meanwhile (its event brings us back), or it is gone
 		}

@@ -199,13 +199,11 @@ func (c *Controller) refreshPods(ctx context.Context, st *syncState) (bool, erro
 }
 
 func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Pod) (bool, error) {
-	if changed, conds := podreadiness.InitGateConditions(p, st.now, gatedConditions...); changed {
+	if next := podreadiness.WithGateConditions(p, st.now, gatedConditions...); next != nil {
 		if p.Spec.NodeName == "" {
 			return false, nil // the kubelet reports nothing before scheduling
 		}
-		cp := p.DeepCopy()
-		cp.Status.Conditions = conds
-		out, err := controller.PatchPod(ctx, c.kube, p, cp, "status")
+		out, err := controller.PatchPod(ctx, c.kube, p, next, "status")
 		if err != nil {
 			return false, fmt.Errorf("initialise readiness conditions of pod %s: %w", p.Name, err)
 		}
