@@ -72,7 +72,9 @@ func onEachNodeKind(t *testing.T, env *testenv.Env, scenario func(t *testing.T, 
 // podTemplate is the pod template of the workloads under test: pinned to the real node, two containers that
 // exit on SIGTERM (a shell as PID 1 ignores it otherwise, and every restart would wait for the grace period),
 // an HTTP readiness probe on web and an exec one on side (true only in our images: FLOTILLA_IMAGE is set by
-// their config).
+// their config). side's probe waits 2 s after a start: a kubelet publishes a restarted container once its PLEG
+// relist (1 s) sees it, and a probe that has already passed by then makes it ready in that very status, so the
+// unready step an in-place restart shows would otherwise be seen on some runs only.
 //
 // On kwok nodes (kwok=true: the same pods on the shared kwok nodes, for the side-by-side comparison) probes are
 // not run and images are not pulled: kwok's stages play the kubelet.
@@ -95,7 +97,7 @@ func podTemplate(app, registry string, gate, kwok bool) string {
     - name: side
       image: %[2]s/flotilla/busybox:v1
       command: [sh, -c, 'trap "exit 0" TERM; sleep 3600 & wait']
-      readinessProbe: {exec: {command: [sh, -c, 'test -n "$FLOTILLA_IMAGE"']}, periodSeconds: 1}`, app, registry, gates, realNodeLabel, placement(kwok, "    "))
+      readinessProbe: {exec: {command: [sh, -c, 'test -n "$FLOTILLA_IMAGE"']}, initialDelaySeconds: 2, periodSeconds: 1}`, app, registry, gates, realNodeLabel, placement(kwok, "    "))
 	return strings.ReplaceAll(tmpl, "\n", "\n  ") // under "spec.template:" of a workload
 }
 
