@@ -40,6 +40,10 @@ const (
 	floorWorkers = 48
 )
 
+// floorGates are the readiness gates a CloneSet's pods carry and whose first
+// conditions the writer writes.
+var floorGates = []corev1.PodConditionType{pub.InPlaceUpdateReady, pub.KruisePodReadyConditionType}
+
 func isWritesFloor(_, agent string) bool { return strings.HasPrefix(agent, floorUserAgent) }
 
 // gateWriter writes bound pods' first status, from its own pod informer.
@@ -113,7 +117,7 @@ func (w *gateWriter) write(key string) error {
 		return nil
 	}
 	now := time.Now()
-	next := podreadiness.WithGateConditions(p, now, pub.InPlaceUpdateReady, pub.KruisePodReadyConditionType)
+	next := podreadiness.WithGateConditions(p, now, floorGates...)
 	next.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateNormal)
 	if next.Annotations == nil {
 		next.Annotations = map[string]string{}
@@ -123,19 +127,19 @@ func (w *gateWriter) write(key string) error {
 	return err
 }
 
+// needsGates: the pod is waiting for the write that makes it Ready.
 func needsGates(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == pub.KruisePodReadyConditionType {
-			return false
-		}
-	}
-	return p.DeletionTimestamp == nil
+	return p.DeletionTimestamp == nil && podreadiness.MissingGateCondition(p, floorGates...)
 }
 
 // createPods creates n pods as cloneset-controller would for the owner, with
 // the bench's QPS/burst and concurrency.
 func (w *gateWriter) createPods(n int) error {
 	owner, tmpl := w.owner, w.owner.Spec.Template
+	var gates []corev1.PodReadinessGate
+	for _, g := range floorGates {
+		gates = append(gates, corev1.PodReadinessGate{ConditionType: g})
+	}
 	jobs := make(chan int)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
@@ -150,7 +154,7 @@ func (w *gateWriter) createPods(n int) error {
 				pod.Labels[pub.ControllerRevisionHashLabelKey] = owner.Name + "-5d8f7c9b6d"
 				pod.Labels[pub.PodTemplateHashLabelKey] = "5d8f7c9b6d"
 				pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingNormal)
-				pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}, {ConditionType: pub.KruisePodReadyConditionType}}
+				pod.Spec.ReadinessGates = gates
 				if _, err := w.kube.CoreV1().Pods(owner.Namespace).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 					errs <- fmt.Errorf("create pod %s: %w", pod.Name, err)
 				}

@@ -101,6 +101,7 @@ func TestInitGateConditions(t *testing.T) {
 			changed, got := InitGateConditions(tc.pod, now, tc.types...)
 			assert.Equal(t, before, tc.pod, "pod modified")
 			assert.Equal(t, tc.changed, changed)
+			assert.Equal(t, tc.changed, MissingGateCondition(tc.pod, tc.types...), "MissingGateCondition")
 			if !tc.changed {
 				// The pod's own slice comes back: same backing array.
 				assert.Equal(t, tc.pod.Status.Conditions, got)

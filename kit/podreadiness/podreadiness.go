@@ -265,6 +265,18 @@ func findCondition(conds []corev1.PodCondition, t corev1.PodConditionType) *core
 	return nil
 }
 
+// MissingGateCondition reports whether pod lists one of types as a readiness
+// gate but has no condition for it: the pod InitGateConditions would change.
+// It allocates nothing, for event handlers that see every pod update.
+func MissingGateCondition(pod *corev1.Pod, types ...corev1.PodConditionType) bool {
+	for _, g := range pod.Spec.ReadinessGates {
+		if slices.Contains(types, g.ConditionType) && findCondition(pod.Status.Conditions, g.ConditionType) == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // InitGateConditions returns the pod's conditions with a True condition added
 // for each of types that the pod lists as a readiness gate but has no
 // condition for, and Ready recomputed (RecomputeReady). A workload that

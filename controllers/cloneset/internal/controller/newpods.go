@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,24 +30,8 @@ const podQueueName = Name + "-pods"
 var gatedConditions = []corev1.PodConditionType{pub.InPlaceUpdateReady, pub.KruisePodReadyConditionType}
 
 // needsInit reports whether a pod carries one of our readiness gates without
-// its condition. Cheap: no allocation.
-func needsInit(p *corev1.Pod) bool {
-	for _, g := range p.Spec.ReadinessGates {
-		if slices.Contains(gatedConditions, g.ConditionType) && podutilCondition(p, g.ConditionType) == nil {
-			return true
-		}
-	}
-	return false
-}
-
-func podutilCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == t {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
+// its condition.
+func needsInit(p *corev1.Pod) bool { return podreadiness.MissingGateCondition(p, gatedConditions...) }
 
 // newPodHandler enqueues scheduled CloneSet pods that need their first write.
 func (c *Controller) newPodHandler() cache.ResourceEventHandler {
@@ -109,8 +92,9 @@ func (c *Controller) syncNewPod(ctx context.Context, key types.NamespacedName) e
 // initPod writes next, p with the conditions of the readiness gates it
 // carries (podreadiness.WithGateConditions), and, in the same pods/status
 // patch, its move from PreparingNormal to Normal when that is due (the API
-// server keeps label and annotation changes made through pods/status). If the returned pod does not show the new state, the
-// lifecycle patch is written separately.
+// server keeps label and annotation changes made through pods/status). If
+// the returned pod does not show the new state, the lifecycle patch is
+// written separately.
 func (c *Controller) initPod(ctx context.Context, p, next *corev1.Pod, decide func(*corev1.Pod) (lifecycle.Decision, error)) (*corev1.Pod, error) {
 	dec, err := decide(p)
 	if err != nil {

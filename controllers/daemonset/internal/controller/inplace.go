@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,7 +14,6 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
-	"github.com/flotilla-dev/flotilla/kit/podutil"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
 
@@ -89,12 +87,7 @@ var gatedConditions = []corev1.PodConditionType{pub.InPlaceUpdateReady, pub.Krui
 
 // needsGateInit: the pod carries one of our gates without its condition.
 func needsGateInit(p *corev1.Pod) bool {
-	for _, g := range p.Spec.ReadinessGates {
-		if slices.Contains(gatedConditions, g.ConditionType) && podutil.GetCondition(p, g.ConditionType) == nil {
-			return true
-		}
-	}
-	return false
+	return podreadiness.MissingGateCondition(p, gatedConditions...)
 }
 
 // refreshPods gives scheduled pods with our readiness gates their first
