@@ -33,14 +33,17 @@ type PodContainerProbe struct {
 	// ContainerName is the container to probe.
 	// +kubebuilder:validation:MinLength=1
 	ContainerName string `json:"containerName"`
-	// Probe is the probe to run (exec, tcpSocket or httpGet).
+	// Probe is the probe to run (exec, tcpSocket or httpGet). Timings and
+	// thresholds may be 0 (the node agent then uses 1); httpGet.scheme must
+	// be HTTP or HTTPS, as OpenKruise's webhook requires.
 	// +kubebuilder:validation:XValidation:rule="!has(self.exec) || (has(self.exec.command) && size(self.exec.command) > 0)",message="probe.exec.command is required",fieldPath=".exec.command"
 	// +kubebuilder:validation:XValidation:rule="!has(self.httpGet) || (has(self.httpGet.path) && size(self.httpGet.path) > 0)",message="probe.httpGet.path is required",fieldPath=".httpGet.path"
 	// +kubebuilder:validation:XValidation:rule="!has(self.initialDelaySeconds) || self.initialDelaySeconds >= 0",message="probe.initialDelaySeconds must not be negative",fieldPath=".initialDelaySeconds"
-	// +kubebuilder:validation:XValidation:rule="!has(self.timeoutSeconds) || self.timeoutSeconds >= 1",message="probe.timeoutSeconds must be at least 1",fieldPath=".timeoutSeconds"
-	// +kubebuilder:validation:XValidation:rule="!has(self.periodSeconds) || self.periodSeconds >= 1",message="probe.periodSeconds must be at least 1",fieldPath=".periodSeconds"
-	// +kubebuilder:validation:XValidation:rule="!has(self.successThreshold) || self.successThreshold >= 1",message="probe.successThreshold must be at least 1",fieldPath=".successThreshold"
-	// +kubebuilder:validation:XValidation:rule="!has(self.failureThreshold) || self.failureThreshold >= 1",message="probe.failureThreshold must be at least 1",fieldPath=".failureThreshold"
+	// +kubebuilder:validation:XValidation:rule="!has(self.timeoutSeconds) || self.timeoutSeconds >= 0",message="probe.timeoutSeconds must not be negative",fieldPath=".timeoutSeconds"
+	// +kubebuilder:validation:XValidation:rule="!has(self.periodSeconds) || self.periodSeconds >= 0",message="probe.periodSeconds must not be negative",fieldPath=".periodSeconds"
+	// +kubebuilder:validation:XValidation:rule="!has(self.successThreshold) || self.successThreshold >= 0",message="probe.successThreshold must not be negative",fieldPath=".successThreshold"
+	// +kubebuilder:validation:XValidation:rule="!has(self.failureThreshold) || self.failureThreshold >= 0",message="probe.failureThreshold must not be negative",fieldPath=".failureThreshold"
+	// +kubebuilder:validation:XValidation:rule="!has(self.httpGet) || (has(self.httpGet.scheme) && self.httpGet.scheme in ['HTTP', 'HTTPS'])",message="probe.httpGet.scheme must be HTTP or HTTPS",fieldPath=".httpGet.scheme"
 	Probe ContainerProbeSpec `json:"probe"`
 	// MarkerPolicy labels/annotates the pod by probe state.
 	// +listType=map
@@ -79,6 +82,7 @@ const (
 
 // ProbeMarkerPolicy is applied to the pod when the probe is in State.
 // +kubebuilder:validation:XValidation:rule="self.state != 'Unknown'",message="markerPolicy[].state must be Succeeded or Failed",fieldPath=".state"
+// +kubebuilder:validation:XValidation:rule="(has(self.labels) && size(self.labels) > 0) || (has(self.annotations) && size(self.annotations) > 0)",message="markerPolicy[] must set labels or annotations"
 type ProbeMarkerPolicy struct {
 	// State is Succeeded or Failed.
 	// +kubebuilder:validation:Enum=Succeeded;Failed

@@ -27,7 +27,9 @@ type PodContainerProbeApplyConfiguration struct {
 	Name *string `json:"name,omitempty"`
 	// ContainerName is the container to probe.
 	ContainerName *string `json:"containerName,omitempty"`
-	// Probe is the probe to run (exec, tcpSocket or httpGet).
+	// Probe is the probe to run (exec, tcpSocket or httpGet). Timings and
+	// thresholds may be 0 (the node agent then uses 1); httpGet.scheme must
+	// be HTTP or HTTPS, as OpenKruise's webhook requires.
 	Probe *ContainerProbeSpecApplyConfiguration `json:"probe,omitempty"`
 	// MarkerPolicy labels/annotates the pod by probe state.
 	MarkerPolicy []ProbeMarkerPolicyApplyConfiguration `json:"markerPolicy,omitempty"`

@@ -96,6 +96,36 @@ func TestWorkerInitialDelayAndThresholds(t *testing.T) {
 	}
 }
 
+// TestWorkerZeroTimings pins kruise-daemon's reading of 0 (or unset)
+// timings and thresholds, which the PodProbeMarker schema admits as
+// OpenKruise's webhook does: each counts as 1 — a 1 s timeout, a probe
+// every second, one result enough to publish a success or a failure (not
+// the kubelet's 10 s period and 3 failures).
+func TestWorkerZeroTimings(t *testing.T) {
+	started := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w, clk, pr := workerFixture(t, started, corev1.Probe{}, ok, fail)
+	if got := w.period(); got != time.Second {
+		t.Fatalf("period %v, want 1s", got)
+	}
+	ctx := context.Background()
+	for i, want := range []appsv1alpha1.ProbeState{ok, fail} {
+		clk.SetTime(started.Add(time.Duration(i+1) * time.Second))
+		w.probeOnce(ctx)
+		var tg Target
+		select {
+		case tg = <-pr.calls:
+		default:
+			t.Fatalf("probe %d: not probed 1 s after the container started", i)
+		}
+		if tg.Timeout != time.Second {
+			t.Fatalf("probe %d: timeout %v, want 1s", i, tg.Timeout)
+		}
+		if got := w.published(); got != want {
+			t.Fatalf("probe %d: published %s, want %s after one result", i, got, want)
+		}
+	}
+}
+
 // TestWorkerPeriodChange: a new periodSeconds applies from the next tick.
 func TestWorkerPeriodChange(t *testing.T) {
 	started := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
