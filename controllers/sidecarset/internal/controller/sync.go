@@ -10,10 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/sidecarcontrol"
+	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
 )
@@ -62,26 +64,30 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		errs = append(errs, c.setUpgradable(ctx, set, pod, false))
 	}
 	patchAllowed := c.patchAllowed(ctx, set)
-	upgraded := 0
+	upgraded := map[types.UID]bool{}
 	for _, pod := range p.upgrade {
 		err := c.upgrade(ctx, set, pod, latestName, patchAllowed)
 		if err == nil {
-			upgraded++
+			upgraded[pod.UID] = true
 		}
 		errs = append(errs, err)
 	}
 	// One event per round, not per pod: at scale, per-pod events would be
 	// as many API writes as the upgrades themselves.
-	if upgraded > 0 {
-		c.recorder.Eventf(set, corev1.EventTypeNormal, "UpgradeSidecars", "upgrading sidecars of %d pod(s) in place to %s", upgraded, latestName)
+	if len(upgraded) > 0 {
+		c.recorder.Eventf(set, corev1.EventTypeNormal, "UpgradeSidecars", "upgrading sidecars of %d pod(s) in place to %s", len(upgraded), latestName)
 	}
 	if len(p.notUpgradable) > 0 {
 		logger.V(2).Info("Pods not upgradable in place: containers changed beyond images", "count", len(p.notUpgradable))
 	}
-	// A pod that was not upgradable and now is (the SidecarSet went back,
-	// or the pod was upgraded): clear this SidecarSet from its condition.
+	// A pod recorded as not upgradable that now is (the SidecarSet went back
+	// to an image-only difference, or to the pod's version): record it as
+	// upgradable again. OpenKruise does this only when it upgrades the pod,
+	// leaving a stale False on a pod the SidecarSet went back to. Pods
+	// upgraded above got their verdict with the upgrade (and the cache
+	// still shows them before it).
 	for _, pod := range pods {
-		if sidecarcontrol.InPlaceUpgradable(pod, set) {
+		if !upgraded[pod.UID] && sidecarcontrol.RecordedNotUpgradable(pod, set.Name) && sidecarcontrol.InPlaceUpgradable(pod, set) {
 			errs = append(errs, c.setUpgradable(ctx, set, pod, true))
 		}
 	}
@@ -153,7 +159,9 @@ func (c *Controller) upgrade(ctx context.Context, set *appsv1alpha1.SidecarSet, 
 	}
 	c.rvExp.Expect(updated)
 	klog.FromContext(ctx).V(2).Info("Upgraded sidecars in place", "pod", klog.KObj(pod), "containers", changed, "revision", revision)
-	return nil
+	// As OpenKruise: every upgrade records the SidecarSet as upgradable in
+	// the pod's SidecarSetUpgradable condition (True once all are).
+	return c.setUpgradable(ctx, set, updated, true)
 }
 
 // flip resets the old container of finished hot upgrades to the empty image.
@@ -188,7 +196,7 @@ func (c *Controller) setUpgradable(ctx context.Context, set *appsv1alpha1.Sideca
 	if !replaced {
 		next.Status.Conditions = append(next.Status.Conditions, cond)
 	}
-	updated, err := c.kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	updated, err := controller.PatchPod(ctx, c.kube, pod, next, "status")
 	if err != nil {
 		return fmt.Errorf("set condition %s of pod %s/%s: %w", cond.Type, pod.Namespace, pod.Name, err)
 	}

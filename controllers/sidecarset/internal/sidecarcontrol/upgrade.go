@@ -315,37 +315,78 @@ func Flip(pod *corev1.Pod, set *appsv1alpha1.SidecarSet, now time.Time) (*corev1
 	return out, changed, nil
 }
 
-// SetUpgradableCondition returns the pod's SidecarSetUpgradable condition
-// after this SidecarSet's verdict: False with reason UpdateImmutableField
-// and a JSON message naming the SidecarSets that cannot upgrade in place, or
-// True when none is left. changed is false when the pod already says so.
-func SetUpgradableCondition(pod *corev1.Pod, setName string, upgradable bool, now time.Time) (corev1.PodCondition, bool) {
-	var cur *corev1.PodCondition
+// Reasons of the SidecarSetUpgradable condition, OpenKruise's words.
+const (
+	ReasonAllUpgradable        = "AllSidecarsetUpgradable"
+	ReasonUpdateImmutableField = "UpdateImmutableField"
+)
+
+// upgradableVerdicts decodes the SidecarSetUpgradable message: SidecarSet
+// name → whether it can upgrade the pod in place, a JSON object of booleans
+// as OpenKruise writes it. A non-boolean value (Flotilla used to store a
+// reason string for a blocked SidecarSet) counts as not upgradable.
+func upgradableVerdicts(cond *corev1.PodCondition) map[string]bool {
+	out := map[string]bool{}
+	if cond == nil || cond.Message == "" {
+		return out
+	}
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(cond.Message), &raw); err != nil {
+		return out // not ours to keep: the next verdict rewrites it
+	}
+	for name, v := range raw {
+		b, _ := v.(bool)
+		out[name] = b
+	}
+	return out
+}
+
+func upgradableCondition(pod *corev1.Pod) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == UpgradableCondition {
-			cur = &pod.Status.Conditions[i]
+			return &pod.Status.Conditions[i]
 		}
 	}
-	blocked := map[string]string{}
-	if cur != nil && cur.Message != "" {
-		_ = json.Unmarshal([]byte(cur.Message), &blocked)
+	return nil
+}
+
+// RecordedNotUpgradable reports whether the pod's SidecarSetUpgradable
+// condition says setName cannot upgrade it in place.
+func RecordedNotUpgradable(pod *corev1.Pod, setName string) bool {
+	v, ok := upgradableVerdicts(upgradableCondition(pod))[setName]
+	return ok && !v
+}
+
+// SetUpgradableCondition returns the pod's SidecarSetUpgradable condition
+// with this SidecarSet's verdict recorded, as OpenKruise keeps it: the
+// message maps every SidecarSet that gave a verdict to true/false
+// ({"a":true,"b":false}); the status is True with reason
+// AllSidecarsetUpgradable when all are true, else False with reason
+// UpdateImmutableField. lastTransitionTime moves only when the status does.
+// changed is false when the pod already says exactly this.
+func SetUpgradableCondition(pod *corev1.Pod, setName string, upgradable bool, now time.Time) (corev1.PodCondition, bool) {
+	cur := upgradableCondition(pod)
+	verdicts := upgradableVerdicts(cur)
+	verdicts[setName] = upgradable
+	want := corev1.PodCondition{Type: UpgradableCondition, Status: corev1.ConditionTrue, Reason: ReasonAllUpgradable}
+	for _, ok := range verdicts {
+		if !ok {
+			want.Status, want.Reason = corev1.ConditionFalse, ReasonUpdateImmutableField
+			break
+		}
 	}
-	if upgradable {
-		delete(blocked, setName)
-	} else {
-		blocked[setName] = "only images may change in place: the sidecarset changed other container fields"
+	msg, _ := json.Marshal(verdicts) // map keys come out sorted: a stable message
+	want.Message = string(msg)
+	if cur == nil {
+		want.LastTransitionTime = metav1.NewTime(now)
+		return want, true
 	}
-	want := corev1.PodCondition{Type: UpgradableCondition, Status: corev1.ConditionTrue}
-	if len(blocked) > 0 {
-		msg, _ := json.Marshal(blocked)
-		want.Status, want.Reason, want.Message = corev1.ConditionFalse, "UpdateImmutableField", string(msg)
-	}
-	if cur == nil && want.Status == corev1.ConditionTrue {
-		return want, false
-	}
-	if cur != nil && cur.Status == want.Status && cur.Reason == want.Reason && cur.Message == want.Message {
+	if cur.Status == want.Status && cur.Reason == want.Reason && cur.Message == want.Message {
 		return *cur, false
 	}
-	want.LastTransitionTime = metav1.NewTime(now)
+	want.LastProbeTime, want.LastTransitionTime = cur.LastProbeTime, cur.LastTransitionTime
+	if cur.Status != want.Status {
+		want.LastTransitionTime = metav1.NewTime(now)
+	}
 	return want, true
 }

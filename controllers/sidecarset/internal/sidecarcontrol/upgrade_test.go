@@ -4,8 +4,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 )
@@ -176,30 +178,69 @@ func TestHotUpgradeSequence(t *testing.T) {
 	}
 }
 
+// The SidecarSetUpgradable condition as OpenKruise writes it: a JSON map of
+// booleans, True/AllSidecarsetUpgradable when all are true (written after
+// every upgrade, even with no condition yet), False/UpdateImmutableField
+// otherwise; lastTransitionTime moves with the status only.
 func TestSetUpgradableCondition(t *testing.T) {
+	t1 := t0.Add(time.Minute)
+	cond := func(status corev1.ConditionStatus, reason, msg string) *corev1.PodCondition {
+		return &corev1.PodCondition{Type: UpgradableCondition, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(t0)}
+	}
+	cases := []struct {
+		name       string
+		cur        *corev1.PodCondition
+		set        string
+		upgradable bool
+		want       *corev1.PodCondition // nil: no change
+	}{
+		{name: "upgraded, no condition yet: True written", set: "s", upgradable: true,
+			want: &corev1.PodCondition{Type: UpgradableCondition, Status: corev1.ConditionTrue, Reason: "AllSidecarsetUpgradable", Message: `{"s":true}`, LastTransitionTime: metav1.NewTime(t1)}},
+		{name: "not upgradable, no condition yet", set: "s", upgradable: false,
+			want: &corev1.PodCondition{Type: UpgradableCondition, Status: corev1.ConditionFalse, Reason: "UpdateImmutableField", Message: `{"s":false}`, LastTransitionTime: metav1.NewTime(t1)}},
+		{name: "same verdict: no write", cur: cond(corev1.ConditionFalse, "UpdateImmutableField", `{"s":false}`), set: "s", upgradable: false},
+		{name: "same True verdict: no write", cur: cond(corev1.ConditionTrue, "AllSidecarsetUpgradable", `{"s":true}`), set: "s", upgradable: true},
+		{name: "second set blocked: both kept, keys sorted", cur: cond(corev1.ConditionTrue, "AllSidecarsetUpgradable", `{"s":true}`), set: "a", upgradable: false,
+			want: &corev1.PodCondition{Type: UpgradableCondition, Status: corev1.ConditionFalse, Reason: "UpdateImmutableField", Message: `{"a":false,"s":true}`, LastTransitionTime: metav1.NewTime(t1)}},
+		{name: "one of two blocked sets upgradable: still False, transition time kept", cur: cond(corev1.ConditionFalse, "UpdateImmutableField", `{"a":false,"s":false}`), set: "s", upgradable: true,
+			want: &corev1.PodCondition{Type: UpgradableCondition, Status: corev1.ConditionFalse, Reason: "UpdateImmutableField", Message: `{"a":false,"s":true}`, LastTransitionTime: metav1.NewTime(t0)}},
+		{name: "last blocked set upgradable: True", cur: cond(corev1.ConditionFalse, "UpdateImmutableField", `{"a":true,"s":false}`), set: "s", upgradable: true,
+			want: &corev1.PodCondition{Type: UpgradableCondition, Status: corev1.ConditionTrue, Reason: "AllSidecarsetUpgradable", Message: `{"a":true,"s":true}`, LastTransitionTime: metav1.NewTime(t1)}},
+		{name: "Flotilla's former string message counts as blocked", cur: cond(corev1.ConditionFalse, "UpdateImmutableField", `{"a":"only images may change in place"}`), set: "s", upgradable: true,
+			want: &corev1.PodCondition{Type: UpgradableCondition, Status: corev1.ConditionFalse, Reason: "UpdateImmutableField", Message: `{"a":false,"s":true}`, LastTransitionTime: metav1.NewTime(t0)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := newPod()
+			if tc.cur != nil {
+				pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, *tc.cur}
+			}
+			before := pod.DeepCopy()
+			got, changed := SetUpgradableCondition(pod, tc.set, tc.upgradable, t1)
+			if !reflect.DeepEqual(pod, before) {
+				t.Fatal("the pod was modified")
+			}
+			if tc.want == nil {
+				if changed {
+					t.Fatalf("no change expected, got %+v", got)
+				}
+				return
+			}
+			if !changed || !reflect.DeepEqual(got, *tc.want) {
+				t.Fatalf("got %+v (changed %v), want %+v", got, changed, *tc.want)
+			}
+		})
+	}
+}
+
+func TestRecordedNotUpgradable(t *testing.T) {
 	pod := newPod()
-	c, changed := SetUpgradableCondition(pod, "a", true, t0)
-	if changed {
-		t.Fatal("no condition and upgradable: nothing to write")
+	if RecordedNotUpgradable(pod, "s") {
+		t.Fatal("no condition")
 	}
-	c, changed = SetUpgradableCondition(pod, "a", false, t0)
-	if !changed || c.Status != corev1.ConditionFalse || c.Reason != "UpdateImmutableField" || !strings.HasPrefix(c.Message, `{"a":`) {
-		t.Fatalf("condition %+v", c)
-	}
-	pod.Status.Conditions = []corev1.PodCondition{c}
-	if _, changed = SetUpgradableCondition(pod, "a", false, t0); changed {
-		t.Fatal("same verdict rewrites")
-	}
-	c, changed = SetUpgradableCondition(pod, "b", false, t0)
-	if !changed || !strings.Contains(c.Message, `"a"`) || !strings.Contains(c.Message, `"b"`) {
-		t.Fatalf("two sidecarsets: %+v", c)
-	}
-	pod.Status.Conditions = []corev1.PodCondition{c}
-	c, _ = SetUpgradableCondition(pod, "a", true, t0)
-	pod.Status.Conditions = []corev1.PodCondition{c}
-	c, changed = SetUpgradableCondition(pod, "b", true, t0)
-	if !changed || c.Status != corev1.ConditionTrue {
-		t.Fatalf("all upgradable again: %+v", c)
+	pod.Status.Conditions = []corev1.PodCondition{{Type: UpgradableCondition, Status: corev1.ConditionFalse, Message: `{"a":true,"s":false}`}}
+	if !RecordedNotUpgradable(pod, "s") || RecordedNotUpgradable(pod, "a") || RecordedNotUpgradable(pod, "b") {
+		t.Fatal("verdicts misread")
 	}
 }
 

@@ -153,6 +153,50 @@ func TestUpgradeControls(t *testing.T) {
 	assert.Equal(t, int32(2), h.sets.Get(set.Name).Status.UpdatedPods, "the canaries are on v3 already")
 }
 
+// Issue 25 row 3: the SidecarSetUpgradable condition as OpenKruise writes
+// it. A sidecar env change cannot be applied in place: the pods get
+// False/UpdateImmutableField with message {"<set>":false} and are left
+// alone. Back to an image-only change, every pod is upgraded and gets
+// True/AllSidecarsetUpgradable with message {"<set>":true}.
+func TestUpgradableConditionFollowsOpenKruise(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	set := h.createSet(h.newSet("env", sideV1, func(s *appsv1alpha1.SidecarSet) {
+		s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+	}))
+	h.createPods("env", 2, nil, nil)
+	h.waitPods("env", "2 ready", allReady(2))
+
+	upgradable := func(status corev1.ConditionStatus, reason, message string) func([]corev1.Pod) bool {
+		return func(ps []corev1.Pod) bool {
+			for i := range ps {
+				c := condition(&ps[i], sidecarcontrol.UpgradableCondition)
+				if c == nil || c.Status != status || c.Reason != reason || c.Message != message {
+					return false
+				}
+			}
+			return len(ps) == 2
+		}
+	}
+
+	h.sets.Modify(set.Name, func(s *appsv1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "new"}}
+	})
+	pods := h.waitPods("env", "SidecarSetUpgradable=False {set:false}",
+		upgradable(corev1.ConditionFalse, "UpdateImmutableField", fmt.Sprintf(`{%q:false}`, set.Name)))
+	for i := range pods {
+		assert.Empty(t, pods[i].Spec.Containers[0].Env, "pod %s untouched", pods[i].Name)
+	}
+
+	h.sets.Modify(set.Name, func(s *appsv1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Env = nil
+		setImage("side", sideV2)(s)
+	})
+	h.waitPods("env", "all on v2", allOn(2, "side", sideV2))
+	h.waitPods("env", "SidecarSetUpgradable=True {set:true}",
+		upgradable(corev1.ConditionTrue, "AllSidecarsetUpgradable", fmt.Sprintf(`{%q:true}`, set.Name)))
+}
+
 // Item 3: each version of a SidecarSet is a ControllerRevision in the
 // controller's namespace, labelled kruise.io/sidecarset-name and the
 // SidecarSet's custom version; status.latestRevision names the latest; the
@@ -217,4 +261,13 @@ func TestUpgradePriority(t *testing.T) {
 			assert.Equal(t, sideV1, image(&p, "side"), p.Name)
 		}
 	}
+}
+
+func condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
 }
