@@ -136,16 +136,17 @@ func mergeSpec(existing []appsv1alpha1.PodProbe, desired []appsv1alpha1.PodProbe
 }
 
 // markPod applies the probe states of pod (one NodePodProbe status entry)
-// to a copy of it: per state Succeeded/Failed the marker policy of that
-// state is set and the keys of the other state's policy are removed; the
-// probe's podConditionType becomes True (Succeeded) or False (Failed) with
-// the state's times and message. Unknown and empty states leave the pod
-// alone. It returns nil when nothing changes, so no write is made.
+// to a copy of it: per state the marker policy of that state is set and the
+// keys of the policies of other states are removed, so an Unknown state
+// (which no policy names) removes them all; the probe's podConditionType
+// becomes True (Succeeded) or False (Failed, Unknown) with the state's
+// times and message. An empty state leaves the pod alone. It returns nil
+// when nothing changes, so no write is made.
 func markPod(pod *corev1.Pod, states []appsv1alpha1.ContainerProbeState, markers map[string]*appsv1alpha1.PodProbeMarker) *corev1.Pod {
 	out := pod.DeepCopy()
 	seenCondition := map[string]bool{}
 	for _, st := range states {
-		if st.State != appsv1alpha1.ProbeSucceeded && st.State != appsv1alpha1.ProbeFailed {
+		if st.State == "" {
 			continue
 		}
 		probe := findProbe(markers, st.Name)

@@ -135,6 +135,7 @@ func TestMarkPod(t *testing.T) {
 		wantCost   string
 		wantStatus corev1.ConditionStatus
 		wantMsg    string
+		wantLabels map[string]string // when set: all labels, and no condition expected
 	}{
 		{name: "succeeded marks idle (seed)", pod: gamePod("a", "n1"), states: []appsv1alpha1.ContainerProbeState{ok}, markers: markers,
 			wantWrite: true, wantLabel: "true", wantCost: "-10", wantStatus: corev1.ConditionTrue},
@@ -143,8 +144,31 @@ func TestMarkPod(t *testing.T) {
 			states: []appsv1alpha1.ContainerProbeState{{Name: ok.Name, State: appsv1alpha1.ProbeSucceeded, LastProbeTime: t2, LastTransitionTime: t1}}},
 		{name: "failed swaps the policy, message copied", pod: idle(), states: []appsv1alpha1.ContainerProbeState{failed}, markers: markers,
 			wantWrite: true, wantLabel: "false", wantCost: "10", wantStatus: corev1.ConditionFalse, wantMsg: "busy"},
-		{name: "unknown state: no write", pod: gamePod("a", "n1"), markers: markers,
-			states: []appsv1alpha1.ContainerProbeState{{Name: ok.Name, State: appsv1alpha1.ProbeUnknown}}},
+		// OpenKruise: an Unknown state is condition False and takes the
+		// markers of the policies (none is Unknown's) off the pod.
+		{name: "unknown state unmarks and sets the condition False", pod: idle(), markers: markers,
+			states:    []appsv1alpha1.ContainerProbeState{{Name: ok.Name, State: appsv1alpha1.ProbeUnknown, LastProbeTime: t2, LastTransitionTime: t2, Message: "no runtime"}},
+			wantWrite: true, wantLabel: "", wantCost: "", wantStatus: corev1.ConditionFalse, wantMsg: "no runtime"},
+		{name: "unknown state on an unmarked pod: condition False", pod: gamePod("a", "n1"), markers: markers,
+			states:    []appsv1alpha1.ContainerProbeState{{Name: ok.Name, State: appsv1alpha1.ProbeUnknown, LastProbeTime: t1, LastTransitionTime: t1}},
+			wantWrite: true, wantStatus: corev1.ConditionFalse},
+		{name: "unknown state with policies of distinct keys removes both", pod: func() *corev1.Pod {
+			p := gamePod("a", "n1")
+			p.Labels["idle"], p.Labels["busy"] = "yes", "yes"
+			return p
+		}(), markers: map[string]*appsv1alpha1.PodProbeMarker{"game-server-probe": func() *appsv1alpha1.PodProbeMarker {
+			m := gameServer()
+			m.Spec.Probes[0].PodConditionType = ""
+			m.Spec.Probes[0].MarkerPolicy = []appsv1alpha1.ProbeMarkerPolicy{
+				{State: appsv1alpha1.ProbeSucceeded, Labels: map[string]string{"idle": "yes"}},
+				{State: appsv1alpha1.ProbeFailed, Labels: map[string]string{"busy": "yes"}},
+			}
+			return m
+		}()},
+			states:    []appsv1alpha1.ContainerProbeState{{Name: ok.Name, State: appsv1alpha1.ProbeUnknown}},
+			wantWrite: true, wantLabels: map[string]string{"app": "game-server"}},
+		{name: "empty state: no write", pod: idle(), markers: markers,
+			states: []appsv1alpha1.ContainerProbeState{{Name: ok.Name}}},
 		{name: "marker gone: no write", pod: gamePod("a", "n1"), states: []appsv1alpha1.ContainerProbeState{ok}, markers: nil},
 		{name: "probe not in marker: no write", pod: gamePod("a", "n1"), markers: markers,
 			states: []appsv1alpha1.ContainerProbeState{{Name: "game-server-probe#Busy", State: appsv1alpha1.ProbeSucceeded}}},
@@ -159,6 +183,10 @@ func TestMarkPod(t *testing.T) {
 				return
 			}
 			require.NotNil(t, got)
+			if tt.wantLabels != nil {
+				assert.Equal(t, tt.wantLabels, got.Labels)
+				return
+			}
 			assert.Equal(t, tt.wantLabel, got.Labels["gameserver-idle"])
 			assert.Equal(t, tt.wantCost, got.Annotations["controller.kubernetes.io/pod-deletion-cost"])
 			var cond *corev1.PodCondition
