@@ -23,9 +23,12 @@ import (
 // EnvDir overrides the seed directory.
 const EnvDir = "FLOTILLA_SEEDS"
 
-// Files are the seed documents (by name prefix) whose examples are checked.
-// 001 and 002 are flattened copies of the same texts without code fences.
-var Files = []string{"000", "003", "004"}
+// Files are the seed documents (by name prefix) whose examples are checked:
+// all five. 000, 003 and 004 fence their examples; 001 and 002 are pages
+// saved as plain text, their manifests flattened (no fences, no indentation),
+// so their examples are found by shape (see parseFlat) and each must have a
+// re-indented copy in Reindented or a reason in Skipped.
+var Files = []string{"000", "001", "002", "003", "004"}
 
 // Example is one fenced code block of a seed document.
 type Example struct {
@@ -49,6 +52,10 @@ type Example struct {
 	APIVersion, Kind string
 	// Elided is true when the author elided parts with "..." placeholders.
 	Elided bool
+	// Flattened is true for an example found in a document without fences:
+	// Raw lost its indentation, so Object is nil until a re-indented copy
+	// (Reindented) replaces it in InScope.
+	Flattened bool
 }
 
 // ID names the example in test output, e.g. "000#3" (repaired copies:
@@ -111,8 +118,9 @@ func Dir() (string, error) {
 	}
 }
 
-// Load reads every fenced block of the seed documents listed in Files.
-// It fails when a document is missing or has no fenced block at all.
+// Load reads every example of the seed documents listed in Files: the fenced
+// blocks, or for a document without fences the flattened manifests in it.
+// It fails when a document is missing or holds no example at all.
 func Load(dir string) ([]Example, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -135,7 +143,12 @@ func Load(dir string) ([]Example, error) {
 			return nil, err
 		}
 		if len(exs) == 0 {
-			return nil, fmt.Errorf("seed document %s has no fenced blocks", name)
+			if exs, err = parseFlat(filepath.Join(dir, name)); err != nil {
+				return nil, err
+			}
+		}
+		if len(exs) == 0 {
+			return nil, fmt.Errorf("seed document %s has no examples", name)
 		}
 		out = append(out, exs...)
 	}
