@@ -85,12 +85,14 @@ func TestGuard(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, apierrors.IsForbidden(err), "%v", err)
 	assert.Contains(t, err.Error(), "PodUnavailableBudget web refuses DELETE of pod web-2: unavailableAllowed is 0 (currentAvailable 3, desiredAvailable 3, totalReplicas 5)")
+	assert.Contains(t, err.Error(), "pub unavailable allowed is negative", "OpenKruise's wording, for scripts that grep for it")
 	t.Logf("delete: %v", err)
 
 	err = h.evict("web-2", false)
 	require.Error(t, err)
 	assert.True(t, apierrors.IsTooManyRequests(err), "an eviction is refused as the Eviction API refuses it for a PDB: %v", err)
 	assert.Contains(t, err.Error(), "PodUnavailableBudget web refuses EVICT of pod web-2")
+	assert.Contains(t, err.Error(), "pub unavailable allowed is negative")
 
 	err = h.setImage("web-3", imageV2)
 	require.Error(t, err)

@@ -3,14 +3,20 @@
 // reconciler runs in-process over informers limited to the test's
 // namespace, the guard is served by kit/webhook on 127.0.0.1 with
 // certificates generated into a Secret, and each test installs its own
-// ValidatingWebhookConfiguration pointing at it by URL, limited to its
-// namespace; the leader's scope syncers keep its match conditions.
+// copy of the shipped ValidatingWebhookConfiguration
+// (deploy/components/pub/webhook.yaml: rules, namespaceSelector, initial
+// match conditions) pointing at it by URL and limited to its namespace; the
+// leader's scope syncers keep its match conditions.
 package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
@@ -23,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
@@ -53,9 +60,13 @@ const (
 )
 
 type harness struct {
-	t      *testing.T
-	env    *testenv.Env
+	t   *testing.T
+	env *testenv.Env
+	// ns holds the test's budgets and pods; home the webhook's certificate
+	// Secret (the same namespace, unless the test works in one it does not
+	// own, such as kube-system).
 	ns     string
+	home   string
 	client versioned.Interface
 	pubs   *testenv.Objects[*policyv1alpha1.PodUnavailableBudget]
 	config string
@@ -70,11 +81,18 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	t.Parallel()
 	env := testenv.Get(t)
-	h := &harness{t: t, env: env, ns: env.Namespace(t), client: versioned.NewForConfigOrDie(env.Config),
+	ns := env.Namespace(t)
+	return newHarnessIn(t, env, ns, ns)
+}
+
+// newHarnessIn works in namespace ns, keeping its own objects in home.
+func newHarnessIn(t *testing.T, env *testenv.Env, ns, home string) *harness {
+	t.Helper()
+	h := &harness{t: t, env: env, ns: ns, home: home, client: versioned.NewForConfigOrDie(env.Config),
 		policy: admissionregistrationv1.Fail, gates: map[featuregate.Feature]bool{features.PodUnavailableBudgetUpdateGate: true}}
 	h.pubs = testenv.ObjectsOf(t, h.client.PolicyV1alpha1().PodUnavailableBudgets(h.ns), waitTimeout)
 	h.pubs.Describe = func(p *policyv1alpha1.PodUnavailableBudget) string { return fmt.Sprintf("%+v", p.Status) }
-	h.config = "flotilla-pub-test-" + h.ns
+	h.config = "flotilla-pub-test-" + h.home
 	return h
 }
 
@@ -118,10 +136,11 @@ func (h *harness) start() {
 	wf := flotillainformers.NewSharedInformerFactoryWithOptions(h.client, 0, flotillainformers.WithNamespace(h.ns))
 	pubInf := wf.Policy().V1alpha1().PodUnavailableBudgets()
 	h.reg = prometheus.NewRegistry()
-	opts := kitwebhook.Options{Host: "127.0.0.1", Port: h.port, SecretName: "webhook-certs", Namespace: h.ns, ServiceName: "pub-webhook"}
+	opts := kitwebhook.Options{Host: "127.0.0.1", Port: h.port, SecretName: "webhook-certs", Namespace: h.home, ServiceName: "pub-webhook"}
 	comp, err := kitwebhook.New(opts, h.env.Kube, h.reg, nil, kitwebhook.ConfigRef{Kind: kitwebhook.Validating, Name: h.config})
 	require.NoError(t, err)
 	(&webhook.Guard{Pubs: pubInf.Lister(), Client: h.client, Kube: h.env.Kube, Gates: gate, Recorder: recorder}).Register(comp.Server)
+	(&webhook.Validator{Client: h.client}).Register(comp.Server)
 	syncers := webhook.NewScopeSyncers(h.env.Kube, pubInf.Lister(), pubInf.Informer().HasSynced, h.config)
 	for _, s := range syncers {
 		_, err := pubInf.Informer().AddEventHandler(webhook.TriggerOnChange(s.Trigger))
@@ -147,34 +166,29 @@ func (h *harness) start() {
 		if err != nil {
 			return false, err
 		}
-		return len(v.Webhooks[0].ClientConfig.CABundle) > 0 && len(v.Webhooks[1].ClientConfig.CABundle) > 0, nil
+		for _, w := range v.Webhooks {
+			if len(w.ClientConfig.CABundle) == 0 {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 }
 
+// installConfiguration installs the shipped webhook configuration under the
+// test's name: each entry calls this test's server by URL with the test's
+// failure policy, and its shipped namespaceSelector is narrowed to the
+// test's namespace (the other tests' namespaces are not this server's to
+// guard).
 func (h *harness) installConfiguration() {
-	url := func(path string) *string { return ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", h.port, path)) }
-	none := admissionregistrationv1.SideEffectClassNone
-	never := []admissionregistrationv1.MatchCondition{{Name: webhook.NamespacesCondition, Expression: kitwebhook.Never}}
-	entry := func(name string, rules ...admissionregistrationv1.RuleWithOperations) admissionregistrationv1.ValidatingWebhook {
-		return admissionregistrationv1.ValidatingWebhook{
-			Name:                    name,
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: url(webhook.PodPath)},
-			Rules:                   rules,
-			FailurePolicy:           &h.policy,
-			SideEffects:             &none,
-			AdmissionReviewVersions: []string{"v1"},
-			TimeoutSeconds:          ptr.To(int32(10)),
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: h.ns}},
-			MatchConditions:         never,
-		}
-	}
-	v := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: h.config},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{
-			entry(webhook.PodWebhookName, rule("pods", admissionregistrationv1.Update, admissionregistrationv1.Delete),
-				rule("pods/status", admissionregistrationv1.Update)),
-			entry(webhook.EvictionWebhookName, rule("pods/eviction", admissionregistrationv1.Create)),
-		},
+	v := shippedConfiguration(h.t, h.env.RepoRoot)
+	v.ObjectMeta = metav1.ObjectMeta{Name: h.config}
+	for i := range v.Webhooks {
+		w := &v.Webhooks[i]
+		require.NotNil(h.t, w.ClientConfig.Service, "shipped entry %s calls the Service", w.Name)
+		w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", h.port, *w.ClientConfig.Service.Path))}
+		w.FailurePolicy = &h.policy
+		w.NamespaceSelector = onlyNamespace(w.NamespaceSelector, h.ns)
 	}
 	_, err := h.env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), v, metav1.CreateOptions{})
 	require.NoError(h.t, err)
@@ -183,9 +197,37 @@ func (h *harness) installConfiguration() {
 	})
 }
 
-func rule(resource string, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.RuleWithOperations {
-	return admissionregistrationv1.RuleWithOperations{Operations: ops, Rule: admissionregistrationv1.Rule{
-		APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{resource}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)}}
+// shippedConfiguration reads the ValidatingWebhookConfiguration of
+// deploy/components/pub/webhook.yaml.
+func shippedConfiguration(t *testing.T, root string) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	t.Helper()
+	path := filepath.Join(root, "deploy", "components", "pub", "webhook.yaml")
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		var v admissionregistrationv1.ValidatingWebhookConfiguration
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			t.Fatalf("no ValidatingWebhookConfiguration %s in %s", webhook.ConfigName, path)
+		}
+		require.NoError(t, err, "decode %s", path)
+		if v.Kind == "ValidatingWebhookConfiguration" && v.Name == webhook.ConfigName {
+			return &v
+		}
+	}
+}
+
+// onlyNamespace is sel narrowed to namespace ns.
+func onlyNamespace(sel *metav1.LabelSelector, ns string) *metav1.LabelSelector {
+	out := &metav1.LabelSelector{}
+	if sel != nil {
+		out = sel.DeepCopy()
+	}
+	out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{
+		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: []string{ns}})
+	return out
 }
 
 // waitScoped waits until the scope syncers opened the scope to the test's
@@ -198,7 +240,7 @@ func (h *harness) waitScoped() {
 			return false, err
 		}
 		for _, w := range v.Webhooks {
-			if w.MatchConditions[0].Expression == kitwebhook.Never {
+			if len(w.MatchConditions) > 0 && w.MatchConditions[0].Expression == kitwebhook.Never {
 				return false, nil
 			}
 		}

@@ -138,7 +138,7 @@ func TestCheckAndDecrement(t *testing.T) {
 	err := CheckAndDecrement("web", st, "p2", policyv1alpha1.PubEvictOperation, now)
 	var denied *DeniedError
 	require.ErrorAs(t, err, &denied)
-	assert.Equal(t, "PodUnavailableBudget web refuses EVICT of pod p2: unavailableAllowed is 0 (currentAvailable 5, desiredAvailable 4, totalReplicas 5)", err.Error())
+	assert.Equal(t, "PodUnavailableBudget web refuses EVICT of pod p2: unavailableAllowed is 0 (currentAvailable 5, desiredAvailable 4, totalReplicas 5); pub unavailable allowed is negative", err.Error())
 
 	st = &policyv1alpha1.PodUnavailableBudgetStatus{UnavailableAllowed: 2}
 	require.NoError(t, CheckAndDecrement("web", st, "p1", policyv1alpha1.PubUpdateOperation, now))

@@ -51,6 +51,11 @@ func recorded(p *policyv1alpha1.PodUnavailableBudget, name string) bool {
 	return d || u
 }
 
+// OpenKruiseExhausted is OpenKruise's wording for a spent budget, kept at
+// the end of Flotilla's own message so that scripts grepping for it still
+// find it.
+const OpenKruiseExhausted = "pub unavailable allowed is negative"
+
 // DeniedError is a refusal by the budget; its message names the PUB and
 // its numbers.
 type DeniedError struct {
@@ -67,8 +72,8 @@ func (e *DeniedError) Error() string {
 		return fmt.Sprintf("PodUnavailableBudget %s refuses %s of pod %s: %d disrupted and unavailable pods are not yet confirmed by the pub controller (at most %d)",
 			e.Pub, e.Op, e.Pod, len(s.DisruptedPods)+len(s.UnavailablePods), MaxRecordedPods)
 	}
-	return fmt.Sprintf("PodUnavailableBudget %s refuses %s of pod %s: unavailableAllowed is %d (currentAvailable %d, desiredAvailable %d, totalReplicas %d)",
-		e.Pub, e.Op, e.Pod, s.UnavailableAllowed, s.CurrentAvailable, s.DesiredAvailable, s.TotalReplicas)
+	return fmt.Sprintf("PodUnavailableBudget %s refuses %s of pod %s: unavailableAllowed is %d (currentAvailable %d, desiredAvailable %d, totalReplicas %d); %s",
+		e.Pub, e.Op, e.Pod, s.UnavailableAllowed, s.CurrentAvailable, s.DesiredAvailable, s.TotalReplicas, OpenKruiseExhausted)
 }
 
 // CheckAndDecrement takes one unavailability from status for op on pod

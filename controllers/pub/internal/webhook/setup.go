@@ -16,9 +16,9 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
-// Setup registers the guard with the shell: the admission server and its
-// budget cache run on every replica; the two scope syncers (namespaces
-// with budgets) run on the leader.
+// Setup registers the guard and the budget validation with the shell: the
+// admission server and its budget cache run on every replica; the two
+// scope syncers (namespaces with budgets) run on the leader.
 func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 	if opts.Disabled {
 		return nil
@@ -36,6 +36,7 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 		return err
 	}
 	(&Guard{Pubs: pubInf.Lister(), Client: cl.Client, Kube: cl.Kube, Gates: env.Gates, Clock: env.Clock, Recorder: cl.Recorder}).Register(c.Server)
+	(&Validator{Client: cl.Client}).Register(c.Server)
 	env.AddReplicaComponent(c.ReplicaComponent())
 
 	for _, s := range NewScopeSyncers(cl.Kube, pubInf.Lister(), pubInf.Informer().HasSynced, ConfigName) {
