@@ -51,9 +51,16 @@ type DaemonSetUpdateStrategy struct {
 // maxUnavailable defaults to 1 only when neither maxUnavailable nor maxSurge
 // is set (a schema default cannot express that): the CRD defaults it when it
 // creates the whole rollingUpdate block, otherwise the controller resolves
-// a missing value (1 if maxSurge is also unset, else 0).
+// a missing value (1 if maxSurge is also unset, else 0; for Surging a
+// missing maxSurge is 1, as OpenKruise's defaulting makes it).
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || !has(self.maxSurge) || !((type(self.maxUnavailable) == int ? self.maxUnavailable == 0 : self.maxUnavailable == '0%') && (type(self.maxSurge) == int ? self.maxSurge == 0 : self.maxSurge == '0%'))",message="spec.updateStrategy.rollingUpdate.maxUnavailable and spec.updateStrategy.rollingUpdate.maxSurge must not both be 0",fieldPath=".maxUnavailable"
+// The first rule is OpenKruise's "cannot be 0 when maxSurge is 0": once
+// either budget is given, the two resolved as above must not both be 0 —
+// `maxUnavailable: 0` alone, `maxSurge: 0` alone or both 0 would give the
+// update no budget at all (OpenKruise rejects them; only the case where
+// neither is given gets the default of 1).
+//
+// +kubebuilder:validation:XValidation:rule="(!has(self.maxUnavailable) && !has(self.maxSurge)) || !((!has(self.maxUnavailable) || (type(self.maxUnavailable) == int ? self.maxUnavailable == 0 : self.maxUnavailable == '0%')) && (has(self.maxSurge) ? (type(self.maxSurge) == int ? self.maxSurge == 0 : self.maxSurge == '0%') : (!has(self.rollingUpdateType) || self.rollingUpdateType != 'Surging')))",message="spec.updateStrategy.rollingUpdate.maxUnavailable cannot be 0 when maxSurge is 0",fieldPath=".maxUnavailable"
 // +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || !has(self.maxSurge) || (type(self.maxUnavailable) == int ? self.maxUnavailable == 0 : self.maxUnavailable == '0%') || (type(self.maxSurge) == int ? self.maxSurge == 0 : self.maxSurge == '0%')",message="spec.updateStrategy.rollingUpdate.maxSurge may not be set when maxUnavailable is non-zero",fieldPath=".maxSurge"
 // +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdateType) || self.rollingUpdateType != 'InPlaceIfPossible' || !has(self.maxSurge) || (type(self.maxSurge) == int ? self.maxSurge == 0 : self.maxSurge == '0%')",message="spec.updateStrategy.rollingUpdate.maxSurge must be 0 when rollingUpdateType is InPlaceIfPossible",fieldPath=".maxSurge"
 // +kubebuilder:validation:XValidation:rule="!has(self.rollingUpdateType) || self.rollingUpdateType != 'Surging' || !has(self.maxUnavailable) || (type(self.maxUnavailable) == int ? self.maxUnavailable == 0 : self.maxUnavailable == '0%')",message="spec.updateStrategy.rollingUpdate.maxUnavailable must be 0 when rollingUpdateType is Surging",fieldPath=".maxUnavailable"
@@ -105,8 +112,15 @@ type RollingUpdateDaemonSet struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.template.spec) || !has(self.template.spec.restartPolicy) || self.template.spec.restartPolicy == 'Always' || self.template.spec.restartPolicy.size() == 0",message="spec.template.spec.restartPolicy must be Always",fieldPath=".template.spec.restartPolicy"
 // +kubebuilder:validation:XValidation:rule="!has(self.template.spec) || !has(self.template.spec.activeDeadlineSeconds)",message="spec.template.spec.activeDeadlineSeconds is not supported by DaemonSet",fieldPath=".template.spec.activeDeadlineSeconds"
 type DaemonSetSpec struct {
-	// Selector selects the pods of this DaemonSet.
+	// Selector selects the pods of this DaemonSet. It is immutable, as in
+	// OpenKruise (and apps/v1): pods the new selector no longer matches
+	// would be released and replaced, so every node would run two daemons.
+	// Every other spec field may change (OpenKruise's list: template,
+	// updateStrategy, lifecycle, burstReplicas, minReadySeconds,
+	// revisionHistoryLimit), so the selector is the only field the
+	// transition rule needs; a field added to this spec must decide.
 	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="spec.selector must set matchLabels or matchExpressions"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.selector is immutable: updates to daemonset spec for fields other than 'burstReplicas', 'template', 'lifecycle', 'updateStrategy', 'minReadySeconds' and 'revisionHistoryLimit' are forbidden"
 	Selector *metav1.LabelSelector `json:"selector"`
 
 	// Template describes the pods to create. The schema is generated

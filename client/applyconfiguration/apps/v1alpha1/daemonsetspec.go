@@ -33,7 +33,13 @@ import (
 // A RollingUpdate strategy without a rollingUpdate block is valid; the
 // controller then uses Standard / maxUnavailable 1 / maxSurge 0 / partition 0.
 type DaemonSetSpecApplyConfiguration struct {
-	// Selector selects the pods of this DaemonSet.
+	// Selector selects the pods of this DaemonSet. It is immutable, as in
+	// OpenKruise (and apps/v1): pods the new selector no longer matches
+	// would be released and replaced, so every node would run two daemons.
+	// Every other spec field may change (OpenKruise's list: template,
+	// updateStrategy, lifecycle, burstReplicas, minReadySeconds,
+	// revisionHistoryLimit), so the selector is the only field the
+	// transition rule needs; a field added to this spec must decide.
 	Selector *v1.LabelSelectorApplyConfiguration `json:"selector,omitempty"`
 	// Template describes the pods to create. The schema is generated
 	// schemaless (no pod field is ever pruned); a few fields are declared by

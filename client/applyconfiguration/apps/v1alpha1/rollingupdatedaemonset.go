@@ -32,7 +32,14 @@ import (
 // maxUnavailable defaults to 1 only when neither maxUnavailable nor maxSurge
 // is set (a schema default cannot express that): the CRD defaults it when it
 // creates the whole rollingUpdate block, otherwise the controller resolves
-// a missing value (1 if maxSurge is also unset, else 0).
+// a missing value (1 if maxSurge is also unset, else 0; for Surging a
+// missing maxSurge is 1, as OpenKruise's defaulting makes it).
+//
+// The first rule is OpenKruise's "cannot be 0 when maxSurge is 0": once
+// either budget is given, the two resolved as above must not both be 0 —
+// `maxUnavailable: 0` alone, `maxSurge: 0` alone or both 0 would give the
+// update no budget at all (OpenKruise rejects them; only the case where
+// neither is given gets the default of 1).
 type RollingUpdateDaemonSetApplyConfiguration struct {
 	// Type is the rolling update flavour.
 	Type *appsv1alpha1.RollingUpdateType `json:"rollingUpdateType,omitempty"`

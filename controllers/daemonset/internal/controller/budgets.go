@@ -42,22 +42,24 @@ func burstReplicas(ds *appsv1alpha1.DaemonSet, desired int) int {
 // surgeAndUnavailable resolves the rolling update's budgets against the
 // number of nodes that should run the daemon, as upstream does: both round
 // up; an absent value is 0, except that with neither given the default is
-// maxUnavailable 1 (maxSurge 1 for the deprecated Surging type, which is
-// Standard with that default); and both 0 with nodes to update means
-// maxUnavailable 1, so that the update can progress. OnDelete has no budget.
+// maxUnavailable 1, and that the deprecated Surging type (Standard with
+// another default) has maxSurge 1 when it is absent, as OpenKruise's
+// defaulting gives it. Admission rejects budgets that resolve to both 0
+// ("cannot be 0 when maxSurge is 0"); for an object stored before that
+// rule, both 0 with nodes to update means maxUnavailable 1, so that the
+// update can progress. OnDelete has no budget.
 func surgeAndUnavailable(ds *appsv1alpha1.DaemonSet, desired int) (maxSurge, maxUnavailable int) {
 	ru := rollingUpdate(ds)
 	if ru == nil {
 		return 0, 0
 	}
 	surge, unavailable := ru.MaxSurge, ru.MaxUnavailable
-	if surge == nil && unavailable == nil {
-		one := intstr.FromInt32(1)
-		if ru.Type == appsv1alpha1.SurgingRollingUpdateType {
-			surge = &one
-		} else {
-			unavailable = &one
-		}
+	one := intstr.FromInt32(1)
+	switch {
+	case surge == nil && ru.Type == appsv1alpha1.SurgingRollingUpdateType:
+		surge = &one
+	case surge == nil && unavailable == nil:
+		unavailable = &one
 	}
 	maxSurge, maxUnavailable = scaled(surge, desired, true), scaled(unavailable, desired, true)
 	if ru.Type == appsv1alpha1.InplaceRollingUpdateType {

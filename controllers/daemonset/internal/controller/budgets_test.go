@@ -23,7 +23,10 @@ func TestSurgeAndUnavailable(t *testing.T) {
 		{name: "surge percent rounds up", ds: dsWith(ru(func(r *appsv1alpha1.RollingUpdateDaemonSet) { r.MaxSurge = iop("10%") })), desired: 11, surge: 2},
 		{name: "only maxSurge: unavailable 0", ds: dsWith(ru(func(r *appsv1alpha1.RollingUpdateDaemonSet) { r.MaxSurge = iop("1") })), desired: 5, surge: 1},
 		{name: "Surging alias defaults to surge 1", ds: dsWith(ru(func(r *appsv1alpha1.RollingUpdateDaemonSet) { r.Type = appsv1alpha1.SurgingRollingUpdateType })), desired: 5, surge: 1},
-		{name: "both 0: unavailable 1", ds: dsWith(ru(func(r *appsv1alpha1.RollingUpdateDaemonSet) { r.MaxSurge, r.MaxUnavailable = iop("0"), iop("0%") })), desired: 5, unavailable: 1},
+		{name: "Surging with only maxUnavailable 0: surge 1", ds: dsWith(ru(func(r *appsv1alpha1.RollingUpdateDaemonSet) {
+			r.Type, r.MaxUnavailable = appsv1alpha1.SurgingRollingUpdateType, iop("0")
+		})), desired: 5, surge: 1},
+		{name: "both 0 (stored before admission rejected it): unavailable 1", ds: dsWith(ru(func(r *appsv1alpha1.RollingUpdateDaemonSet) { r.MaxSurge, r.MaxUnavailable = iop("0"), iop("0%") })), desired: 5, unavailable: 1},
 		{name: "both 0 and no nodes: nothing", ds: dsWith(ru(func(r *appsv1alpha1.RollingUpdateDaemonSet) { r.MaxSurge, r.MaxUnavailable = iop("0"), iop("0") })), desired: 0},
 		{name: "InPlaceIfPossible never surges", ds: dsWith(ru(func(r *appsv1alpha1.RollingUpdateDaemonSet) {
 			r.Type, r.MaxSurge = appsv1alpha1.InplaceRollingUpdateType, iop("1")

@@ -82,7 +82,7 @@ func (p *placementCache) verdicts(logger klog.Logger, ds *appsv1alpha1.DaemonSet
 		epoch := p.epochs[n.Name]
 		cv, ok := sp.verdicts[n.Name]
 		if !ok || cv.epoch != epoch {
-			cv = cachedVerdict{epoch: epoch, v: sp.eligible.Verdict(n)}
+			cv = cachedVerdict{epoch: epoch, v: sp.eligible.Verdict(withoutDeletion(n))}
 			sp.verdicts[n.Name] = cv
 			p.evaluations.Add(1)
 		}
@@ -96,6 +96,22 @@ func (p *placementCache) verdicts(logger klog.Logger, ds *appsv1alpha1.DaemonSet
 		}
 	}
 	return out
+}
+
+// withoutDeletion returns node as eligibility should see it for a daemon:
+// a node being deleted (a finalizer holds it, e.g. while an autoscaler
+// drains it) stays eligible, as in upstream's and OpenKruise's DaemonSet,
+// so its log, metrics and CNI daemons keep running until the node object is
+// gone. kit/nodeplacement rules such a node out (BroadcastJob's choice), so
+// the check is handed a shallow copy without the deletion timestamp; the
+// cached node itself is not modified.
+func withoutDeletion(node *corev1.Node) *corev1.Node {
+	if node.DeletionTimestamp == nil {
+		return node
+	}
+	cp := *node
+	cp.DeletionTimestamp = nil
+	return &cp
 }
 
 // daemonTolerations are the tolerations every daemon pod gets (upstream's

@@ -48,6 +48,30 @@ func TestPlacementCache(t *testing.T) {
 	assert.Equal(t, uint64(10), p.evaluations.Load())
 }
 
+// TestDeletingNodeStaysEligible: a node with a deletionTimestamp (a
+// finalizer holds it while an autoscaler drains it) keeps its daemon, as in
+// upstream's and OpenKruise's DaemonSet; the cached node is not modified.
+func TestDeletingNodeStaysEligible(t *testing.T) {
+	deleting := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"run": "yes"},
+		DeletionTimestamp: ptr.To(metav1.NewTime(t0)), Finalizers: []string{"example.io/drain"}}}
+	cases := []struct {
+		name string
+		ds   *appsv1alpha1.DaemonSet
+		want bool
+	}{
+		{"eligible otherwise: stays eligible", dsWith(func(ds *appsv1alpha1.DaemonSet) { ds.Spec.Template.Spec.NodeSelector = map[string]string{"run": "yes"} }), true},
+		{"ineligible otherwise: stays ineligible", dsWith(func(ds *appsv1alpha1.DaemonSet) { ds.Spec.Template.Spec.NodeSelector = map[string]string{"run": "no"} }), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newPlacementCache().verdicts(klog.Background(), tc.ds, []*corev1.Node{deleting})
+			assert.Equal(t, tc.want, v["a"].ShouldRun, v["a"].Reason)
+			assert.Equal(t, tc.want, v["a"].ShouldContinueRunning, v["a"].Reason)
+			assert.NotNil(t, deleting.DeletionTimestamp, "the cached node is not modified")
+		})
+	}
+}
+
 func TestDaemonTolerations(t *testing.T) {
 	spec := &corev1.PodSpec{HostNetwork: true, Tolerations: []corev1.Toleration{
 		{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](30)},

@@ -10,7 +10,6 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
@@ -55,9 +54,9 @@ func isUpdated(pod *corev1.Pod, hash string, generation *string) bool {
 // newPod builds the daemon pod for node at the revision of hash:
 // the template with the daemon tolerations, the revision labels, the
 // InPlaceUpdateReady gate for InPlaceIfPossible (the in-place machinery owns
-// that condition), the KruisePodReady gate when the preDelete hook marks pods
-// NotReady and a required node affinity on the node's name so that
-// kube-scheduler places it (upstream's default; a template nodeName is kept).
+// that condition), the KruisePodReady gate on every pod and a required node
+// affinity on the node's name so that kube-scheduler places it (upstream's
+// default; a template nodeName is kept).
 // The name is generated here rather than by the server so that the
 // expectation can name the pod before it exists.
 func newPod(ds *appsv1alpha1.DaemonSet, node, hash string) *corev1.Pod {
@@ -91,11 +90,13 @@ func newPod(ds *appsv1alpha1.DaemonSet, node, hash string) *corev1.Pod {
 	if inPlaceIfPossible(ds) {
 		podutil.AddReadinessGate(pod, pub.InPlaceUpdateReady)
 	}
-	if lifecycle.MarksPodNotReady(ds.Spec.Lifecycle) {
-		// What OpenKruise's pod webhook injects: the gate markPodNotReady
-		// turns False, so that a PreparingDelete pod leaves its Services.
-		podutil.AddReadinessGate(pod, pub.KruisePodReadyConditionType)
-	}
+	// What OpenKruise's pod webhook injects into every pod of its workloads:
+	// the gate markPodNotReady turns False so that a PreparingDelete pod
+	// leaves its Services. A gate cannot be added to a running pod, so it
+	// goes on every pod, not only on those of a DaemonSet that marks pods
+	// NotReady today: a hook turned on later must work on the pods already
+	// running. refreshPods sets the condition True once the pod is scheduled.
+	podutil.AddReadinessGate(pod, pub.KruisePodReadyConditionType)
 	if pod.Spec.NodeName == "" {
 		pod.Spec.Affinity = nodeplacement.PinToNode(pod.Spec.Affinity, node)
 	}

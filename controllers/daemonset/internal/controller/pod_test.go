@@ -27,9 +27,16 @@ func TestNewPod(t *testing.T) {
 	assert.True(t, metav1.IsControlledBy(p, ds))
 	assert.Equal(t, "n1", nodeplacement.TargetNode(p))
 	assert.Empty(t, p.Spec.NodeName, "placed by the scheduler")
-	assert.Contains(t, p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.InPlaceUpdateReady})
+	assert.ElementsMatch(t, []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}, {ConditionType: pub.KruisePodReadyConditionType}},
+		p.Spec.ReadinessGates)
 	assert.Len(t, p.Spec.Tolerations, len(daemonTolerations))
 	assert.Empty(t, ds.Spec.Template.Spec.Tolerations, "the template is not modified")
+
+	// KruisePodReady on every pod (OpenKruise's pod webhook injects it into
+	// every pod of its workloads), not only when markPodNotReady is set at
+	// creation: a hook turned on later must be able to mark running pods.
+	plain := newPod(dsWith(), "n1", "h1")
+	assert.Equal(t, []corev1.PodReadinessGate{{ConditionType: pub.KruisePodReadyConditionType}}, plain.Spec.ReadinessGates)
 
 	long := dsWith(func(ds *appsv1alpha1.DaemonSet) { ds.Name = strings.Repeat("d", 70) })
 	p = newPod(long, "n1", "h1")

@@ -41,7 +41,8 @@ type statusInput struct {
 
 // calculateStatus computes the DaemonSet's status as upstream does: per node
 // that should run the daemon, desired; with a pod, current; its oldest pod
-// ready, then available; at the update revision, updated. A node that should
+// ready, then available (statusAvailable: a Ready PreparingDelete pod
+// counts, as in OpenKruise); at the update revision, updated. A node that should
 // not run the daemon but has a pod is misscheduled. unavailable = desired −
 // available. daemonSetHash is the update revision's hash. Pure: the old
 // status is read from in.ds, never modified.
@@ -74,7 +75,7 @@ func calculateStatus(in statusInput) appsv1alpha1.DaemonSetStatus {
 		pod := st.pods[0]
 		if podutil.IsReady(pod) {
 			s.NumberReady++
-			if daemonAvailable(pod, in.minReadySeconds, in.now) {
+			if statusAvailable(pod, in.minReadySeconds, in.now) {
 				s.NumberAvailable++
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 )
@@ -52,6 +53,38 @@ func TestCalculateStatus(t *testing.T) {
 	ds.Status.Conditions = s.Conditions
 	s = calculateStatus(statusInput{ds: ds, hash: "h2", now: now})
 	assert.Equal(t, corev1.ConditionFalse, s.Conditions[0].Status, "cleared once valid")
+}
+
+// TestStatusCountsPreparingDeleteAvailable: numberAvailable counts a Ready
+// PreparingDelete pod, as OpenKruise's does (it still serves; with
+// markPodNotReady it is not Ready and does not count); the rolling update's
+// budget still treats it as unavailable (daemonAvailable).
+func TestStatusCountsPreparingDeleteAvailable(t *testing.T) {
+	now := t0.Add(10 * time.Second)
+	markedNotReady := func(p *corev1.Pod) { preDeleting(p); notReady(p) }
+	inPlaceUpdating := func(p *corev1.Pod) {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse})
+	}
+	cases := []struct {
+		name                  string
+		pod                   *corev1.Pod
+		ready, available      int32
+		availableForTheBudget bool
+	}{
+		{"normal", pod("a1", "a", "h1", 0), 1, 1, true},
+		{"PreparingDelete, Ready", pod("a1", "a", "h1", 0, preDeleting), 1, 1, false},
+		{"PreparingDelete, marked NotReady", pod("a1", "a", "h1", 0, markedNotReady), 0, 0, false},
+		{"in-place update in progress", pod("a1", "a", "h1", 0, inPlaceUpdating), 1, 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := calculateStatus(statusInput{ds: dsWith(), nodes: state(allRun("a"), tc.pod), hash: "h1", now: now, observed: true})
+			assert.Equal(t, tc.ready, s.NumberReady, "numberReady")
+			assert.Equal(t, tc.available, s.NumberAvailable, "numberAvailable")
+			assert.Equal(t, 1-tc.available, s.NumberUnavailable, "numberUnavailable")
+			assert.Equal(t, tc.availableForTheBudget, daemonAvailable(tc.pod, 0, now), "available for the rolling update")
+		})
+	}
 }
 
 func TestSetConditionAddsNothingWhenNeverInvalid(t *testing.T) {

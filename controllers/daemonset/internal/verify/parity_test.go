@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	appspub "github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
@@ -257,7 +258,9 @@ func TestUpstreamParity(t *testing.T) {
 // the pod kube-controller-manager creates for the same apps/v1 DaemonSet:
 // same metadata (generateName, labels, annotations, finalizers) and the same
 // spec as stored (node affinity pinning the node, the daemon tolerations in
-// the same order, defaults).
+// the same order, defaults), but for the KruisePodReady readiness gate that
+// OpenKruise gives every pod of its workloads (the lifecycle hook's
+// markPodNotReady needs it).
 func TestUpstreamPodParity(t *testing.T) {
 	h := newHarness(t)
 	f := h.newFleet(1)
@@ -274,7 +277,14 @@ func TestUpstreamPodParity(t *testing.T) {
 			return true, nil
 		})
 	}
-	assert.Equal(t, podShape(t, theirs.h, f.names[0]), podShape(t, ours.h, f.names[0]))
+	oursShape := podShape(t, ours.h, f.names[0])
+	kruiseGate := corev1.PodReadinessGate{ConditionType: appspub.KruisePodReadyConditionType}
+	assert.Contains(t, oursShape.Spec.ReadinessGates, kruiseGate)
+	oursShape.Spec.ReadinessGates = slices.DeleteFunc(oursShape.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g == kruiseGate })
+	if len(oursShape.Spec.ReadinessGates) == 0 {
+		oursShape.Spec.ReadinessGates = nil
+	}
+	assert.Equal(t, podShape(t, theirs.h, f.names[0]), oursShape)
 }
 
 // podShape is the live pod of h's DaemonSet on node as the API server

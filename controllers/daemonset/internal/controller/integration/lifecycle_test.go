@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -42,9 +43,11 @@ func (h *harness) release(p corev1.Pod) {
 }
 
 // TestPreDeleteRecreateUpdate: a recreate update moves a hooked pod to
-// PreparingDelete instead of deleting it; that pod counts as unavailable,
-// so with maxUnavailable 1 the other node waits; releasing the hook lets
-// the pod go and the update go on.
+// PreparingDelete instead of deleting it. Without markPodNotReady that pod
+// is still Ready and serving, and status.numberAvailable counts it, as
+// OpenKruise's does; the rolling update's budget does not (it is on its way
+// out), so with maxUnavailable 1 the other node waits. Releasing the hook
+// lets the pod go and the update go on.
 func TestPreDeleteRecreateUpdate(t *testing.T) {
 	h := newHarness(t)
 	nodes := h.nodes(2, nil)
@@ -62,12 +65,20 @@ func TestPreDeleteRecreateUpdate(t *testing.T) {
 		}
 		return len(ps) == 1, nil
 	})
-	h.waitStatus("hook", "the preparing pod is unavailable", func(s appsv1alpha1.DaemonSetStatus) bool {
-		return s.NumberAvailable == 1 && s.NumberUnavailable == 1
+	// A node joining now gets an updated pod. The status that counts it was
+	// computed after the controller saw its own PreparingDelete write (it
+	// waits for its writes to reach the cache), so it shows how that pod
+	// counts: Ready and available.
+	joined := h.nodes(1, nil)
+	all := append(append([]string{}, nodes...), joined...)
+	got := h.waitStatus("hook", "the joined node's pod counted", func(s appsv1alpha1.DaemonSetStatus) bool {
+		return s.DesiredNumberScheduled == 3 && s.CurrentNumberScheduled == 3 && s.UpdatedNumberScheduled == 1 && s.NumberReady == 3
 	})
+	assert.Equal(t, int32(3), got.Status.NumberAvailable, "the Ready PreparingDelete pod counts as available")
+	assert.Equal(t, int32(0), got.Status.NumberUnavailable)
 	testenv.Consistently(t, 2*time.Second, func() error {
-		if ps := h.pods("hook"); len(ps) != 2 || len(h.preparing("hook")) != 1 {
-			return fmt.Errorf("while the hook holds: %d pods, %d preparing", len(ps), len(h.preparing("hook")))
+		if ps := h.pods("hook"); len(ps) != 3 || len(h.preparing("hook")) != 1 {
+			return fmt.Errorf("while the hook holds: %d pods, %d preparing (the budget counts the preparing pod as unavailable)", len(ps), len(h.preparing("hook")))
 		}
 		return nil
 	})
@@ -83,8 +94,8 @@ func TestPreDeleteRecreateUpdate(t *testing.T) {
 		return false, nil
 	})
 	h.release(second)
-	h.waitPlaced("hook", nodes, hash)
-	h.waitStatus("hook", "settled", settled(2))
+	h.waitPlaced("hook", all, hash)
+	h.waitStatus("hook", "settled", settled(3))
 }
 
 // TestPreDeleteScaleIn: a node relabelled out of the DaemonSet keeps its
@@ -117,8 +128,8 @@ func TestPreDeleteScaleIn(t *testing.T) {
 	h.waitStatus("fin", "one node left", settled(1))
 }
 
-// TestPreDeleteMarkPodNotReady: with markPodNotReady, pods carry the
-// KruisePodReady gate (Ready once the controller sets it True); a pod moved
+// TestPreDeleteMarkPodNotReady: pods carry the KruisePodReady gate (Ready
+// once the controller sets it True); with markPodNotReady a pod moved
 // to PreparingDelete turns NotReady at once, so it leaves its Services
 // before anything else happens to it.
 func TestPreDeleteMarkPodNotReady(t *testing.T) {
@@ -136,4 +147,33 @@ func TestPreDeleteMarkPodNotReady(t *testing.T) {
 	})
 	h.release(h.preparing("mark")[0])
 	h.waitPlaced("mark", nodes, h.sets.Get("mark").Status.DaemonSetHash)
+}
+
+// TestMarkPodNotReadyTurnedOnLater: every pod carries the KruisePodReady
+// readiness gate, as OpenKruise's pod webhook injects it into every pod of
+// its workloads (and the pods become Ready: the controller sets the
+// condition), so markPodNotReady turned on after the pods were created
+// still takes a PreparingDelete pod out of its Services. A readiness gate
+// cannot be added to a running pod.
+func TestMarkPodNotReadyTurnedOnLater(t *testing.T) {
+	h := newHarness(t)
+	nodes := h.nodes(1, nil)
+	h.start()
+	h.sets.Create(h.newDS("later", withPreDelete))
+	placed := h.waitPlaced("later", nodes, "")
+	require.Contains(t, placed[nodes[0]].Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType},
+		"created without markPodNotReady, the pod still carries the gate")
+	assert.Equal(t, corev1.ConditionTrue, testenv.ConditionStatus(ptr.To(placed[nodes[0]]), pub.KruisePodReadyConditionType))
+
+	h.sets.Modify("later", func(ds *appsv1alpha1.DaemonSet) {
+		ds.Spec.Lifecycle.PreDelete.MarkPodNotReady = true
+		setImage(imageV2)(ds)
+	})
+	testenv.Eventually(t, waitTimeout, func() (bool, error) {
+		ps := h.preparing("later")
+		return len(ps) == 1 && ps[0].UID == placed[nodes[0]].UID && !testenv.PodReady(&ps[0]) &&
+			testenv.ConditionStatus(&ps[0], pub.KruisePodReadyConditionType) == corev1.ConditionFalse, nil
+	})
+	h.release(h.preparing("later")[0])
+	h.waitPlaced("later", nodes, h.sets.Get("later").Status.DaemonSetHash)
 }

@@ -7,7 +7,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -121,4 +123,45 @@ func TestCordonedNodeRunsDaemon(t *testing.T) {
 	h.sets.Create(h.newDS("cordon"))
 	h.waitPlaced("cordon", nodes, "")
 	h.waitStatus("cordon", "2 nodes settled", settled(2))
+}
+
+// TestDeletingNodeKeepsDaemon: a node being deleted — a finalizer holds it,
+// as while an autoscaler drains it — keeps its daemon pod and stays in the
+// status, as in upstream's and OpenKruise's DaemonSet (log and CNI daemons
+// must outlive the drain); the node stops counting once it is gone.
+func TestDeletingNodeKeepsDaemon(t *testing.T) {
+	h := newHarness(t)
+	nodes := h.nodes(2, nil)
+	h.start()
+	h.sets.Create(h.newDS("drain"))
+	before := h.waitPlaced("drain", nodes, "")
+	h.waitStatus("drain", "settled", settled(2))
+
+	ctx := context.Background()
+	const fin = "example.io/drain"
+	draining := nodes[0]
+	unblock := func() {
+		_, err := h.env.Kube.CoreV1().Nodes().Patch(context.Background(), draining, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("remove the finalizer of node %s: %v", draining, err)
+		}
+	}
+	_, err := h.env.Kube.CoreV1().Nodes().Patch(ctx, draining, types.MergePatchType, []byte(`{"metadata":{"finalizers":["`+fin+`"]}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	t.Cleanup(unblock) // the node could not be deleted otherwise
+	require.NoError(t, h.env.Kube.CoreV1().Nodes().Delete(ctx, draining, metav1.DeleteOptions{}))
+
+	// A node created after the deletion reaches the controller after it
+	// (one ordered node watch): once the new node has its pod, the
+	// controller has acted on the deletion too.
+	joined := h.nodes(1, nil)
+	all := append(append([]string{}, nodes...), joined...)
+	placed := h.waitPlaced("drain", all, "")
+	assert.Equal(t, before[draining].UID, placed[draining].UID, "the draining node keeps its pod")
+	h.waitStatus("drain", "the draining node still counts", settled(3))
+
+	// Once the node object is gone it no longer counts (its bound pod is
+	// the pod garbage collector's, as upstream's).
+	unblock()
+	h.waitStatus("drain", "two nodes left", settled(2))
 }
