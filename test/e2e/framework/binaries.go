@@ -100,26 +100,9 @@ func InstallLocalOverlay(t testing.TB, env *testenv.Env) []*unstructured.Unstruc
 }
 
 func installLocalOverlay(env *testenv.Env) ([]*unstructured.Unstructured, error) {
-	cmd := exec.Command("kubectl", "kustomize", filepath.Join(env.RepoRoot, "deploy/overlays/local"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	objs, err := RenderOverlay(env.RepoRoot, "local")
 	if err != nil {
-		return nil, fmt.Errorf("kubectl kustomize: %w: %s", err, stderr.String())
-	}
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return nil, fmt.Errorf("decode rendered overlay: %w", err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
+		return nil, err
 	}
 	for _, obj := range objs {
 		if err := Apply(context.Background(), env, obj); err != nil {
@@ -228,4 +211,30 @@ func StartScopedBinary(t testing.TB, env *testenv.Env, bin, controller, ns strin
 		t.Fatalf("%s-controller exited:\n%s", controller, p.Log())
 	}
 	return p
+}
+
+// RenderOverlay renders deploy/overlays/<name> of the checkout at root with kubectl's kustomize and returns its
+// objects in order.
+func RenderOverlay(root, name string) ([]*unstructured.Unstructured, error) {
+	cmd := exec.Command("kubectl", "kustomize", filepath.Join(root, "deploy/overlays", name))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("kubectl kustomize deploy/overlays/%s: %w: %s", name, err, stderr.String())
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, fmt.Errorf("decode deploy/overlays/%s: %w", name, err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
 }
