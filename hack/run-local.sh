@@ -47,7 +47,10 @@ server=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.s
 ca=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
 # Per-controller flags: the sidecarset webhook listens where deploy/overlays/local points the API server.
 extra_args() { case $1 in sidecarset) echo "--webhook-host=127.0.0.1 --webhook-port=19443" ;;
-  pub) echo "--webhook-host=127.0.0.1 --webhook-port=19444" ;; esac; }
+  pub) echo "--webhook-host=127.0.0.1 --webhook-port=19444" ;;
+  # PodProbeMarkerGate needs KruiseDaemon (a node agent); the probe component ships probe-agent, so its
+  # controller runs with the gate on, here as in deploy/components/probe.
+  probe) echo "--feature-gates=KruiseDaemon=true" ;; esac; }
 i=0
 for c in "${CONTROLLERS[@]}"; do
   name=$c-controller
@@ -89,6 +92,8 @@ for c in "${CONTROLLERS[@]}"; do
     "127.0.0.1:$((18080 + i))" "$(kubectl -n $NS get lease "$name" -o jsonpath='{.spec.holderIdentity}')"
   i=$((i + 1))
 done
+echo "samples (deploy/samples/), each waited for until it shows its documented state:"
+"$ROOT/hack/check-samples.sh"
 echo "all ${#CONTROLLERS[@]} controllers healthy, ready and leading in $(awk "BEGIN{printf \"%.1f\", $t1-$t0}") s"
 echo "samples applied from deploy/samples/; try: KUBECONFIG=$KUBECONFIG kubectl get clonesets,statefulsets.apps.kruise.io,daemonsets.apps.kruise.io,pods,pvc"
 echo "logs: $LOGS/<name>-controller.log   stop: make stop   control plane down: make cluster-down"

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Waits until every sample of deploy/samples/ shows its documented state on the cluster of $KUBECONFIG and
+# prints one line per sample; exits non-zero naming the first sample that does not get there in time.
+# `make run` calls it after applying the samples (so CI, which runs `make run`, checks the quick start),
+# and it can be run again by hand: hack/check-samples.sh [SECONDS per sample, default 120].
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+export KUBECONFIG=${KUBECONFIG:-${CLUSTER_DIR:-$ROOT/.cluster}/kubeconfig}
+secs=${1:-120}
+ns=default
+
+# jp RESOURCE JSONPATH: one field of one object ("" when absent).
+jp() { kubectl -n "$ns" get "$1" -o "jsonpath=$2" 2>/dev/null || true; }
+
+# Each check prints what it saw and succeeds only in the documented state.
+cloneset() { # 3 pods, all on the update revision and ready; the 20% budget rounds to 1
+  local s; s=$(jp clonesets.apps.kruise.io/sample '{.status.replicas}/{.status.updatedReadyReplicas}/{.status.availableReplicas}')
+  echo "replicas/updatedReady/available=$s"; [ "$s" = 3/3/3 ]
+}
+statefulset() { # 3 ordinal pods ready, one bound claim each
+  local s pvcs; s=$(jp statefulsets.apps.kruise.io/sample-db '{.status.readyReplicas}/{.status.updatedReplicas}')
+  pvcs=$(kubectl -n $ns get pvc -l app=sample-db -o 'jsonpath={range .items[?(@.status.phase=="Bound")]}{.metadata.name} {end}' 2>/dev/null | wc -w)
+  echo "ready/updated=$s boundPVCs=$pvcs"; [ "$s" = 3/3 ] && [ "$pvcs" = 3 ]
+}
+daemonset() { # one ready pod on each kwok node
+  local want s; want=$(kubectl get nodes -l type=kwok -o name | wc -l)
+  s=$(jp daemonsets.apps.kruise.io/sample-agent '{.status.desiredNumberScheduled}/{.status.numberReady}/{.status.updatedNumberScheduled}')
+  echo "kwokNodes=$want desired/ready/updated=$s"; [ "$want" -gt 0 ] && [ "$s" = "$want/$want/$want" ]
+}
+sidecarset() { # both Deployment pods carry the sidecars (log-agent, the hot-upgrade pair) and count as updated
+  local s injected
+  s=$(kubectl get sidecarsets.apps.kruise.io/sample -o 'jsonpath={.status.matchedPods}/{.status.updatedPods}/{.status.readyPods}' 2>/dev/null || true)
+  injected=$(kubectl -n $ns get pods -l app=sidecar-sample \
+    -o 'jsonpath={range .items[*]}{" "}{.spec.containers[*].name}{" \n"}{end}' 2>/dev/null |
+    grep ' log-agent ' | grep ' nginx-sidecar-1 ' | grep -c ' nginx-sidecar-2 ' || true)
+  echo "matched/updated/ready=$s podsInjected=$injected"; [ "$s" = 2/2/2 ] && [ "$injected" = 2 ]
+}
+pub() { # the CloneSet's 3 pods, 2 must stay available: one disruption allowed
+  local s; s=$(jp podunavailablebudgets.policy.kruise.io/sample '{.status.totalReplicas}/{.status.desiredAvailable}/{.status.unavailableAllowed}')
+  echo "total/desiredAvailable/unavailableAllowed=$s"; [ "$s" = 3/2/1 ]
+}
+podprobemarker() { # reconciled by probe-controller (not idle behind a gate); no pod is labelled app=game-server
+  # in the quick start, so it places no probe: markers need game-server pods and the node agent
+  # (test/e2e/realnode runs the seed's scenario on the real node).
+  local s; s=$(jp podprobemarkers.apps.kruise.io/game-server-probe '{.metadata.generation}/{.status.observedGeneration}/{.status.matchedPods}')
+  echo "generation/observedGeneration/matchedPods=$s"; [ -n "$s" ] && [ "${s%%/*}" = "$(cut -d/ -f2 <<<"$s")" ]
+}
+
+declare -A file_of=([cloneset]=cloneset [statefulset]=statefulset [daemonset]=daemonset [sidecarset]=sidecarset
+  [pub]=pub [podprobemarker]=podprobemarker)
+for f in "$ROOT"/deploy/samples/*.yaml; do
+  base=$(basename "$f" .yaml)
+  [ -n "${file_of[$base]:-}" ] || { echo "check-samples: no check for deploy/samples/$base.yaml" >&2; exit 1; }
+done
+for sample in cloneset statefulset daemonset sidecarset pub podprobemarker; do
+  deadline=$((SECONDS + secs))
+  until seen=$($sample); do
+    if [ $SECONDS -ge $deadline ]; then
+      echo "sample $sample did not reach its documented state in ${secs}s: $seen" >&2
+      exit 1
+    fi
+    sleep 0.5
+  done
+  printf '  %-15s ok  %s\n' "$sample" "$seen"
+done
