@@ -31,6 +31,10 @@ test: cluster-up ## every test of every module, against the local control plane 
 	@# Controllers left running by `make run` watch every namespace and would act on the tests' objects.
 	hack/run-local.sh --stop
 	FLOTILLA_REAL_NODES=$(REAL_NODES) FLOTILLA_KUBECONFIG=$(CLUSTER_DIR)/kubeconfig hack/test.sh $(GOTESTFLAGS)
+	@# test/e2e/install installs the overlays into the cluster, controllers as pods on the real node: it runs alone,
+	@# after every other package (those controllers watch every namespace), and removes what it installed.
+	if [ "$(REAL_NODES)" != 0 ]; then FLOTILLA_E2E_INSTALL=1 FLOTILLA_REAL_NODES=$(REAL_NODES) \
+	  FLOTILLA_KUBECONFIG=$(CLUSTER_DIR)/kubeconfig go test $(GOTESTFLAGS) -v ./test/e2e/install/ | grep --line-buffered -vE '^[IWE][0-9]{4} '; fi
 
 unit-test: ## tests that need no control plane (integration tests skip without one)
 	hack/test.sh -short $(GOTESTFLAGS)

@@ -83,7 +83,7 @@ for c in "${CONTROLLERS[@]}"; do
 done
 t1=$(date +%s.%N)
 
-kubectl apply -f "$ROOT/deploy/samples/" > /dev/null
+"$ROOT/hack/apply-samples.sh"
 printf '%-24s %-8s %-22s %-22s %s\n' CONTROLLER PID HEALTH METRICS LEASE-HOLDER
 i=0
 for c in "${CONTROLLERS[@]}"; do

@@ -88,3 +88,18 @@ pid_is() {
   [ "${exe% (deleted)}" = "$2" ] || return 1
   echo "$pid"
 }
+
+# apiserver_route BRIDGE -A|-D: adds (-A) or deletes (-D) the one service route a real node's pods have: TCP to the
+# API server's Service (the first IP of SERVICE_CIDR, port 443) is DNATed to the API server on
+# 127.0.0.1:APISERVER_PORT, when it arrives on BRIDGE (pods) and when this host sends it (host-network pods such as
+# the probe agent, which share the host's stack: without the rule their packets would follow the default route
+# off the machine). A DNAT to loopback needs route_localnet on the bridge (as kube-proxy sets for NodePorts on
+# localhost). The rules carry the bridge's name as comment, so node-down.sh finds them.
+apiserver_route() {
+  local br=$1 op=$2 svc=${SERVICE_CIDR%.*/*}.1
+  [ "$op" = -D ] || echo 1 > "/proc/sys/net/ipv4/conf/$br/route_localnet"
+  iptables -w -t nat "$op" PREROUTING -i "$br" -d "$svc/32" -p tcp --dport 443 \
+    -m comment --comment "flotilla $br: API server Service" -j DNAT --to-destination "127.0.0.1:$APISERVER_PORT" &&
+  iptables -w -t nat "$op" OUTPUT -d "$svc/32" -p tcp --dport 443 \
+    -m comment --comment "flotilla $br: API server Service" -j DNAT --to-destination "127.0.0.1:$APISERVER_PORT"
+}

@@ -4,8 +4,9 @@
 #   runc                          the OCI runtime containerd's runc shim calls
 #   containernetworking-plugins   CNI plugins bridge, host-local, loopback (/usr/lib/cni)
 #   busybox-static                the one binary of the test image (hack/cluster/images.sh)
+#   iptables                      the DNAT that lets pods reach the API server's Service (lib.sh apiserver_route)
 set -euo pipefail
-PKGS=(runc containernetworking-plugins busybox-static)
+PKGS=(runc containernetworking-plugins busybox-static iptables)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

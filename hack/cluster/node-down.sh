@@ -53,6 +53,7 @@ for i in "${nodes[@]}"; do
     [ -d "$h$cg" ] && find "$h$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
   done
   br=$(real_node_bridge "$i")
+  while apiserver_route "$br" -D 2>/dev/null; do :; done
   ! ip link show "$br" > /dev/null 2>&1 || ip link del "$br" || true
   log "real node $i stopped"
 done

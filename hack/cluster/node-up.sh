@@ -121,10 +121,14 @@ start_node() {
   ip link add "$br" type bridge
   ip addr add "$gw/24" dev "$br"
   ip link set "$br" up
+  apiserver_route "$br" -A
+  # Pods route the service range to the bridge (the host), where apiserver_route catches the API server's
+  # Service; nothing else of that range answers (no kube-proxy).
   cat > "$nd/cni/net.d/10-flotilla.conflist" <<EOC
 {"cniVersion": "1.0.0", "name": "flotilla-$NODE_ID-$i", "plugins": [
   {"type": "bridge", "bridge": "$br", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$subnet"}]], "dataDir": "$nd/cni/ipam"}}]}
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$subnet"}]], "routes": [{"dst": "$SERVICE_CIDR"}],
+            "dataDir": "$nd/cni/ipam"}}]}
 EOC
   cat > "$nd/certs.d/$REGISTRY/hosts.toml" <<EOH
 server = "http://$REGISTRY"
@@ -233,7 +237,7 @@ for ((i = 0; i < REAL_NODES; i++)); do
   if ! wait_for "$READY_TIMEOUT" "kubelet $i" alive_and "$RUN/kubelet-$i.pid" kubelet kc get node "$name"; then
     tail -30 "$LOGS/kubelet-$i.log" >&2; die "$name did not register"
   fi
-  kc annotate --overwrite node "$name" "flotilla.dev/registry=$REGISTRY" > /dev/null
+  kc annotate --overwrite node "$name" "flotilla.dev/registry=$REGISTRY" "flotilla.dev/cri-socket=$NODEDIR/$i/containerd.sock" > /dev/null
   kc wait --for=condition=Ready "node/$name" --timeout="${READY_TIMEOUT}s" > /dev/null ||
     { tail -30 "$LOGS/kubelet-$i.log" >&2; die "$name not Ready"; }
 done

@@ -118,7 +118,12 @@ EOA
 fi
 T1=$(now)
 # --endpoint-reconciler-type=none: the "kubernetes" Service would otherwise point at 127.0.0.1,
-#   which means nothing inside pods; nothing here needs it.
+#   which means nothing inside pods. Pods on a real node reach the API server at the Service's IP all the
+#   same: node-up.sh routes the service range to the node's bridge and DNATs <first service IP>:443 to
+#   127.0.0.1:$APISERVER_PORT there (what kube-proxy would do for this one Service; there is no kube-proxy).
+# --enable-aggregator-routing: the API server calls a webhook Service (and an aggregated API) at the
+#   Service's endpoints, the pods' IPs, which this host reaches on a real node's bridge, instead of the
+#   Service's cluster IP, which nothing here routes (no kube-proxy).
 # --authorization-mode=Node,RBAC as in a real cluster; admission webhooks by URL work by default.
 # --kubelet-preferred-address-types: kubectl logs/exec reach a real node's kubelet at its InternalIP (the
 #   default tries the node name first, which no resolver here knows).
@@ -132,7 +137,7 @@ start kube-apiserver \
   --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
   --service-cluster-ip-range="$SERVICE_CIDR" \
   --authorization-mode=Node,RBAC \
-  --endpoint-reconciler-type=none \
+  --endpoint-reconciler-type=none --enable-aggregator-routing=true \
   --kubelet-preferred-address-types=InternalIP,Hostname \
   --allow-privileged=true \
   --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Applies deploy/samples/ to the cluster of $KUBECONFIG in two steps: everything but the workloads labelled
+# flotilla.dev/sample=after-sidecarset, then — once a server-side dry-run create of a pod like theirs shows the
+# sidecars injected — those too. A SidecarSet injects only into pods created after sidecarset-controller has put it
+# in its webhook's scope; the sample Deployment's pods, created in the same kubectl apply, would race it.
+# Used by `make run` and test/e2e/install; prints nothing on success.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+export KUBECONFIG=${KUBECONFIG:-${CLUSTER_DIR:-$ROOT/.cluster}/kubeconfig}
+samples=$ROOT/deploy/samples
+kubectl apply -f "$samples" -l 'flotilla.dev/sample!=after-sidecarset' > /dev/null
+probe='{"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "sidecar-sample-", "namespace": "default",
+  "labels": {"app": "sidecar-sample"}}, "spec": {"containers": [{"name": "main", "image": "registry.example/sample:v1"}]}}'
+deadline=$((SECONDS + 60))
+until kubectl create --dry-run=server -o 'jsonpath={.spec.containers[*].name}' -f - <<<"$probe" 2>/dev/null | grep -qw log-agent; do
+  if [ $SECONDS -ge $deadline ]; then
+    echo "apply-samples: the SidecarSet sample injects nothing after 60 s (is sidecarset-controller running?)" >&2
+    exit 1
+  fi
+  sleep 0.2
+done
+kubectl apply -f "$samples" > /dev/null
