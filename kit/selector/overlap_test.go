@@ -37,6 +37,10 @@ func TestOverlap(t *testing.T) {
 		{"In vs DoesNotExist", labels("app", "web"), expr("app", metav1.LabelSelectorOpDoesNotExist), false},
 		{"NotIn vs DoesNotExist", expr("app", metav1.LabelSelectorOpNotIn, "a"), expr("app", metav1.LabelSelectorOpDoesNotExist), true},
 		{"Exists vs NotIn", expr("app", metav1.LabelSelectorOpExists), expr("app", metav1.LabelSelectorOpNotIn, "a"), true},
+		// OpenKruise's IsSelectorOverlapping calls these disjoint; {app: web} and {app: web, x Exists} both select
+		// a pod labelled app=web,x=1 (SidecarSet's webhook relies on this answer).
+		{"Exists on a key the other leaves free", labels("app", "web"),
+			&metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}, MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "x", Operator: metav1.LabelSelectorOpExists}}}, true},
 	}
 	for _, c := range cases {
 		if got := Overlap(c.a, c.b); got != c.want {

@@ -14,6 +14,7 @@ import (
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/sidecarcontrol"
+	"github.com/flotilla-dev/flotilla/kit/selector"
 )
 
 // Validate applies the rules that need objects other than the SidecarSet
@@ -210,7 +211,7 @@ func annotationPolicy(o *appsv1alpha1.SidecarSet, key string) (appsv1alpha1.Side
 // Overlap reports whether a and b may select a common pod: their namespaces
 // may coincide and their selectors are not provably disjoint.
 func Overlap(a, b *appsv1alpha1.SidecarSet) bool {
-	return SelectorsOverlap(namespaceSelector(a), namespaceSelector(b)) && SelectorsOverlap(a.Spec.Selector, b.Spec.Selector)
+	return selector.Overlap(namespaceSelector(a), namespaceSelector(b)) && selector.Overlap(a.Spec.Selector, b.Spec.Selector)
 }
 
 // namespaceSelector is a SidecarSet's namespace restriction as a selector
@@ -221,78 +222,4 @@ func namespaceSelector(s *appsv1alpha1.SidecarSet) *metav1.LabelSelector {
 		return &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: s.Spec.Namespace}}
 	}
 	return s.Spec.NamespaceSelector
-}
-
-// constraint is what one or more selectors require of one label key.
-type constraint struct {
-	exists, absent bool
-	in             sets.Set[string] // nil: any value
-	notIn          sets.Set[string]
-}
-
-func (c *constraint) add(r metav1.LabelSelectorRequirement) {
-	switch r.Operator {
-	case metav1.LabelSelectorOpIn:
-		c.exists = true
-		vs := sets.New(r.Values...)
-		if c.in == nil {
-			c.in = vs
-		} else {
-			c.in = c.in.Intersection(vs)
-		}
-	case metav1.LabelSelectorOpNotIn:
-		if c.notIn == nil {
-			c.notIn = sets.New[string]()
-		}
-		c.notIn.Insert(r.Values...)
-	case metav1.LabelSelectorOpExists:
-		c.exists = true
-	case metav1.LabelSelectorOpDoesNotExist:
-		c.absent = true
-	}
-}
-
-func (c *constraint) satisfiable() bool {
-	if c.exists && c.absent {
-		return false
-	}
-	if c.in != nil && c.in.Difference(c.notIn).Len() == 0 {
-		return false
-	}
-	return true
-}
-
-// SelectorsOverlap reports whether some label set can match both
-// selectors: it is false only when, for some key, the two selectors'
-// requirements together are contradictory (different required values, a
-// required label the other forbids, ...). A nil selector matches all.
-//
-// Deliberately not OpenKruise's IsSelectorOverlapping, which takes a key one
-// selector requires (Exists) and the other does not mention as disjoint:
-// {app: a} and {app: a, x Exists} both select a pod labelled app=a,x=1.
-func SelectorsOverlap(a, b *metav1.LabelSelector) bool {
-	cons := map[string]*constraint{}
-	for _, s := range []*metav1.LabelSelector{a, b} {
-		if s == nil {
-			continue
-		}
-		reqs := append([]metav1.LabelSelectorRequirement(nil), s.MatchExpressions...)
-		for k, v := range s.MatchLabels {
-			reqs = append(reqs, metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{v}})
-		}
-		for _, r := range reqs {
-			c := cons[r.Key]
-			if c == nil {
-				c = &constraint{}
-				cons[r.Key] = c
-			}
-			c.add(r)
-		}
-	}
-	for _, c := range cons {
-		if !c.satisfiable() {
-			return false
-		}
-	}
-	return true
 }

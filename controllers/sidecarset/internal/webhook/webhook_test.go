@@ -312,38 +312,6 @@ func hot(s *appsv1alpha1.SidecarSet) {
 		UpgradeType: appsv1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "empty:1"}
 }
 
-func TestSelectorsOverlap(t *testing.T) {
-	sel := func(ml map[string]string, exprs ...metav1.LabelSelectorRequirement) *metav1.LabelSelector {
-		return &metav1.LabelSelector{MatchLabels: ml, MatchExpressions: exprs}
-	}
-	req := func(k string, op metav1.LabelSelectorOperator, vs ...string) metav1.LabelSelectorRequirement {
-		return metav1.LabelSelectorRequirement{Key: k, Operator: op, Values: vs}
-	}
-	cases := []struct {
-		name string
-		a, b *metav1.LabelSelector
-		want bool
-	}{
-		{"nil matches all", nil, sel(map[string]string{"a": "1"}), true},
-		{"same label", sel(map[string]string{"a": "1"}), sel(map[string]string{"a": "1"}), true},
-		{"different values", sel(map[string]string{"a": "1"}), sel(map[string]string{"a": "2"}), false},
-		{"different keys", sel(map[string]string{"a": "1"}), sel(map[string]string{"b": "2"}), true},
-		{"Exists on an unconstrained key (OpenKruise says disjoint)", sel(map[string]string{"a": "1"}), sel(map[string]string{"a": "1"}, req("x", metav1.LabelSelectorOpExists)), true},
-		{"In intersects", sel(nil, req("a", metav1.LabelSelectorOpIn, "1", "2")), sel(nil, req("a", metav1.LabelSelectorOpIn, "2", "3")), true},
-		{"In disjoint", sel(nil, req("a", metav1.LabelSelectorOpIn, "1")), sel(nil, req("a", metav1.LabelSelectorOpIn, "2", "3")), false},
-		{"In within NotIn", sel(map[string]string{"a": "1"}), sel(nil, req("a", metav1.LabelSelectorOpNotIn, "1")), false},
-		{"NotIn leaves a value", sel(nil, req("a", metav1.LabelSelectorOpIn, "1", "2")), sel(nil, req("a", metav1.LabelSelectorOpNotIn, "1")), true},
-		{"Exists vs DoesNotExist", sel(nil, req("a", metav1.LabelSelectorOpExists)), sel(nil, req("a", metav1.LabelSelectorOpDoesNotExist)), false},
-		{"label vs DoesNotExist", sel(map[string]string{"a": "1"}), sel(nil, req("a", metav1.LabelSelectorOpDoesNotExist)), false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.want, SelectorsOverlap(c.a, c.b))
-			assert.Equal(t, c.want, SelectorsOverlap(c.b, c.a), "symmetric")
-		})
-	}
-}
-
 func TestPodScope(t *testing.T) {
 	cond := func(t *testing.T, sets ...*appsv1alpha1.SidecarSet) string {
 		t.Helper()
