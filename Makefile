@@ -39,9 +39,10 @@ test: cluster-up ## every test of every module, against the local control plane 
 unit-test: ## tests that need no control plane (integration tests skip without one)
 	hack/test.sh -short $(GOTESTFLAGS)
 
-generate: ## regenerate deepcopy, clients, CRDs and go.work
+generate: ## regenerate deepcopy, clients, CRDs, go.work and kit/README.md's per-binary flags and gates
 	hack/update-workspace.sh
 	hack/update-codegen.sh
+	hack/gen-flags-doc.sh
 
 verify: ## regenerate everything and fail on any diff; version pins; lint; kustomize renders
 	hack/verify.sh

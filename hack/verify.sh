@@ -13,6 +13,10 @@ git diff --exit-code -- go.work
 step "generated code and CRDs"
 hack/verify-codegen.sh
 
+step "kit/README.md flags and gates of each binary"
+hack/gen-flags-doc.sh
+git diff --exit-code -- kit/README.md || { echo "kit/README.md is stale: run hack/gen-flags-doc.sh"; exit 1; }
+
 step "go.mod tidy"
 for m in $(modules); do
   (cd "$m" && GOWORK=off go mod tidy -diff >/dev/null) || { echo "$m: go.mod/go.sum not tidy (run: cd $m && GOWORK=off go mod tidy)"; exit 1; }
