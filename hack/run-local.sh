@@ -19,7 +19,7 @@ stop_all() {
     [ -e "$f" ] || continue
     pid=$(cat "$f")
     # Only signal a process that is still the controller we started (PIDs get reused).
-    if [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q -- "-controller "; then
+    if [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qE -- "-controller |probe-agent "; then
       kill "$pid" 2>/dev/null || true
       for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     fi
@@ -51,11 +51,10 @@ extra_args() { case $1 in sidecarset) echo "--webhook-host=127.0.0.1 --webhook-p
   # PodProbeMarkerGate needs KruiseDaemon (a node agent); the probe component ships probe-agent, so its
   # controller runs with the gate on, here as in deploy/components/probe.
   probe) echo "--feature-gates=KruiseDaemon=true" ;; esac; }
-i=0
-for c in "${CONTROLLERS[@]}"; do
-  name=$c-controller
+# kubeconfig_for SERVICEACCOUNT: writes $RUN/<sa>.kubeconfig with a token of that ServiceAccount; prints its path.
+kubeconfig_for() {
+  local name=$1 token kc=$RUN/$1.kubeconfig
   token=$(kubectl -n $NS create token "$name" --duration=24h)
-  kc=$RUN/$name.kubeconfig
   cat > "$kc" <<KC
 apiVersion: v1
 kind: Config
@@ -65,6 +64,12 @@ contexts: [{name: local, context: {cluster: local, user: $name}}]
 current-context: local
 KC
   chmod 600 "$kc"
+  echo "$kc"
+}
+i=0
+for c in "${CONTROLLERS[@]}"; do
+  name=$c-controller
+  kc=$(kubeconfig_for "$name")
   setsid "$ROOT/bin/$name" --kubeconfig="$kc" \
     --metrics-bind-address=127.0.0.1:$((18080 + i)) --health-probe-bind-address=127.0.0.1:$((18090 + i)) \
     --leader-elect=true --leader-elect-resource-namespace=$NS $(extra_args "$c") \
@@ -83,6 +88,20 @@ for c in "${CONTROLLERS[@]}"; do
 done
 t1=$(date +%s.%N)
 
+# probe-agent: one process per real node (`make run REAL_NODES=1`), running the probes of its pods through that
+# node's containerd, as the probe overlay's DaemonSet does in a cluster. The kwok nodes run no container, so no agent
+# runs for them: with kwok nodes only, PodProbeMarkers are placed on NodePodProbes and nothing probes them.
+agents=()
+for node in $(kubectl get nodes -l flotilla.dev/real-node=true -o jsonpath='{.items[*].metadata.name}'); do
+  sock=$(kubectl get node "$node" -o jsonpath='{.metadata.annotations.flotilla\.dev/cri-socket}')
+  port=$((18100 + ${#agents[@]}))
+  setsid "$ROOT/bin/probe-agent" --kubeconfig="$(kubeconfig_for probe-agent)" --node-name="$node" --cri-socket="unix://$sock" \
+    --metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:$port > "$LOGS/probe-agent-$node.log" 2>&1 < /dev/null &
+  echo $! > "$RUN/probe-agent-$node.pid"
+  wait_for "probe-agent of $node /readyz" 60 curl -sf "http://127.0.0.1:$port/readyz"
+  agents+=("$node")
+done
+
 "$ROOT/hack/apply-samples.sh"
 printf '%-24s %-8s %-22s %-22s %s\n' CONTROLLER PID HEALTH METRICS LEASE-HOLDER
 i=0
@@ -96,4 +115,6 @@ echo "samples (deploy/samples/), each waited for until it shows its documented s
 "$ROOT/hack/check-samples.sh"
 echo "all ${#CONTROLLERS[@]} controllers healthy, ready and leading in $(awk "BEGIN{printf \"%.1f\", $t1-$t0}") s"
 echo "samples applied from deploy/samples/; try: KUBECONFIG=$KUBECONFIG kubectl get clonesets,statefulsets.apps.kruise.io,daemonsets.apps.kruise.io,pods,pvc"
+if [ ${#agents[@]} -gt 0 ]; then echo "probe-agent runs for the real node(s): ${agents[*]}"
+else echo "probe-agent: not started (no real node: make run REAL_NODES=1 adds one; kwok nodes run no container to probe)"; fi
 echo "logs: $LOGS/<name>-controller.log   stop: make stop   control plane down: make cluster-down"

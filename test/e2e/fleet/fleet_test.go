@@ -9,9 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 	"github.com/flotilla-dev/flotilla/test/e2e/framework"
@@ -46,17 +51,12 @@ func TestEveryControllerStartsLeadsAndServes(t *testing.T) {
 			})
 			metrics := p.Metrics(t)
 			require.Contains(t, metrics, "rest_client_requests_total", "client-go REST metrics are exported")
-			if c != "probe" {
-				// These binaries run their reconcilers: its workers start, and it does not claim to idle.
-				testenv.Eventually(t, 30*time.Second, func() (bool, error) {
-					return strings.Contains(p.Log(), "Starting workers"), nil
-				})
-				require.NotContains(t, strings.ToLower(p.Log()), "no reconciler is enabled")
-			} else {
-				testenv.Eventually(t, 30*time.Second, func() (bool, error) {
-					return strings.Contains(strings.ToLower(p.Log()), "no reconciler is enabled"), nil
-				})
-			}
+			// Every binary runs its reconcilers: its workers start, and it does not claim to idle (probe-controller,
+			// with its default KruiseDaemon=false, runs the one that refuses PodProbeMarkers visibly).
+			testenv.Eventually(t, 30*time.Second, func() (bool, error) {
+				return strings.Contains(p.Log(), "Starting workers"), nil
+			})
+			require.NotContains(t, strings.ToLower(p.Log()), "no reconciler is enabled")
 			require.True(t, p.Running(), "process exited; log:\n%s", p.Log())
 		})
 	}
@@ -149,4 +149,48 @@ func TestControllerRBACIsLeastPrivilege(t *testing.T) {
 			require.Equal(t, tc.allowed, review.Status.Allowed, "reason: %s", review.Status.Reason)
 		})
 	}
+}
+
+// probe-controller with PodProbeMarkerGate off (its default: KruiseDaemon=false, no node agent) does not accept a
+// PodProbeMarker in silence: the marker gets a Warning event naming the gate, and nothing else is written to it.
+// With the gates deploy/overlays/probe ships (KruiseDaemon=true) it reconciles the marker instead.
+func TestPodProbeMarkerRefusedWhileGateOff(t *testing.T) {
+	env := testenv.Get(t)
+	f := newFleet(t, env)
+	client := versioned.NewForConfigOrDie(env.Config)
+	marker := func(name string) *appsv1alpha1.PodProbeMarker {
+		return &appsv1alpha1.PodProbeMarker{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
+			Spec: appsv1alpha1.PodProbeMarkerSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "game-server"}},
+				Probes: []appsv1alpha1.PodContainerProbe{{Name: "Idle", ContainerName: "game-server", PodConditionType: "game.io/idle",
+					Probe: appsv1alpha1.ContainerProbeSpec{Probe: corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}}}},
+			},
+		}
+	}
+	p := f.start(t, "probe")
+	_, err := client.AppsV1alpha1().PodProbeMarkers(f.ns).Create(context.Background(), marker("off"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	var warning string
+	testenv.Eventually(t, time.Minute, func() (bool, error) {
+		for _, e := range env.Events(t, f.ns, "off") {
+			if e.Type == corev1.EventTypeWarning && e.Reason == "PodProbeMarkerDisabled" {
+				warning = e.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	assert.Contains(t, warning, "KruiseDaemon=false", "the event names the gate")
+	got, err := client.AppsV1alpha1().PodProbeMarkers(f.ns).Get(context.Background(), "off", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, got.Finalizers, "a refused marker gets no finalizer: nothing would ever remove it")
+	assert.Zero(t, got.Status.ObservedGeneration, "a refused marker claims no reconciliation")
+	p.Stop(t)
+
+	f.start(t, "probe", "--feature-gates=KruiseDaemon=true")
+	testenv.Eventually(t, time.Minute, func() (bool, error) {
+		m, err := client.AppsV1alpha1().PodProbeMarkers(f.ns).Get(context.Background(), "off", metav1.GetOptions{})
+		return err == nil && m.Status.ObservedGeneration == m.Generation, err
+	})
 }

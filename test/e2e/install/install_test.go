@@ -35,7 +35,7 @@ func TestPerFeatureInstallAndUninstall(t *testing.T) {
 	t.Run("cloneset alone", func(t *testing.T) {
 		in := all.on(t)
 		in.install("cloneset")
-		in.assertAbsent("pub", "sidecarset")
+		in.assertAbsent("statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob")
 		_, err := cs.Create(ctx, cloneSet("web", 2), metav1.CreateOptions{})
 		require.NoError(t, err)
 		waitCloneSet(t, in, ns, "web", "2 pods ready", func(s appsv1alpha1.CloneSetStatus) bool {
@@ -129,6 +129,7 @@ func TestPerFeatureInstallAndUninstall(t *testing.T) {
 		_, err = in.env.Kube.CoreV1().Namespaces().Get(ctx, systemNamespace, metav1.GetOptions{})
 		require.NoError(t, err, "the namespace stays")
 		in.waitAvailable("cloneset-controller")
+		in.waitAvailable("sidecarset-controller")
 		before := podUIDs(t, in, ns)
 		victim := podNames(t, in, ns)[0]
 		require.NoError(t, pods.Delete(ctx, victim, metav1.DeleteOptions{}), "pods are deletable once pub is gone")
@@ -193,6 +194,42 @@ func TestPerFeatureInstallAndUninstall(t *testing.T) {
 		})
 		assert.Equal(t, "10", marked.Annotations["controller.kubernetes.io/pod-deletion-cost"], "the Failed policy's annotation")
 		assert.Equal(t, corev1.ConditionFalse, testenv.ConditionStatus(marked, "game.io/idle"), "the probe's condition")
+	})
+
+	t.Run("remove for good", func(t *testing.T) {
+		in := all.on(t)
+		// A PodProbeMarker carries probe-controller's finalizer: README's first step deletes the markers while the
+		// controller still runs to release it; without that step the CRD's deletion would wait on it forever.
+		ppm := &appsv1alpha1.PodProbeMarker{
+			ObjectMeta: metav1.ObjectMeta{Name: "leftover", Namespace: ns},
+			Spec: appsv1alpha1.PodProbeMarkerSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "game-server"}},
+				Probes: []appsv1alpha1.PodContainerProbe{{Name: "Idle", ContainerName: "game-server", PodConditionType: "game.io/idle",
+					Probe: appsv1alpha1.ContainerProbeSpec{Probe: corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}}}},
+			},
+		}
+		markers := in.client.AppsV1alpha1().PodProbeMarkers(ns)
+		_, err := markers.Create(ctx, ppm, metav1.CreateOptions{})
+		require.NoError(t, err)
+		testenv.Eventually(t, time.Minute, func() (bool, error) {
+			m, err := markers.Get(ctx, ppm.Name, metav1.GetOptions{})
+			return err == nil && len(m.Finalizers) > 0, err
+		})
+		// Whatever happens next, leave the namespace and the CRDs installed for whoever uses the cluster after.
+		t.Cleanup(in.shared)
+
+		root := in.env.RepoRoot
+		in.kubectl("delete", "podprobemarkers.apps.kruise.io", "--all", "--all-namespaces", "--wait", "--timeout=60s")
+		in.kubectl("delete", "-k", in.pinned("all"))
+		in.kubectl("delete", "-k", filepath.Join(root, "deploy/overlays/crds"), "--wait", "--timeout=120s")
+		in.kubectl("delete", "-k", filepath.Join(root, "deploy/overlays/namespace"), "--wait", "--timeout=120s")
+		for _, crd := range []string{"clonesets.apps.kruise.io", "podprobemarkers.apps.kruise.io", "podunavailablebudgets.policy.kruise.io"} {
+			_, err := in.env.Dynamic().Resource(crdGVR).Get(ctx, crd, metav1.GetOptions{})
+			assert.True(t, apierrors.IsNotFound(err), "CRD %s is gone: %v", crd, err)
+		}
+		_, err = in.env.Kube.CoreV1().Namespaces().Get(ctx, systemNamespace, metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "namespace %s is gone: %v", systemNamespace, err)
+		testenv.Eventually(t, time.Minute, func() (bool, error) { return len(podUIDs(t, in, ns)) == 0, nil })
 	})
 }
 

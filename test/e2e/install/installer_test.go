@@ -183,13 +183,17 @@ func (in *installer) uninstall(feature string) {
 	}
 }
 
-// assertAbsent checks that no Deployment or webhook configuration of the features is on the cluster.
+// assertAbsent checks that no Deployment, DaemonSet or webhook configuration of the features is on the cluster.
 func (in *installer) assertAbsent(features ...string) {
 	ctx := context.Background()
 	for _, f := range features {
 		for _, d := range in.deployments(f) {
 			_, err := in.env.Kube.AppsV1().Deployments(systemNamespace).Get(ctx, d, metav1.GetOptions{})
 			assert.True(in.t, apierrors.IsNotFound(err), "Deployment %s of %s is present", d, f)
+		}
+		if in.hasAgent(f) {
+			_, err := in.env.Kube.AppsV1().DaemonSets(systemNamespace).Get(ctx, "probe-agent", metav1.GetOptions{})
+			assert.True(in.t, apierrors.IsNotFound(err), "DaemonSet probe-agent of %s is present", f)
 		}
 		_, err := in.env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "flotilla-"+f, metav1.GetOptions{})
 		assert.True(in.t, apierrors.IsNotFound(err), "validating webhook configuration of %s is present", f)

@@ -37,14 +37,21 @@ func Binary() kitapp.Binary {
 
 // setup registers the PodProbeMarker reconciler when PodProbeMarkerGate is
 // on after the gate rules (it needs KruiseDaemon: a node agent that runs the
-// probes, so it is off by default); otherwise the shell idles.
+// probes; the overlays that install the agent turn it on). With the gate off
+// it registers controller.Disabled instead: each PodProbeMarker gets a
+// Warning event saying it is not acted on, rather than silence.
 func setup(ctx context.Context, env *kitapp.Env) error {
-	if env.Gates == nil || !env.Gates.Enabled(features.PodProbeMarkerGate) {
-		return nil
-	}
 	cl, err := wiring.New(ctx, env)
 	if err != nil {
 		return err
+	}
+	if env.Gates == nil || !env.Gates.Enabled(features.PodProbeMarkerGate) {
+		d, err := controller.NewDisabled(cl.Deps(env), disabledWhy(env.Gates))
+		if err != nil {
+			return fmt.Errorf("set up the PodProbeMarker refusal: %w", err)
+		}
+		env.AddController(d)
+		return nil
 	}
 	c, err := controller.New(cl.Deps(env))
 	if err != nil {
@@ -52,4 +59,13 @@ func setup(ctx context.Context, env *kitapp.Env) error {
 	}
 	env.AddController(c)
 	return nil
+}
+
+// disabledWhy says which gate keeps PodProbeMarkerGate off.
+func disabledWhy(g featuregate.FeatureGate) string {
+	if g != nil && !g.Enabled(features.KruiseDaemon) {
+		return "because probe-controller runs with KruiseDaemon=false: PodProbeMarkerGate needs a node agent " +
+			"(install probe-agent and run probe-controller with --feature-gates=KruiseDaemon=true, as deploy/overlays/probe does)"
+	}
+	return "because probe-controller runs with PodProbeMarkerGate=false"
 }

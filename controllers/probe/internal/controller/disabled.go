@@ -1,0 +1,84 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
+	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+	"github.com/flotilla-dev/flotilla/kit/controller"
+)
+
+// ReasonDisabled is the reason of the Warning event a PodProbeMarker gets
+// while probe-controller runs with PodProbeMarkerGate off.
+const ReasonDisabled = "PodProbeMarkerDisabled"
+
+// Disabled is what probe-controller runs when PodProbeMarkerGate is off
+// (after the gate rules: it needs KruiseDaemon, a node agent). It places no
+// probe and writes nothing but events: each PodProbeMarker, when it appears
+// or its spec changes, gets a Warning event saying it is not acted on and
+// why, so that a marker accepted by the API server is not ignored in silence.
+type Disabled struct {
+	markers  appslisters.PodProbeMarkerLister
+	recorder record.EventRecorder
+	why      string
+	loop     *controller.Loop[types.NamespacedName]
+	synced   cache.InformerSynced
+}
+
+var _ kitapp.Controller = (*Disabled)(nil)
+
+// NewDisabled watches PodProbeMarkers; why ends the events' message.
+func NewDisabled(d Deps, why string) (*Disabled, error) {
+	inf := d.Informers.Apps().V1alpha1().PodProbeMarkers()
+	queue := controller.NewQueue[types.NamespacedName](Name+"-disabled", d.QueueOptions, d.QueueConfig)
+	c := &Disabled{markers: inf.Lister(), recorder: d.Recorder, why: why, synced: inf.Informer().HasSynced}
+	c.loop = controller.NewLoop(Name+"-disabled", queue, c.sync)
+	enqueue := func(obj any) {
+		if key, ok := controller.KeyOf(obj); ok {
+			queue.Enqueue(key)
+		}
+	}
+	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue,
+		UpdateFunc: func(old, obj any) {
+			o, ok1 := old.(*appsv1alpha1.PodProbeMarker)
+			n, ok2 := obj.(*appsv1alpha1.PodProbeMarker)
+			if ok1 && ok2 && o.Generation != n.Generation {
+				enqueue(obj)
+			}
+		},
+	}); err != nil {
+		return nil, fmt.Errorf("watch PodProbeMarkers: %w", err)
+	}
+	return c, nil
+}
+
+// Name implements kitapp.Controller.
+func (c *Disabled) Name() string { return Name + "-disabled" }
+
+// Run implements kitapp.Controller.
+func (c *Disabled) Run(ctx context.Context, workers int) error {
+	return c.loop.RunWhenSynced(ctx, workers, c.synced)
+}
+
+func (c *Disabled) sync(_ context.Context, key types.NamespacedName) error {
+	m, err := c.markers.PodProbeMarkers(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get PodProbeMarker %s: %w", key, err)
+	}
+	if m.DeletionTimestamp == nil {
+		c.recorder.Eventf(m, corev1.EventTypeWarning, ReasonDisabled, "Not acted on: no probe is placed and no pod is marked, %s", c.why)
+	}
+	return nil
+}
