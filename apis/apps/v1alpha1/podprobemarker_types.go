@@ -99,7 +99,19 @@ type PodProbeMarkerStatus struct {
 	// MatchedPods is the number of pods the probes were placed on.
 	// +optional
 	MatchedPods int64 `json:"matchedPods,omitempty"`
+	// Conditions is Flotilla's addition (OpenKruise's status has none; a
+	// client that does not know the field ignores it). probe-controller sets
+	// Enabled=False while it runs with PodProbeMarkerGate off, so a marker it
+	// does not act on says so; the reconciler drops the condition once it runs.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// PodProbeMarkerEnabled is the condition type probe-controller writes False
+// while PodProbeMarkerGate is off.
+const PodProbeMarkerEnabled = "Enabled"
 
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -182,8 +183,15 @@ func TestPodProbeMarkerRefusedWhileGateOff(t *testing.T) {
 		return false, nil
 	})
 	assert.Contains(t, warning, "KruiseDaemon=false", "the event names the gate")
-	got, err := client.AppsV1alpha1().PodProbeMarkers(f.ns).Get(context.Background(), "off", metav1.GetOptions{})
-	require.NoError(t, err)
+	var got *appsv1alpha1.PodProbeMarker
+	testenv.Eventually(t, time.Minute, func() (bool, error) {
+		m, err := client.AppsV1alpha1().PodProbeMarkers(f.ns).Get(context.Background(), "off", metav1.GetOptions{})
+		got = m
+		return err == nil && meta.IsStatusConditionFalse(m.Status.Conditions, appsv1alpha1.PodProbeMarkerEnabled), err
+	})
+	cond := meta.FindStatusCondition(got.Status.Conditions, appsv1alpha1.PodProbeMarkerEnabled)
+	assert.Equal(t, "PodProbeMarkerDisabled", cond.Reason)
+	assert.Contains(t, cond.Message, "KruiseDaemon=false", "the condition names the gate")
 	assert.Empty(t, got.Finalizers, "a refused marker gets no finalizer: nothing would ever remove it")
 	assert.Zero(t, got.Status.ObservedGeneration, "a refused marker claims no reconciliation")
 	p.Stop(t)
@@ -191,6 +199,8 @@ func TestPodProbeMarkerRefusedWhileGateOff(t *testing.T) {
 	f.start(t, "probe", "--feature-gates=KruiseDaemon=true")
 	testenv.Eventually(t, time.Minute, func() (bool, error) {
 		m, err := client.AppsV1alpha1().PodProbeMarkers(f.ns).Get(context.Background(), "off", metav1.GetOptions{})
+		got = m
 		return err == nil && m.Status.ObservedGeneration == m.Generation, err
 	})
+	assert.Empty(t, got.Status.Conditions, "the reconciler drops the refusal once it runs")
 }

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
+)
+
 // PodProbeMarkerStatusApplyConfiguration represents a declarative configuration of the PodProbeMarkerStatus type for use
 // with apply.
 //
@@ -26,6 +30,11 @@ type PodProbeMarkerStatusApplyConfiguration struct {
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// MatchedPods is the number of pods the probes were placed on.
 	MatchedPods *int64 `json:"matchedPods,omitempty"`
+	// Conditions is Flotilla's addition (OpenKruise's status has none; a
+	// client that does not know the field ignores it). probe-controller sets
+	// Enabled=False while it runs with PodProbeMarkerGate off, so a marker it
+	// does not act on says so; the reconciler drops the condition once it runs.
+	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
 // PodProbeMarkerStatusApplyConfiguration constructs a declarative configuration of the PodProbeMarkerStatus type for use with
@@ -47,5 +56,18 @@ func (b *PodProbeMarkerStatusApplyConfiguration) WithObservedGeneration(value in
 // If called multiple times, the MatchedPods field is set to the value of the last call.
 func (b *PodProbeMarkerStatusApplyConfiguration) WithMatchedPods(value int64) *PodProbeMarkerStatusApplyConfiguration {
 	b.MatchedPods = &value
+	return b
+}
+
+// WithConditions adds the given value to the Conditions field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Conditions field.
+func (b *PodProbeMarkerStatusApplyConfiguration) WithConditions(values ...*v1.ConditionApplyConfiguration) *PodProbeMarkerStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithConditions")
+		}
+		b.Conditions = append(b.Conditions, *values[i])
+	}
 	return b
 }

@@ -6,11 +6,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
@@ -22,10 +25,12 @@ const ReasonDisabled = "PodProbeMarkerDisabled"
 
 // Disabled is what probe-controller runs when PodProbeMarkerGate is off
 // (after the gate rules: it needs KruiseDaemon, a node agent). It places no
-// probe and writes nothing but events: each PodProbeMarker, when it appears
-// or its spec changes, gets a Warning event saying it is not acted on and
+// probe, adds no finalizer and claims no reconciliation (observedGeneration
+// stays): each PodProbeMarker, when it appears or its spec changes, gets a
+// Warning event and the condition Enabled=False saying it is not acted on and
 // why, so that a marker accepted by the API server is not ignored in silence.
 type Disabled struct {
+	client   versioned.Interface
 	markers  appslisters.PodProbeMarkerLister
 	recorder record.EventRecorder
 	why      string
@@ -39,7 +44,7 @@ var _ kitapp.Controller = (*Disabled)(nil)
 func NewDisabled(d Deps, why string) (*Disabled, error) {
 	inf := d.Informers.Apps().V1alpha1().PodProbeMarkers()
 	queue := controller.NewQueue[types.NamespacedName](Name+"-disabled", d.QueueOptions, d.QueueConfig)
-	c := &Disabled{markers: inf.Lister(), recorder: d.Recorder, why: why, synced: inf.Informer().HasSynced}
+	c := &Disabled{client: d.Client, markers: inf.Lister(), recorder: d.Recorder, why: why, synced: inf.Informer().HasSynced}
 	c.loop = controller.NewLoop(Name+"-disabled", queue, c.sync)
 	enqueue := func(obj any) {
 		if key, ok := controller.KeyOf(obj); ok {
@@ -69,7 +74,7 @@ func (c *Disabled) Run(ctx context.Context, workers int) error {
 	return c.loop.RunWhenSynced(ctx, workers, c.synced)
 }
 
-func (c *Disabled) sync(_ context.Context, key types.NamespacedName) error {
+func (c *Disabled) sync(ctx context.Context, key types.NamespacedName) error {
 	m, err := c.markers.PodProbeMarkers(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -77,8 +82,21 @@ func (c *Disabled) sync(_ context.Context, key types.NamespacedName) error {
 	if err != nil {
 		return fmt.Errorf("get PodProbeMarker %s: %w", key, err)
 	}
-	if m.DeletionTimestamp == nil {
-		c.recorder.Eventf(m, corev1.EventTypeWarning, ReasonDisabled, "Not acted on: no probe is placed and no pod is marked, %s", c.why)
+	if m.DeletionTimestamp != nil {
+		return nil
+	}
+	msg := "Not acted on: no probe is placed and no pod is marked, " + c.why
+	c.recorder.Event(m, corev1.EventTypeWarning, ReasonDisabled, msg)
+	cond := metav1.Condition{Type: appsv1alpha1.PodProbeMarkerEnabled, Status: metav1.ConditionFalse, Reason: ReasonDisabled,
+		Message: msg, ObservedGeneration: m.Generation}
+	if cur := meta.FindStatusCondition(m.Status.Conditions, cond.Type); cur != nil && cur.Status == cond.Status &&
+		cur.Reason == cond.Reason && cur.Message == cond.Message && cur.ObservedGeneration == cond.ObservedGeneration {
+		return nil
+	}
+	upd := m.DeepCopy()
+	meta.SetStatusCondition(&upd.Status.Conditions, cond)
+	if _, err := c.client.AppsV1alpha1().PodProbeMarkers(m.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("write condition %s of PodProbeMarker %s: %w", cond.Type, key, err)
 	}
 	return nil
 }

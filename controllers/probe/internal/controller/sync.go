@@ -197,8 +197,9 @@ func (c *Controller) syncMarker(ctx context.Context, key types.NamespacedName) e
 			return fmt.Errorf("add finalizer to PodProbeMarker %s: %w", key, err)
 		}
 	}
+	// No conditions: the reconciler running drops an Enabled=False left by Disabled.
 	status := appsv1alpha1.PodProbeMarkerStatus{ObservedGeneration: m.Generation, MatchedPods: matchedPods(m, pods)}
-	if status == m.Status {
+	if equality.Semantic.DeepEqual(status, m.Status) {
 		return nil
 	}
 	upd := m.DeepCopy()
