@@ -1,8 +1,6 @@
 package seeds
 
 import (
-	"bufio"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -21,11 +19,6 @@ var (
 // indentation. Each becomes an Example numbered in document order (so its ID
 // is "002#3" like a fenced block's), Flattened and without Object.
 func parseFlat(path string) ([]Example, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	var (
 		out   []Example
 		body  []string
@@ -41,10 +34,7 @@ func parseFlat(path string) ([]Example, error) {
 		out = append(out, e)
 		body = nil
 	}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
+	err := eachLine(path, func(n int, line string) {
 		switch {
 		case body == nil && flatStart.MatchString(line):
 			start, body = n, []string{line}
@@ -53,9 +43,9 @@ func parseFlat(path string) ([]Example, error) {
 		default:
 			flush()
 		}
-	}
+	})
 	flush()
-	return out, sc.Err()
+	return out, err
 }
 
 // Reindent is a seed example of a flattened document written out again with

@@ -158,26 +158,16 @@ func Load(dir string) ([]Example, error) {
 var fence = regexp.MustCompile("^\\s*```\\s*([A-Za-z0-9_+-]*)\\s*$")
 
 func parseFile(path string) ([]Example, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	var (
-		out   []Example
-		cur   *Example
-		body  []string
-		lineN int
+		out  []Example
+		cur  *Example
+		body []string
 	)
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		lineN++
-		line := sc.Text()
+	err := eachLine(path, func(n int, line string) {
 		m := fence.FindStringSubmatch(line)
 		switch {
 		case cur == nil && m != nil:
-			cur = &Example{File: filepath.Base(path), Index: len(out) + 1, Line: lineN, Lang: strings.ToLower(m[1])}
+			cur = &Example{File: filepath.Base(path), Index: len(out) + 1, Line: n, Lang: strings.ToLower(m[1])}
 			body = nil
 		case cur != nil && m != nil && m[1] == "":
 			cur.Raw = strings.Join(body, "\n") + "\n"
@@ -187,14 +177,29 @@ func parseFile(path string) ([]Example, error) {
 		case cur != nil:
 			body = append(body, line)
 		}
-	}
-	if err := sc.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	if cur != nil {
 		return nil, fmt.Errorf("%s: unterminated fence at line %d", path, cur.Line)
 	}
 	return out, nil
+}
+
+// eachLine calls f with every line of the file at path and its 1-based number.
+func eachLine(path string, f func(n int, line string)) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	sc := bufio.NewScanner(file)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		f(n, sc.Text())
+	}
+	return sc.Err()
 }
 
 var (
