@@ -163,13 +163,17 @@ func (in *installer) install(feature string) {
 	root := *in
 	root.t = in.root
 	in.root.Cleanup(func() { root.kubectl("delete", "--ignore-not-found", "-k", root.pinned(feature)) })
+	// Waited for in turn: each time is when the wait saw that one Ready, an upper bound of its own time.
+	var times []string
 	for _, d := range in.deployments(feature) {
 		in.waitAvailable(d)
+		times = append(times, fmt.Sprintf("%s %.1f s", d, time.Since(start).Seconds()))
 	}
 	if in.hasAgent(feature) {
 		in.waitAgent()
+		times = append(times, fmt.Sprintf("probe-agent %.1f s", time.Since(start).Seconds()))
 	}
-	in.t.Logf("overlay %s: controller pods Ready %.1f s after the apply", feature, time.Since(start).Seconds())
+	in.t.Logf("overlay %s: controller pods Ready %.1f s after the apply (%s)", feature, time.Since(start).Seconds(), strings.Join(times, ", "))
 }
 
 // uninstall is README's `kubectl delete -k` of the feature's overlay (pinned as it was installed).
