@@ -76,10 +76,13 @@ func Invalid(message string) Response {
 	}}
 }
 
-// Errored rejects the request because the webhook could not decide (code
-// 400 for a request it cannot read, 500 for its own failures). With
-// failurePolicy Ignore the API server still rejects it: an errored response
-// is an answer, not a failure to call.
+// Errored reports that the webhook could not decide: code 400 for a request
+// it cannot read (answered as a rejection), 500 and above for its own
+// failures (a lister error, a panic, a budget write that keeps conflicting).
+// Those the server answers with HTTP 500 instead of an AdmissionReview, so
+// the API server treats the call as failed and applies the configuration's
+// failurePolicy: Fail rejects, Ignore admits. The webhook does not override
+// the operator's choice by answering "denied".
 func Errored(code int32, err error) Response {
 	return Response{errored: true, Result: &metav1.Status{
 		Status: metav1.StatusFailure, Code: code, Message: err.Error(),

@@ -250,6 +250,11 @@ func (rh *reviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else if v := logger.V(4); v.Enabled() {
 		v.Info("Admission request answered", "uid", review.uid(), "allowed", resp.Allowed, "patched", len(resp.Patch) > 0)
 	}
+	if resp.errored && resp.Result.Code >= http.StatusInternalServerError {
+		// Our own failure: not an answer, so that failurePolicy decides (Errored).
+		http.Error(w, resp.Result.Message, http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(out); err != nil {
 		logger.Error(err, "Cannot write admission response")

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -52,7 +53,8 @@ func review(t *testing.T, op admissionv1.Operation, obj runtime.Object) []byte {
 
 // The server answers AdmissionReviews over TLS with the handler registered
 // for the path: patches as JSONPatch, denials with their message, warnings;
-// broken requests and panicking handlers are errors, not crashes; every
+// broken requests are rejected and panicking handlers answer HTTP 500 (so
+// that failurePolicy decides), not crashes; every
 // answer is counted by handler and result, and timed.
 func TestServer(t *testing.T) {
 	certs, pool := newStaticCerts(t)
@@ -113,10 +115,13 @@ func TestServer(t *testing.T) {
 	assert.Equal(t, int32(http.StatusForbidden), r.Result.Code)
 	assert.Equal(t, `spec.containers[0].name: "app" is reserved`, r.Result.Message)
 
-	r = post("/mutate", review(t, admissionv1.Create, pod("panic")))
-	assert.False(t, r.Allowed)
-	assert.Equal(t, int32(http.StatusInternalServerError), r.Result.Code)
-	assert.Contains(t, r.Result.Message, "webhook label-pods panicked: boom")
+	// A panic is the webhook's own failure: HTTP 500, no AdmissionReview, so the API server applies failurePolicy.
+	resp, err := client.Post("https://"+s.Addr()+"/mutate", "application/json", bytes.NewReader(review(t, admissionv1.Create, pod("panic"))))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	assert.Contains(t, string(body), "webhook label-pods panicked: boom")
 
 	r = post("/mutate", []byte(`{"kind":"AdmissionReview"}`))
 	assert.False(t, r.Allowed)
