@@ -35,8 +35,7 @@ func (c *Controller) truncateHistory(ctx context.Context, acj *appsv1alpha1.Adva
 }
 
 // dueRun returns the start time to run now, or zero. Whatever it returns, it has queued the key again for the
-// next start time (too many missed start times included: a corrected clock or spec is then seen), unless the
-// AdvancedCronJob is paused (unpausing is an update, which enqueues it) or its schedule is unusable (only a spec
+// next start time, unless the AdvancedCronJob is paused (unpausing is an update, which enqueues it) or its schedule is unusable (only a spec
 // change, again an update, can fix that: sync returns it as a permanent error, which is not retried).
 func (c *Controller) dueRun(ctx context.Context, key types.NamespacedName, acj *appsv1alpha1.AdvancedCronJob, children []child,
 	sched schedule, err error) time.Time {
@@ -65,10 +64,10 @@ func (c *Controller) dueRun(ctx context.Context, key types.NamespacedName, acj *
 	}
 	switch {
 	case plan.TooMany:
-		logger.Info("Not scheduling: too many missed start times", "since", earliest, "next", plan.Next)
+		logger.Info("Too many missed start times: only the most recent is considered", "since", earliest, "mostRecent", plan.Scheduled)
 		c.recorder.Eventf(acj, corev1.EventTypeWarning, "TooManyMissedTimes",
-			"More than %d start times missed since %s: none is started. Set or decrease startingDeadlineSeconds, or check clock skew",
-			maxMissedRuns, earliest.UTC().Format(time.RFC3339))
+			"More than %d start times missed since %s: only the most recent, %s, is considered for a run. Set or decrease startingDeadlineSeconds, or check clock skew",
+			maxMissedRuns, earliest.UTC().Format(time.RFC3339), plan.Scheduled.UTC().Format(time.RFC3339))
 	case plan.Skipped:
 		c.recorder.Eventf(acj, corev1.EventTypeWarning, "MissSchedule",
 			"Missed start time(s) by more than startingDeadlineSeconds (%ds); next start at %s",

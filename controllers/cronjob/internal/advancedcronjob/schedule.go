@@ -15,9 +15,10 @@ const (
 	reasonUnknownTimeZone = "UnknownTimeZone"
 )
 
-// maxMissedRuns is how many missed start times are counted before the controller gives up: past it, as in
-// OpenKruise (and the upstream CronJob it copied), nothing is started, because so many misses mean a wrong clock
-// or a wedged controller rather than runs anyone still wants.
+// maxMissedRuns is how many missed start times are counted one by one. Past it the controller warns (so many
+// misses mean an outage, a clock jump or a long pause) and still starts the most recent one, as the upstream
+// CronJob controller (v2) does. OpenKruise starts nothing then, and since the count restarts from the last run it
+// never falls under the limit again: the job is wedged until someone edits it. That wedge is deliberately not kept.
 const maxMissedRuns = 100
 
 // specError is a spec problem that no retry fixes; Reason is the Warning event's reason.
@@ -81,7 +82,7 @@ type runPlan struct {
 	Scheduled time.Time
 	// Missed counts the start times due since the last run (within the deadline), capped at maxMissedRuns+1.
 	Missed int
-	// TooMany is set when more than maxMissedRuns start times were missed; Scheduled is then zero.
+	// TooMany is set when more than maxMissedRuns start times were missed; Scheduled is still the most recent.
 	TooMany bool
 	// Skipped is set when start times were missed but all of them lie beyond the starting deadline.
 	Skipped bool
@@ -108,7 +109,7 @@ func planRuns(s schedule, earliest, now time.Time, deadlineSeconds *int64) runPl
 		p.Scheduled = t
 		if p.Missed > maxMissedRuns {
 			p.TooMany = true
-			p.Scheduled = time.Time{}
+			p.Scheduled = mostRecent(s, t, now)
 			break
 		}
 	}
@@ -116,4 +117,33 @@ func planRuns(s schedule, earliest, now time.Time, deadlineSeconds *int64) runPl
 		p.Skipped = false
 	}
 	return p
+}
+
+// mostRecent returns the last start time in [from, now], from being a start time not after now, without walking
+// every start time in between (a year of an every-minute schedule is half a million): it looks back from now over
+// windows doubling from a minute until one holds a start time, then walks forward inside that window only. The
+// window before it was empty, so the walk covers at most the start times of one window's older half.
+func mostRecent(s schedule, from, now time.Time) time.Time {
+	if every, ok := s.cron.(cron.ConstantDelaySchedule); ok {
+		// "@every" counts from the previous start time, not from a fixed grid: looking back from now would land
+		// between two of them. Its start times from `from` on are from + k·delay (whole seconds, as Next makes them).
+		return from.Add(now.Sub(from) / every.Delay * every.Delay)
+	}
+	for d := time.Minute; ; d *= 2 {
+		lo := now.Add(-d)
+		if !lo.After(from) {
+			return lastUpTo(s, from, now)
+		}
+		if t := s.Next(lo); !t.IsZero() && !t.After(now) {
+			return lastUpTo(s, t, now)
+		}
+	}
+}
+
+// lastUpTo walks forward from the start time t and returns the last start time not after now.
+func lastUpTo(s schedule, t, now time.Time) time.Time {
+	for next := s.Next(t); !next.IsZero() && !next.After(now); next = s.Next(next) {
+		t = next
+	}
+	return t
 }

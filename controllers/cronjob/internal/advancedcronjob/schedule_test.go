@@ -104,13 +104,19 @@ func TestPlanRuns(t *testing.T) {
 			wantScheduled: "2026-03-01T10:03:00Z", wantMissed: 3, wantNext: "2026-03-01T10:04:00Z"},
 		{name: "100 missed is not too many", schedule: everyMinute, earliest: "2026-03-01T10:00:00Z", now: "2026-03-01T11:40:00Z",
 			wantScheduled: "2026-03-01T11:40:00Z", wantMissed: 100, wantNext: "2026-03-01T11:41:00Z"},
-		{name: "101 missed is too many: nothing runs, the next start is still known", schedule: everyMinute, earliest: "2026-03-01T10:00:00Z", now: "2026-03-01T11:41:05Z",
-			wantMissed: 101, wantTooMany: true, wantNext: "2026-03-01T11:42:00Z"},
-		{name: "a year of missed minutes: counting stops at 101, nothing runs", schedule: everyMinute,
+		{name: "101 missed is too many: warned, the most recent still runs", schedule: everyMinute, earliest: "2026-03-01T10:00:00Z", now: "2026-03-01T11:41:05Z",
+			wantScheduled: "2026-03-01T11:41:00Z", wantMissed: 101, wantTooMany: true, wantNext: "2026-03-01T11:42:00Z"},
+		{name: "a year of missed minutes: counting stops at 101, the most recent runs", schedule: everyMinute,
 			earliest: "2025-03-01T10:00:00Z", now: "2026-03-01T10:00:30Z",
-			wantMissed: 101, wantTooMany: true, wantNext: "2026-03-01T10:01:00Z"},
+			wantScheduled: "2026-03-01T10:00:00Z", wantMissed: 101, wantTooMany: true, wantNext: "2026-03-01T10:01:00Z"},
 		{name: "years of a sparse schedule", schedule: "0 0 1 1 *", earliest: "1900-01-01T00:00:00Z", now: "2026-03-01T10:00:00Z",
-			wantMissed: 101, wantTooMany: true, wantNext: "2027-01-01T00:00:00Z"},
+			wantScheduled: "2026-01-01T00:00:00Z", wantMissed: 101, wantTooMany: true, wantNext: "2027-01-01T00:00:00Z"},
+		{name: "an irregular schedule after an outage: the last minute of the last active hour", schedule: "* 3 * * *",
+			earliest: "2026-02-01T00:00:00Z", now: "2026-03-01T10:00:00Z",
+			wantScheduled: "2026-03-01T03:59:00Z", wantMissed: 101, wantTooMany: true, wantNext: "2026-03-02T03:00:00Z"},
+		{name: "too many within a long deadline: the most recent inside it", schedule: everyMinute, earliest: "2026-03-01T00:00:00Z",
+			now: "2026-03-01T10:05:05Z", deadline: ptr.To[int64](7200),
+			wantScheduled: "2026-03-01T10:05:00Z", wantMissed: 101, wantTooMany: true, wantNext: "2026-03-01T10:06:00Z"},
 		{name: "deadline: the most recent is within it", schedule: everyMinute, earliest: "2026-03-01T10:00:00Z", now: "2026-03-01T10:05:05Z",
 			deadline: ptr.To[int64](10), wantScheduled: "2026-03-01T10:05:00Z", wantMissed: 1, wantNext: "2026-03-01T10:06:00Z"},
 		{name: "deadline: the most recent is too late", schedule: everyMinute, earliest: "2026-03-01T10:00:00Z", now: "2026-03-01T10:05:30Z",
@@ -134,6 +140,26 @@ func TestPlanRuns(t *testing.T) {
 			assert.Equal(t, tc.wantSkipped, p.Skipped, "skipped")
 			assert.Equal(t, tc.wantNext, formatOrEmpty(p.Next), "next")
 		})
+	}
+}
+
+// mostRecent agrees with walking every start time, for schedules of every shape and gaps of every length.
+func TestMostRecentMatchesWalk(t *testing.T) {
+	now := mustTime(t, "2026-03-01T10:07:30Z")
+	for _, expr := range []string{"* * * * *", "*/7 * * * *", "* 3 * * *", "0 0 1 1 *", "15 10 * * 1-5", "@every 90s", "@hourly"} {
+		s, err := parseSchedule(expr, nil, time.UTC)
+		require.NoError(t, err)
+		for _, back := range []time.Duration{0, time.Minute, 7 * time.Minute, 5 * time.Hour, 50 * time.Hour, 400 * 24 * time.Hour} {
+			from := s.Next(now.Add(-back - time.Minute))
+			if from.IsZero() || from.After(now) {
+				continue
+			}
+			want := from
+			for next := s.Next(from); !next.After(now); next = s.Next(next) {
+				want = next
+			}
+			assert.Equal(t, want, mostRecent(s, from, now), "%s from %s", expr, from)
+		}
 	}
 }
 

@@ -246,16 +246,19 @@ func TestSyncConcurrencyPolicy(t *testing.T) {
 	}
 }
 
-// As OpenKruise: more than 100 missed start times start nothing (a Warning instead); the key is still queued for
-// the next start time, so there is no hot loop and no silent stop.
-func TestSyncTooManyMissedStartsNothing(t *testing.T) {
+// Unlike OpenKruise (which starts nothing, and so never again), more than 100 missed start times are a Warning and
+// the most recent one still runs, as in the upstream CronJob controller; the key is queued for the next start time.
+func TestSyncTooManyMissedStartsTheMostRecent(t *testing.T) {
 	f := newFixture(t, "2026-03-01T13:00:30Z", newACJ("2026-03-01T10:00:10Z"))
 	f.sync()
-	assert.Equal(t, []string{"patch advancedcronjobs/status acj"}, f.writes(), "no child")
+	assert.Equal(t, []string{fmt.Sprintf("create jobs acj-%d", unix(t, "2026-03-01T13:00:00Z")),
+		"patch advancedcronjobs/status acj"}, f.writes())
 	ev := f.events()
-	require.Len(t, ev, 1)
+	require.NotEmpty(t, ev)
 	assert.True(t, strings.HasPrefix(ev[0], "Warning TooManyMissedTimes More than 100 start times missed"), ev[0])
-	assert.Nil(t, f.status().LastScheduleTime)
+	assert.Contains(t, ev[0], "only the most recent, 2026-03-01T13:00:00Z")
+	require.NotNil(t, f.status().LastScheduleTime)
+	assert.Equal(t, mustTime(t, "2026-03-01T13:00:00Z"), f.status().LastScheduleTime.Time.UTC())
 	assert.False(t, f.queuedBy("2026-03-01T13:00:59Z"), "no retry before the next start time")
 	assert.True(t, f.queuedBy("2026-03-01T13:01:00Z"), "queued for the next start time")
 }
