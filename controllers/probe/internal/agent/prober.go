@@ -106,10 +106,13 @@ func httpProbe(ctx context.Context, g *corev1.HTTPGetAction, addr string) (appsv
 	}
 	// A probe keeps no connection open between periods (the kubelet does the
 	// same) and, like the kubelet, does not verify a pod's certificate.
-	client := &http.Client{Transport: &http.Transport{
-		DisableKeepAlives: true,
-		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // kubelet probe semantics
-	}}
+	client := &http.Client{
+		Transport: &http.Transport{
+			DisableKeepAlives: true,
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // kubelet probe semantics
+		},
+		CheckRedirect: sameHostRedirects,
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return appsv1alpha1.ProbeFailed, err.Error()
@@ -117,9 +120,33 @@ func httpProbe(ctx context.Context, g *corev1.HTTPGetAction, addr string) (appsv
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
 	if resp.StatusCode >= http.StatusOK && resp.StatusCode < http.StatusBadRequest {
+		if resp.StatusCode >= http.StatusMultipleChoices {
+			// A redirect sameHostRedirects did not follow: the kubelet's
+			// "Warning" result, which counts as a success (the kubelet adds a
+			// Warning event; the message says it here). No response body: a
+			// pod's page has no business in a pod condition.
+			return appsv1alpha1.ProbeSucceeded, fmt.Sprintf("Probe terminated redirects (HTTP %d to %s)", resp.StatusCode, truncate(resp.Header.Get("Location"), 256))
+		}
 		return appsv1alpha1.ProbeSucceeded, ""
 	}
 	return appsv1alpha1.ProbeFailed, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode)
+}
+
+// sameHostRedirects follows a redirect only to the host the probe asked
+// (any port or scheme), at most 10 of them, as the kubelet's prober does
+// (k8s.io/kubernetes pkg/probe/http RedirectChecker without
+// followNonLocalRedirects). The agent runs on the node's network: following
+// a pod's redirect to another host would let any pod make the node agent
+// send GETs to addresses only the node reaches (cloud metadata, the
+// kubelet, other tenants' pods) and report whether they answer.
+func sameHostRedirects(req *http.Request, via []*http.Request) error {
+	if req.URL.Hostname() != via[0].URL.Hostname() {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
 }
 
 // probePort resolves the probe's port: a number, or a container port name
