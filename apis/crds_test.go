@@ -26,6 +26,7 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/apis/testing/fixtures"
 )
 
@@ -224,6 +225,57 @@ func TestInvalidSpecsAreRejected(t *testing.T) {
 			require.NotEmpty(t, errs, "expected the spec to be rejected")
 			msg := errs.ToAggregate().Error()
 			assert.True(t, strings.Contains(msg, c.WantField), "error %q does not name %s", msg, c.WantField)
+		})
+	}
+}
+
+// The limits the controllers enforce in code (apps/pub) are the CRDs' own, and
+// the widest objects they allow are admitted within the CEL cost budget.
+func TestWorkloadLimitsMatchPub(t *testing.T) {
+	crds := loadCRDs(t)
+	for _, name := range []string{"clonesets.apps.kruise.io", "statefulsets.apps.kruise.io"} {
+		crd := crds[name]
+		require.NotNil(t, crd, name)
+		for _, v := range crd.Spec.Versions {
+			root := v.Schema.OpenAPIV3Schema
+			replicas := root.Properties["spec"].Properties["replicas"]
+			require.NotNil(t, replicas.Maximum, "%s/%s spec.replicas has no maximum", name, v.Name)
+			assert.Equal(t, float64(pub.MaxReplicas), *replicas.Maximum, "%s/%s spec.replicas maximum", name, v.Name)
+			var rules []string
+			for _, r := range root.XValidations {
+				rules = append(rules, r.Rule)
+			}
+			assert.Contains(t, rules, fmt.Sprintf("self.metadata.name.size() <= %d", pub.MaxWorkloadNameLength), "%s/%s", name, v.Name)
+			if name == "statefulsets.apps.kruise.io" {
+				var found bool
+				for _, r := range root.Properties["spec"].Properties["reserveOrdinals"].XValidations {
+					found = found || strings.HasSuffix(r.Rule, fmt.Sprintf(".sum() <= %d", pub.MaxReservedOrdinals))
+				}
+				assert.True(t, found, "%s/%s: no reserveOrdinals width rule with %d", name, v.Name, pub.MaxReservedOrdinals)
+			}
+		}
+	}
+
+	widest := func(k fixtures.Kind) map[string]interface{} {
+		obj := jsonCopy(fixtures.Minimal(k, strings.Repeat("a", pub.MaxWorkloadNameLength), "default"))
+		fixtures.Set(obj, "spec.replicas", pub.MaxReplicas)
+		if k.Kind == "StatefulSet" {
+			// 1000 entries (MaxItems), 100 ordinals each: exactly MaxReservedOrdinals.
+			var ranges []interface{}
+			for i := 0; i < 1000; i++ {
+				ranges = append(ranges, fmt.Sprintf("%d-%d", i*1000, i*1000+99))
+			}
+			fixtures.Set(obj, "spec.reserveOrdinals", ranges)
+		}
+		return jsonCopy(obj)
+	}
+	for _, k := range fixtures.Kinds {
+		if k.Kind != "CloneSet" && k.Kind != "StatefulSet" {
+			continue
+		}
+		t.Run(k.APIVersion()+"/"+k.Kind, func(t *testing.T) {
+			v := versionFor(t, crds, k)
+			require.Empty(t, v.admit(widest(k), nil).ToAggregate(), "the widest allowed object must be admitted")
 		})
 	}
 }

@@ -27,9 +27,11 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.template.spec) || !has(self.template.spec.activeDeadlineSeconds)",message="spec.template.spec.activeDeadlineSeconds is not supported by CloneSet",fieldPath=".template.spec.activeDeadlineSeconds"
 // +kubebuilder:validation:XValidation:rule="!has(self.progressDeadlineSeconds) || self.progressDeadlineSeconds > (has(self.minReadySeconds) ? self.minReadySeconds : 0)",message="spec.progressDeadlineSeconds must be greater than spec.minReadySeconds",fieldPath=".progressDeadlineSeconds"
 type CloneSetSpec struct {
-	// Replicas is the desired number of pods.
+	// Replicas is the desired number of pods, at most 100,000
+	// (pub.MaxReplicas).
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 
@@ -270,9 +272,11 @@ type CloneSetCondition struct {
 // +kubebuilder:printcolumn:name="CONTAINERS",type="string",priority=1,JSONPath=".spec.template.spec.containers[*].name",description="The containers of the pod template."
 // +kubebuilder:printcolumn:name="IMAGES",type="string",priority=1,JSONPath=".spec.template.spec.containers[*].image",description="The images of the pod template."
 // +kubebuilder:printcolumn:name="SELECTOR",type="string",priority=1,JSONPath=".status.labelSelector",description="The label selector."
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 52",message="metadata.name must be at most 52 characters: the pods' label controller-revision-hash is <name>-<hash of up to 10 characters> and a label value has at most 63"
 
 // CloneSet manages a set of interchangeable pods with in-place update,
-// partitioned rollout and selective deletion.
+// partitioned rollout and selective deletion. Its name has at most 52
+// characters (pub.MaxWorkloadNameLength).
 type CloneSet struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -24,9 +24,11 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy.rollingUpdate) || !has(self.updateStrategy.rollingUpdate.maxUnavailable) || self.podManagementPolicy == 'Parallel' || (type(self.updateStrategy.rollingUpdate.maxUnavailable) == int && self.updateStrategy.rollingUpdate.maxUnavailable == 1)",message="spec.updateStrategy.rollingUpdate.maxUnavailable may only differ from 1 when spec.podManagementPolicy is Parallel"
 // +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy.rollingUpdate) || !has(self.updateStrategy.rollingUpdate.unorderedUpdate) || self.podManagementPolicy == 'Parallel'",message="spec.updateStrategy.rollingUpdate.unorderedUpdate requires spec.podManagementPolicy Parallel"
 type StatefulSetSpec struct {
-	// Replicas is the desired number of pods.
+	// Replicas is the desired number of pods, at most 100,000
+	// (pub.MaxReplicas).
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 
@@ -67,12 +69,15 @@ type StatefulSetSpec struct {
 	// +optional
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 
-	// ReserveOrdinals are ordinals (ints, or ranges "a-b") that are skipped.
+	// ReserveOrdinals are ordinals (ints, or ranges "a-b") that are skipped,
+	// at most 100,000 in all (pub.MaxReservedOrdinals; a reversed range
+	// counts 0 here and is reported by the controller).
 	// +kubebuilder:validation:MaxItems=1000
 	// +kubebuilder:validation:items:XIntOrString
 	// +kubebuilder:validation:items:Pattern=`^[0-9]+-[0-9]+$`
 	// +kubebuilder:validation:items:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.all(o, type(o) == string || o >= 0)",message="spec.reserveOrdinals must be non-negative integers or ranges like \"3-5\""
+	// +kubebuilder:validation:XValidation:rule="self.map(o, type(o) == string ? (int(o.split('-')[1]) >= int(o.split('-')[0]) ? int(o.split('-')[1]) - int(o.split('-')[0]) + 1 : 0) : 1).sum() <= 100000",message="spec.reserveOrdinals may reserve at most 100000 ordinals in all"
 	// +optional
 	ReserveOrdinals []intstr.IntOrString `json:"reserveOrdinals,omitempty"`
 
@@ -293,9 +298,11 @@ type VolumeClaimStatus struct {
 // +kubebuilder:printcolumn:name="CONTAINERS",type="string",priority=1,JSONPath=".spec.template.spec.containers[*].name",description="The containers of the pod template."
 // +kubebuilder:printcolumn:name="IMAGES",type="string",priority=1,JSONPath=".spec.template.spec.containers[*].image",description="The images of the pod template."
 // +kubebuilder:storageversion
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 52",message="metadata.name must be at most 52 characters: the pods' label controller-revision-hash is <name>-<hash of up to 10 characters> and a label value has at most 63"
 
 // StatefulSet (Advanced StatefulSet) is a StatefulSet with in-place update,
-// reserved ordinals, lifecycle hooks and parallel rolling updates.
+// reserved ordinals, lifecycle hooks and parallel rolling updates. Its name
+// has at most 52 characters (pub.MaxWorkloadNameLength).
 type StatefulSet struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

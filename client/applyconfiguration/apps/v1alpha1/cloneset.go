@@ -28,7 +28,8 @@ import (
 // with apply.
 //
 // CloneSet manages a set of interchangeable pods with in-place update,
-// partitioned rollout and selective deletion.
+// partitioned rollout and selective deletion. Its name has at most 52
+// characters (pub.MaxWorkloadNameLength).
 type CloneSetApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

@@ -40,7 +40,8 @@ import (
 // (podsToDelete names must be pods of this CloneSet) is the controller's: it
 // trims unknown names and reports them (controllers/cloneset/README.md).
 type CloneSetSpecApplyConfiguration struct {
-	// Replicas is the desired number of pods.
+	// Replicas is the desired number of pods, at most 100,000
+	// (pub.MaxReplicas).
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Selector selects the pods owned by this CloneSet. It may not be empty,
 	// its matchLabels must be template labels (matchExpressions are not

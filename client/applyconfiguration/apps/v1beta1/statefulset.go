@@ -28,7 +28,8 @@ import (
 // with apply.
 //
 // StatefulSet (Advanced StatefulSet) is a StatefulSet with in-place update,
-// reserved ordinals, lifecycle hooks and parallel rolling updates.
+// reserved ordinals, lifecycle hooks and parallel rolling updates. Its name
+// has at most 52 characters (pub.MaxWorkloadNameLength).
 type StatefulSetApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

@@ -40,7 +40,8 @@ import (
 // RollingUpdate without it, volumeClaimUpdateStrategy.type (gate
 // StatefulSetAutoResizePVCGate), pod template defaults.
 type StatefulSetSpecApplyConfiguration struct {
-	// Replicas is the desired number of pods.
+	// Replicas is the desired number of pods, at most 100,000
+	// (pub.MaxReplicas).
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Selector selects the pods of this set; it must match the template labels.
 	Selector *v1.LabelSelectorApplyConfiguration `json:"selector,omitempty"`
@@ -56,7 +57,9 @@ type StatefulSetSpecApplyConfiguration struct {
 	UpdateStrategy *StatefulSetUpdateStrategyApplyConfiguration `json:"updateStrategy,omitempty"`
 	// RevisionHistoryLimit is the number of old ControllerRevisions to keep.
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
-	// ReserveOrdinals are ordinals (ints, or ranges "a-b") that are skipped.
+	// ReserveOrdinals are ordinals (ints, or ranges "a-b") that are skipped,
+	// at most 100,000 in all (pub.MaxReservedOrdinals; a reversed range
+	// counts 0 here and is reported by the controller).
 	ReserveOrdinals []intstr.IntOrString `json:"reserveOrdinals,omitempty"`
 	// Lifecycle hooks (preDelete, inPlaceUpdate, preNormal).
 	Lifecycle *pub.Lifecycle `json:"lifecycle,omitempty"`
