@@ -38,6 +38,13 @@ type Options struct {
 	ShutdownDelay time.Duration
 	// Disabled turns the server off (no webhook configuration installed).
 	Disabled bool
+	// ClientCAFile, when set, makes the server require a client
+	// certificate signed by one of these CAs (the API server's, configured
+	// in its AdmissionConfiguration); ClientNames restricts the accepted
+	// identities (CN or DNS SAN). Empty: callers are not authenticated, and
+	// the overlays' NetworkPolicy is what keeps pods away (see README).
+	ClientCAFile string
+	ClientNames  []string
 }
 
 // DefaultOptions for binary name: Secret <name>-webhook-certs and Service
@@ -60,6 +67,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ServiceName, "webhook-service-name", o.ServiceName, "Service in front of the webhook replicas; the serving certificate covers its DNS names.")
 	fs.DurationVar(&o.ShutdownDelay, "webhook-shutdown-delay", o.ShutdownDelay, "On shutdown, keep serving webhooks this long (not ready) so the API server stops calling this replica first.")
 	fs.BoolVar(&o.Disabled, "webhook-disable", o.Disabled, "Do not serve admission webhooks.")
+	fs.StringVar(&o.ClientCAFile, "webhook-client-ca", o.ClientCAFile, "PEM file of the CAs signing the client certificate the API server presents to webhooks (its AdmissionConfiguration kubeConfigFile); when set, callers without such a certificate are refused. Empty: callers are not authenticated.")
+	fs.StringSliceVar(&o.ClientNames, "webhook-client-names", o.ClientNames, "Accepted webhook client identities (certificate CN or DNS name), with --webhook-client-ca; empty: any certificate the CA signed.")
 }
 
 // Validate reports invalid options.
@@ -72,6 +81,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--webhook-port %d out of range", o.Port)
 	case o.CertDir == "" && (o.SecretName == "" || o.Namespace == ""):
 		return fmt.Errorf("self-managed webhook certificates need --webhook-secret-name and --webhook-secret-namespace")
+	case len(o.ClientNames) > 0 && o.ClientCAFile == "":
+		return fmt.Errorf("--webhook-client-names needs --webhook-client-ca")
 	}
 	return nil
 }
@@ -121,9 +132,13 @@ func New(opts Options, client kubernetes.Interface, reg prometheus.Registerer, c
 		s := NewSecretCerts(client, opts.Namespace, opts.SecretName, opts.CertPolicy(), clk)
 		certs, onChange = s, &s.OnChange
 	}
+	var auth *ClientAuth
+	if opts.ClientCAFile != "" {
+		auth = &ClientAuth{CAFile: opts.ClientCAFile, Names: opts.ClientNames}
+	}
 	c := &Component{
 		Server: NewServer(ServerOptions{BindAddress: net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)), Clock: clk,
-			ShutdownDelay: opts.ShutdownDelay}, certs, metrics),
+			ShutdownDelay: opts.ShutdownDelay, ClientAuth: auth}, certs, metrics),
 		certs: certs,
 	}
 	c.Injector = NewCABundleInjector(client, certs.CABundle, refs...)

@@ -81,7 +81,25 @@ type ServerOptions struct {
 	// to a terminating replica until it has seen its endpoint go, and with
 	// failurePolicy Fail a refused connection rejects the object.
 	ShutdownDelay time.Duration
+	// ClientAuth, when set, admits only callers presenting a client
+	// certificate it accepts (the API server); nil admits any caller that
+	// reaches the port.
+	ClientAuth *ClientAuth
+	// ReadTimeout, WriteTimeout and IdleTimeout override the defaults
+	// below (tests).
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 }
+
+// Server timeouts. The API server waits at most 30 s for a webhook
+// (timeoutSeconds ≤ 30), so no legitimate request needs longer; the bounds
+// keep a caller that sends or reads slowly from holding connections and
+// goroutines forever.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second // the whole request, body included
+	writeTimeout      = 40 * time.Second // from the end of the headers to the end of the answer
+	idleTimeout       = 90 * time.Second // a kept-alive connection between requests (the API server reuses them)
+)
 
 // Server is an AdmissionReview v1 server: one Handler per path.
 type Server struct {
@@ -101,6 +119,14 @@ type Server struct {
 func NewServer(opts ServerOptions, certs CertSource, metrics *Metrics) *Server {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&opts.ReadTimeout, readTimeout}, {&opts.WriteTimeout, writeTimeout}, {&opts.IdleTimeout, idleTimeout}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
 	}
 	if metrics == nil {
 		metrics, _ = NewMetrics(nil)
@@ -167,13 +193,24 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	logger := klog.FromContext(ctx).WithValues("server", "webhook")
+	if a := s.opts.ClientAuth; a != nil {
+		if err := a.Load(); err != nil {
+			return err
+		}
+		logger.Info("Admission webhook callers must present a client certificate", "clientCA", a.CAFile, "names", a.Names)
+	} else {
+		logger.Info("Admission webhook callers are not authenticated (no --webhook-client-ca): anyone reaching the port can send reviews")
+	}
 	srv := &http.Server{
 		Handler:           s.mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{
-			MinVersion:     tls.VersionTLS12,
-			GetCertificate: s.certs.GetCertificate,
-		},
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       s.opts.ReadTimeout,
+		WriteTimeout:      s.opts.WriteTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		TLSConfig:         tlsConfig(s.certs, s.opts.ClientAuth),
+		// A refused handshake is an expected event (a forged review), not
+		// server noise: logged at V(2) through klog.
+		ErrorLog: newHTTPErrorLog(logger),
 		// Requests in flight during the drain finish with their own context.
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
