@@ -92,3 +92,28 @@ func normalizeImage(ref string) string {
 	}
 	return out
 }
+
+// MarkReady reports whether InPlaceUpdateReady should be set True on pod
+// (Refresh does): the pod has the gate, no grace period is pending, and
+//   - state records an update that has completed (UpdateCompleted); or
+//   - there is no state while the condition exists and is not True: the
+//     gate was turned False for an update whose pod write never landed (a
+//     crash or a lost Lease between the two writes, a write an admission
+//     webhook rejected). Nothing will ever complete it, so without this the
+//     pod would stay out of Service endpoints, and count against
+//     maxUnavailable and PodUnavailableBudgets, for good. A rollout still
+//     pending starts the update afresh, turning the gate False again.
+//
+// As in OpenKruise's refresh, whatever reason the False condition carries
+// does not matter: the gate is ours. A missing condition is left to the
+// workload's first write of a new pod's gates (it waits for scheduling).
+func MarkReady(pod *corev1.Pod, state *pub.InPlaceUpdateState) bool {
+	if !HasReadinessGate(pod) || inGrace(pod) {
+		return false
+	}
+	if state == nil {
+		c := Condition(pod)
+		return c != nil && c.Status != corev1.ConditionTrue
+	}
+	return UpdateCompleted(pod, state)
+}

@@ -93,3 +93,68 @@ func TestNormalizeImage(t *testing.T) {
 	assert.False(t, sameImage("", ""), "empty images never match")
 	assert.False(t, sameImage("nginx:1.25", "nginx:1.26"))
 }
+
+// TestMarkReady: when Refresh sets InPlaceUpdateReady True. The rows
+// without a state are the gate an update turned False whose pod write never
+// landed (issue 26 item 4): a crash or lost Lease between the two writes, or
+// a rejected write, leaves no state annotation behind.
+func TestMarkReady(t *testing.T) {
+	completed := func() *pub.InPlaceUpdateState {
+		return &pub.InPlaceUpdateState{Revision: "rev-2", LastContainerStatuses: map[string]pub.InPlaceUpdateContainerStatus{"main": {ImageID: "id-1"}}}
+	}
+	pending := func() *pub.InPlaceUpdateState {
+		s := completed()
+		s.NextContainerImages = map[string]string{"logs": "logs:v2"}
+		return s
+	}
+	running := func() *pub.InPlaceUpdateState {
+		s := completed()
+		s.LastContainerStatuses["main"] = pub.InPlaceUpdateContainerStatus{ImageID: "id-0"} // the kubelet still reports id-0
+		return s
+	}
+	specV2 := func(p *corev1.Pod) { p.Spec.Containers[0].Image = "main:v2" }
+	pod := func(gate bool, cond corev1.ConditionStatus, mutate ...func(*corev1.Pod)) *corev1.Pod {
+		p := simplePod([2]string{"main", ""}, [2]string{"logs", ""})
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{
+			{Name: "main", Image: "main:v1", ImageID: "id-0"}, {Name: "logs", Image: "logs:v1", ImageID: "id-logs"},
+		}
+		if gate {
+			p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}
+		}
+		if cond != "" {
+			p.Status.Conditions = []corev1.PodCondition{{Type: pub.InPlaceUpdateReady, Status: cond, Reason: ReasonStartInPlaceUpdate}}
+		}
+		for _, m := range mutate {
+			m(p)
+		}
+		return p
+	}
+	inGrace := func(p *corev1.Pod) { p.Annotations = map[string]string{pub.InPlaceUpdateGraceKey: "{}"} }
+	tests := []struct {
+		name  string
+		pod   *corev1.Pod
+		state *pub.InPlaceUpdateState
+		want  bool
+	}{
+		{"no state, False: the pod write never landed", pod(true, corev1.ConditionFalse), nil, true},
+		{"no state, Unknown: not ours to leave so", pod(true, corev1.ConditionUnknown), nil, true},
+		{"no state, True: nothing to do", pod(true, corev1.ConditionTrue), nil, false},
+		{"no state, no condition: the first gate write's job", pod(true, ""), nil, false},
+		{"no gate", pod(false, corev1.ConditionFalse), nil, false},
+		{"no state but a grace period parked", pod(true, corev1.ConditionFalse, inGrace), nil, false},
+		{"update completed", pod(true, corev1.ConditionFalse), completed(), true},
+		{"update completed, already True", pod(true, corev1.ConditionTrue), completed(), true},
+		{"stale state of an earlier update, False: the new write never landed", pod(true, corev1.ConditionFalse), completed(), true},
+		{"containers still restarting", pod(true, corev1.ConditionFalse, specV2), running(), false},
+		{"next batch pending", pod(true, corev1.ConditionFalse), pending(), false},
+		{"grace period running", pod(true, corev1.ConditionFalse, inGrace), completed(), false},
+		{"completed, no gate", pod(false, corev1.ConditionFalse), completed(), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tt.pod.DeepCopy()
+			assert.Equal(t, tt.want, MarkReady(tt.pod, tt.state))
+			assert.Equal(t, before, tt.pod, "pod modified")
+		})
+	}
+}

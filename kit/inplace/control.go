@@ -8,8 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
@@ -67,6 +69,14 @@ type UpdateRequest struct {
 // pod itself is updated: the first batch of images and metadata (or, with a
 // grace period, only the grace annotation), the in-place update state
 // annotation, req.Labels and req.Annotations. It returns the pod as written.
+//
+// Before the status write, the pod write is sent as a dry run: when the API
+// server's admission (a webhook, a ValidatingAdmissionPolicy, a quota)
+// rejects it, Update returns the rejection having written nothing, so the
+// pod stays Ready and in service at its revision; the caller's retries then
+// back off instead of flipping the pod NotReady at every attempt. A pod left
+// NotReady anyway (a crash or a lost Lease between the two writes, a
+// rejection the dry run did not see) is healed by Refresh.
 func (c *Control) Update(ctx context.Context, pod *corev1.Pod, req UpdateRequest) (*corev1.Pod, error) {
 	cur := pod
 	var out *corev1.Pod
@@ -77,15 +87,28 @@ func (c *Control) Update(ctx context.Context, pod *corev1.Pod, req UpdateRequest
 				return err
 			}
 		}
-		if cur, err = c.writeStartConditions(ctx, cur); err != nil {
-			if apierrors.IsConflict(err) {
-				cur = nil
-			}
-			return err
-		}
 		next, err := c.updatedPod(cur, req)
 		if err != nil {
 			return err
+		}
+		if conds := c.startConditions(cur); conds != nil {
+			if err := c.dryRun(ctx, cur, next); err != nil {
+				if apierrors.IsConflict(err) {
+					cur = nil
+				}
+				return err
+			}
+			st := cur.DeepCopy()
+			st.Status.Conditions = conds
+			if cur, err = controller.PatchPod(ctx, c.client, cur, st, "status"); err != nil {
+				if apierrors.IsConflict(err) {
+					cur = nil
+				}
+				return err
+			}
+			if next, err = c.updatedPod(cur, req); err != nil { // on the resourceVersion just written
+				return err
+			}
 		}
 		out, err = controller.PatchPod(ctx, c.client, cur, next)
 		if apierrors.IsConflict(err) {
@@ -99,21 +122,33 @@ func (c *Control) Update(ctx context.Context, pod *corev1.Pod, req UpdateRequest
 	return out, nil
 }
 
-// writeStartConditions writes InPlaceUpdateReady=False (+ Ready) unless the
-// pod has no gate or already shows it.
-func (c *Control) writeStartConditions(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+// startConditions returns the pod's conditions with InPlaceUpdateReady=False
+// and Ready recomputed, or nil when the pod has no gate or already shows it.
+func (c *Control) startConditions(pod *corev1.Pod) []corev1.PodCondition {
 	if !HasReadinessGate(pod) {
-		return pod, nil
+		return nil
 	}
 	now := c.clock.Now()
 	conds, changed := StartConditions(pod, now)
 	if !changed {
-		return pod, nil
+		return nil
 	}
 	_, conds = podreadiness.RecomputeReady(pod, conds, now)
-	cp := pod.DeepCopy()
-	cp.Status.Conditions = conds
-	return controller.PatchPod(ctx, c.client, pod, cp, "status")
+	return conds
+}
+
+// dryRun sends the pod write next as a dry run (admission runs, nothing is
+// stored).
+func (c *Control) dryRun(ctx context.Context, pod, next *corev1.Pod) error {
+	patch, err := controller.PodPatch(pod, next)
+	if err != nil || patch == nil {
+		return err
+	}
+	_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("the API server refuses the pod write (dry run; the pod is left in service): %w", err)
+	}
+	return err
 }
 
 // updatedPod is pod after the metadata, state and first batch of req.
@@ -181,7 +216,11 @@ type RefreshResult struct {
 //     revision, so dropping the spec because the target moved on would
 //     leave a pod labelled with a revision whose images it never got);
 //   - a finished batch whose containers are Ready: the next batch is applied;
-//   - a finished update: InPlaceUpdateReady=True and Ready recomputed.
+//   - no update in flight (MarkReady: a finished update, or a gate left
+//     False by an update whose pod write never landed):
+//     InPlaceUpdateReady=True and Ready recomputed. The write carries the
+//     pod's resourceVersion and is not retried on conflict: it holds only
+//     for the version judged.
 func (c *Control) Refresh(ctx context.Context, pod *corev1.Pod) (RefreshResult, error) {
 	now := c.clock.Now()
 	state, err := DecodeState(pod)
@@ -191,31 +230,34 @@ func (c *Control) Refresh(ctx context.Context, pod *corev1.Pod) (RefreshResult, 
 	if raw, ok := pub.GetInPlaceUpdateGrace(pod); ok {
 		return c.finishGrace(ctx, pod, state, raw, now)
 	}
-	if state == nil {
+	if state != nil {
+		if st, batch, ok := NextBatch(pod, state, now); ok {
+			next, err := ApplyToPod(pod, batch, &st)
+			if err != nil {
+				return RefreshResult{Pod: pod}, err
+			}
+			return c.writePod(ctx, pod, next)
+		}
+	}
+	if !MarkReady(pod, state) {
 		return RefreshResult{Pod: pod}, nil
 	}
-	if st, batch, ok := NextBatch(pod, state, now); ok {
-		next, err := ApplyToPod(pod, batch, &st)
-		if err != nil {
-			return RefreshResult{Pod: pod}, err
-		}
-		return c.writePod(ctx, pod, next)
+	conds, changed := CompletedConditions(pod, now)
+	if !changed {
+		return RefreshResult{Pod: pod}, nil
 	}
-	if HasReadinessGate(pod) && UpdateCompleted(pod, state) {
-		conds, changed := CompletedConditions(pod, now)
-		if !changed {
-			return RefreshResult{Pod: pod}, nil
-		}
-		_, conds = podreadiness.RecomputeReady(pod, conds, now)
-		cp := pod.DeepCopy()
-		cp.Status.Conditions = conds
-		out, err := controller.PatchPod(ctx, c.client, pod, cp, "status")
-		if err != nil {
-			return RefreshResult{Pod: pod}, fmt.Errorf("mark pod %s/%s InPlaceUpdateReady: %w", pod.Namespace, pod.Name, err)
-		}
-		return RefreshResult{Pod: out, Written: true}, nil
+	_, conds = podreadiness.RecomputeReady(pod, conds, now)
+	cp := pod.DeepCopy()
+	cp.Status.Conditions = conds
+	out, err := controller.PatchPod(ctx, c.client, pod, cp, "status")
+	if err != nil {
+		return RefreshResult{Pod: pod}, fmt.Errorf("mark pod %s/%s InPlaceUpdateReady: %w", pod.Namespace, pod.Name, err)
 	}
-	return RefreshResult{Pod: pod}, nil
+	if state == nil {
+		klog.FromContext(ctx).Info("InPlaceUpdateReady was False with no in-place update in flight; set it True again",
+			"pod", klog.KObj(pod), "reason", Condition(pod).Reason)
+	}
+	return RefreshResult{Pod: out, Written: true}, nil
 }
 
 func (c *Control) finishGrace(ctx context.Context, pod *corev1.Pod, state *pub.InPlaceUpdateState, raw string, now time.Time) (RefreshResult, error) {

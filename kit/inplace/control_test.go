@@ -3,6 +3,7 @@ package inplace
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -54,10 +55,48 @@ func ctlPod() *corev1.Pod {
 	}
 }
 
+// newClient is a fake clientset holding objs whose pod patches honour
+// dryRun (the fake's tracker would store them): the patched pod is returned,
+// nothing is stored.
+func newClient(objs ...runtime.Object) *fake.Clientset {
+	c := fake.NewClientset(objs...)
+	c.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		pa := a.(k8stesting.PatchAction)
+		if !isDryRun(a) {
+			return false, nil, nil
+		}
+		obj, err := c.Tracker().Get(a.GetResource(), a.GetNamespace(), pa.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		doc, err := json.Marshal(obj)
+		if err != nil {
+			return true, nil, err
+		}
+		if doc, err = strategicpatch.StrategicMergePatch(doc, pa.GetPatch(), corev1.Pod{}); err != nil {
+			return true, nil, err
+		}
+		var out corev1.Pod
+		return true, &out, json.Unmarshal(doc, &out)
+	})
+	return c
+}
+
+func isDryRun(a k8stesting.Action) bool {
+	pa, ok := a.(k8stesting.PatchActionImpl)
+	return ok && len(pa.PatchOptions.DryRun) > 0
+}
+
+// ctlVerbs lists the client's actions as verb/subresource, a dry run as
+// dryrun-patch/.
 func ctlVerbs(c *fake.Clientset) []string {
 	var out []string
 	for _, a := range c.Actions() {
-		out = append(out, a.GetVerb()+"/"+a.GetSubresource())
+		v := a.GetVerb()
+		if isDryRun(a) {
+			v = "dryrun-" + v
+		}
+		out = append(out, v+"/"+a.GetSubresource())
 	}
 	return out
 }
@@ -70,7 +109,7 @@ func written(t *testing.T, c *fake.Clientset, initial *corev1.Pod, i int) *corev
 	doc, err := json.Marshal(initial)
 	require.NoError(t, err)
 	for _, a := range c.Actions()[:i+1] {
-		if p, ok := a.(k8stesting.PatchAction); ok {
+		if p, ok := a.(k8stesting.PatchAction); ok && !isDryRun(a) {
 			doc, err = strategicpatch.StrategicMergePatch(doc, p.GetPatch(), corev1.Pod{})
 			require.NoError(t, err)
 		}
@@ -80,6 +119,31 @@ func written(t *testing.T, c *fake.Clientset, initial *corev1.Pod, i int) *corev
 	var out corev1.Pod
 	require.NoError(t, json.Unmarshal(doc, &out))
 	return &out
+}
+
+// dryRunPod is initial with the patch of action a applied.
+func dryRunPod(t *testing.T, initial *corev1.Pod, a k8stesting.Action) *corev1.Pod {
+	t.Helper()
+	require.True(t, isDryRun(a), "action %s is not a dry run", a.GetVerb())
+	doc, err := json.Marshal(initial)
+	require.NoError(t, err)
+	doc, err = strategicpatch.StrategicMergePatch(doc, a.(k8stesting.PatchAction).GetPatch(), corev1.Pod{})
+	require.NoError(t, err)
+	var out corev1.Pod
+	require.NoError(t, json.Unmarshal(doc, &out))
+	return &out
+}
+
+// patchedResourceVersion is the resourceVersion precondition of patch action a.
+func patchedResourceVersion(t *testing.T, a k8stesting.Action) string {
+	t.Helper()
+	var patch struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	require.NoError(t, json.Unmarshal(a.(k8stesting.PatchAction).GetPatch(), &patch))
+	return patch.Metadata.ResourceVersion
 }
 
 func stored(t *testing.T, c *fake.Clientset) *corev1.Pod {
@@ -157,17 +221,24 @@ func TestControlUpdate(t *testing.T) {
 	ctx := context.Background()
 	cached := ctlPod()
 	before := cached.DeepCopy()
-	client := fake.NewClientset(cached.DeepCopy())
+	client := newClient(cached.DeepCopy())
 	ctl := NewControl(client, clocktesting.NewFakeClock(t0))
 
 	out, err := ctl.Update(ctx, cached, updateReq(0))
 	require.NoError(t, err)
 	assert.Equal(t, before, cached, "cached pod modified")
-	require.Equal(t, []string{"patch/status", "patch/"}, ctlVerbs(client))
+	require.Equal(t, []string{"dryrun-patch/", "patch/status", "patch/"}, ctlVerbs(client))
+
+	// 0. The pod write as a dry run, before the pod leaves service: the same
+	// change on the cached resourceVersion.
+	dry := dryRunPod(t, before, client.Actions()[0])
+	assert.Equal(t, "5", patchedResourceVersion(t, client.Actions()[0]))
+	assert.Equal(t, "nginx:1.28", image(dry, "main"))
+	assert.Equal(t, ctlNewRev, decodeState(t, dry).Revision)
 
 	// 1. The status write: InPlaceUpdateReady=False and Ready recomputed, the
 	// containers not yet touched.
-	st := written(t, client, before, 0)
+	st := written(t, client, before, 1)
 	assert.Equal(t, "nginx:1.27", image(st, "main"))
 	ipr := podCondition(st, pub.InPlaceUpdateReady)
 	require.NotNil(t, ipr)
@@ -179,7 +250,10 @@ func TestControlUpdate(t *testing.T) {
 	assertTime(t, t0, ready.LastTransitionTime, "lastTransitionTime")
 
 	// 2. The pod write: image, labels, annotations, state, Mutate.
-	p := written(t, client, before, 1)
+	p := written(t, client, before, 2)
+	assert.Equal(t, dry.Spec, p.Spec, "what the dry run asked")
+	assert.Equal(t, dry.Labels, p.Labels)
+	assert.Equal(t, dry.Annotations, p.Annotations)
 	assert.Equal(t, "nginx:1.28", image(p, "main"))
 	assert.Equal(t, "fluent-bit:3.0", image(p, "log"))
 	assert.Equal(t, ctlNewRev, p.Labels[pub.ControllerRevisionHashLabelKey])
@@ -204,7 +278,7 @@ func TestControlUpdateWithoutGate(t *testing.T) {
 	cached := ctlPod()
 	cached.Spec.ReadinessGates = nil
 	cached.Status.Conditions = cached.Status.Conditions[:2]
-	client := fake.NewClientset(cached.DeepCopy())
+	client := newClient(cached.DeepCopy())
 	_, err := NewControl(client, clocktesting.NewFakeClock(t0)).Update(context.Background(), cached, updateReq(0))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"patch/"}, ctlVerbs(client), "no InPlaceUpdateReady condition without the gate")
@@ -216,10 +290,10 @@ func TestControlUpdateWithoutGate(t *testing.T) {
 
 func TestControlUpdateRetriesOnConflict(t *testing.T) {
 	cached := ctlPod()
-	client := fake.NewClientset(cached.DeepCopy())
+	client := newClient(cached.DeepCopy())
 	conflicts := 0
 	client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() == "" && conflicts == 0 {
+		if a.GetSubresource() == "" && !isDryRun(a) && conflicts == 0 {
 			conflicts++
 			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web-abcde", nil)
 		}
@@ -227,21 +301,22 @@ func TestControlUpdateRetriesOnConflict(t *testing.T) {
 	})
 	_, err := NewControl(client, clocktesting.NewFakeClock(t0)).Update(context.Background(), cached, updateReq(0))
 	require.NoError(t, err)
-	// The re-read pod already shows InPlaceUpdateReady=False: no second status write.
-	assert.Equal(t, []string{"patch/status", "patch/", "get/", "patch/"}, ctlVerbs(client))
+	// The re-read pod already shows InPlaceUpdateReady=False: no second dry
+	// run or status write.
+	assert.Equal(t, []string{"dryrun-patch/", "patch/status", "patch/", "get/", "patch/"}, ctlVerbs(client))
 	assert.Equal(t, "nginx:1.28", image(stored(t, client), "main"))
 }
 
 func TestControlGracePeriod(t *testing.T) {
 	ctx := context.Background()
 	cached := ctlPod()
-	client := fake.NewClientset(cached.DeepCopy())
+	client := newClient(cached.DeepCopy())
 	clk := clocktesting.NewFakeClock(t0)
 	ctl := NewControl(client, clk)
 
 	_, err := ctl.Update(ctx, cached, updateReq(30))
 	require.NoError(t, err)
-	require.Equal(t, []string{"patch/status", "patch/"}, ctlVerbs(client))
+	require.Equal(t, []string{"dryrun-patch/", "patch/status", "patch/"}, ctlVerbs(client))
 
 	p := stored(t, client)
 	assert.Equal(t, "nginx:1.27", image(p, "main"), "containers wait for the grace period")
@@ -290,7 +365,7 @@ func TestControlGracePeriod(t *testing.T) {
 
 func TestControlRefreshMarksReady(t *testing.T) {
 	ctx := context.Background()
-	client := fake.NewClientset(ctlPod())
+	client := newClient(ctlPod())
 	clk := clocktesting.NewFakeClock(t0)
 	ctl := NewControl(client, clk)
 	_, err := ctl.Update(ctx, ctlPod(), updateReq(0))
@@ -363,7 +438,7 @@ func TestControlRefreshGraceFollowsPodLabel(t *testing.T) {
 			v, err := EncodeState(&state)
 			require.NoError(t, err)
 			pod.Annotations = map[string]string{pub.InPlaceUpdateStateKey: v, pub.InPlaceUpdateGraceKey: tc.grace}
-			client := fake.NewClientset(pod.DeepCopy())
+			client := newClient(pod.DeepCopy())
 			ctl := NewControl(client, clocktesting.NewFakeClock(t0.Add(time.Hour))) // grace long over
 
 			res, err := ctl.Refresh(ctx, pod)
@@ -379,10 +454,148 @@ func TestControlRefreshGraceFollowsPodLabel(t *testing.T) {
 }
 
 func TestControlRefreshWithoutUpdate(t *testing.T) {
-	client := fake.NewClientset(ctlPod())
+	client := newClient(ctlPod())
 	res, err := NewControl(client, clocktesting.NewFakeClock(t0)).Refresh(context.Background(), ctlPod())
 	require.NoError(t, err)
 	assert.False(t, res.Written)
 	assert.Zero(t, res.RequeueAfter)
 	assert.Empty(t, client.Actions())
+}
+
+// strandedPod is ctlPod as a controller that crashed (or lost its Lease)
+// between Update's two writes left it: InPlaceUpdateReady and Ready False,
+// no state annotation, the old images.
+func strandedPod() *corev1.Pod {
+	p := ctlPod()
+	for i := range p.Status.Conditions {
+		if c := &p.Status.Conditions[i]; c.Type == pub.InPlaceUpdateReady || c.Type == corev1.PodReady {
+			c.Status, c.LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(t0)
+			if c.Type == pub.InPlaceUpdateReady {
+				c.Reason = ReasonStartInPlaceUpdate
+			}
+		}
+	}
+	return p
+}
+
+// Issue 26 item 4: a pod left InPlaceUpdateReady=False with no update in
+// flight gets the gate (and Ready) back; the write is for the version judged
+// only (a conflict is returned, not retried on a re-read pod).
+func TestControlRefreshHealsStrandedGate(t *testing.T) {
+	ctx := context.Background()
+	client := newClient(strandedPod())
+	ctl := NewControl(client, clocktesting.NewFakeClock(t0.Add(time.Minute)))
+
+	res, err := ctl.Refresh(ctx, strandedPod())
+	require.NoError(t, err)
+	assert.True(t, res.Written)
+	assert.Equal(t, []string{"patch/status"}, ctlVerbs(client))
+	p := stored(t, client)
+	assert.Equal(t, p, res.Pod)
+	ipr := podCondition(p, pub.InPlaceUpdateReady)
+	assert.Equal(t, corev1.ConditionTrue, ipr.Status)
+	assert.Empty(t, ipr.Reason)
+	assertTime(t, t0.Add(time.Minute), ipr.LastTransitionTime, "lastTransitionTime")
+	assert.Equal(t, corev1.ConditionTrue, podCondition(p, corev1.PodReady).Status, "Ready recomputed from the gates")
+	assert.Equal(t, "nginx:1.27", image(p, "main"), "the spec is not touched")
+	assert.NotContains(t, p.Annotations, pub.InPlaceUpdateStateKey)
+
+	// Healed: nothing more to do.
+	client.ClearActions()
+	res, err = ctl.Refresh(ctx, p)
+	require.NoError(t, err)
+	assert.False(t, res.Written)
+	assert.Empty(t, client.Actions())
+
+	// Judged on a stale copy: the conflict is returned, nothing retried.
+	client = newClient(strandedPod())
+	client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web-abcde", nil)
+	})
+	_, err = NewControl(client, clocktesting.NewFakeClock(t0)).Refresh(ctx, strandedPod())
+	assert.True(t, apierrors.IsConflict(err), "%v", err)
+	assert.Equal(t, []string{"patch/status"}, ctlVerbs(client))
+}
+
+// Issue 26 item 4, crash injection at the seam: the pod write after the
+// status write fails (here an API server error; a crash or a lost Lease
+// leaves the same pod). The next Refresh finds the gate False with no update
+// in flight and sets it True; a later Update starts afresh.
+func TestControlUpdateInterruptedThenHealed(t *testing.T) {
+	ctx := context.Background()
+	client := newClient(ctlPod())
+	fail := true
+	client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if fail && a.GetSubresource() == "" && !isDryRun(a) {
+			return true, nil, apierrors.NewInternalError(errors.New("etcdserver: request timed out"))
+		}
+		return false, nil, nil
+	})
+	clk := clocktesting.NewFakeClock(t0)
+	ctl := NewControl(client, clk)
+	_, err := ctl.Update(ctx, ctlPod(), updateReq(0))
+	require.Error(t, err)
+	assert.Equal(t, []string{"dryrun-patch/", "patch/status", "patch/"}, ctlVerbs(client))
+	p := stored(t, client)
+	require.Equal(t, corev1.ConditionFalse, podCondition(p, pub.InPlaceUpdateReady).Status, "stranded between the writes")
+	require.Equal(t, corev1.ConditionFalse, podCondition(p, corev1.PodReady).Status)
+	require.NotContains(t, p.Annotations, pub.InPlaceUpdateStateKey)
+
+	fail = false
+	client.ClearActions()
+	clk.SetTime(t0.Add(time.Second))
+	res, err := ctl.Refresh(ctx, p)
+	require.NoError(t, err)
+	require.True(t, res.Written)
+	p = stored(t, client)
+	assert.Equal(t, corev1.ConditionTrue, podCondition(p, pub.InPlaceUpdateReady).Status)
+	assert.Equal(t, corev1.ConditionTrue, podCondition(p, corev1.PodReady).Status)
+
+	// The rollout still wants the pod: the update starts afresh.
+	client.ClearActions()
+	_, err = ctl.Update(ctx, p, updateReq(0))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"dryrun-patch/", "patch/status", "patch/"}, ctlVerbs(client))
+	p = stored(t, client)
+	assert.Equal(t, "nginx:1.28", image(p, "main"))
+	assert.Equal(t, corev1.ConditionFalse, podCondition(p, pub.InPlaceUpdateReady).Status)
+	assert.Equal(t, ctlNewRev, decodeState(t, p).Revision)
+}
+
+// Issue 26 item 4, rejected write: when admission refuses the pod write
+// (the dry run shows it), Update writes nothing, so the pod stays Ready and
+// in service; the error names the refusal. Other dry-run errors
+// (conflict) re-read the pod.
+func TestControlUpdateRejectedWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	cached := ctlPod()
+	client := newClient(cached.DeepCopy())
+	client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if isDryRun(a) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-abcde",
+				errors.New(`ValidatingAdmissionPolicy 'no-v2' denied request: image nginx:1.28 is not allowed`))
+		}
+		return false, nil, nil
+	})
+	_, err := NewControl(client, clocktesting.NewFakeClock(t0)).Update(ctx, cached, updateReq(0))
+	require.Error(t, err)
+	assert.True(t, apierrors.IsForbidden(err), "the API error is kept: %v", err)
+	assert.Contains(t, err.Error(), "image nginx:1.28 is not allowed")
+	assert.Contains(t, err.Error(), "left in service")
+	assert.Equal(t, []string{"dryrun-patch/"}, ctlVerbs(client), "nothing written")
+	assert.Equal(t, cached, stored(t, client))
+
+	// A conflict on the dry run: the pod is read again and the update goes on.
+	client = newClient(cached.DeepCopy())
+	conflicts := 0
+	client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if isDryRun(a) && conflicts == 0 {
+			conflicts++
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web-abcde", nil)
+		}
+		return false, nil, nil
+	})
+	_, err = NewControl(client, clocktesting.NewFakeClock(t0)).Update(ctx, cached, updateReq(0))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"dryrun-patch/", "get/", "dryrun-patch/", "patch/status", "patch/"}, ctlVerbs(client))
 }

@@ -57,7 +57,7 @@
 //		updated, err := inplace.ApplyToPod(pod, batch, &st)         // also removes the grace annotation
 //	} else if st, batch, ok := inplace.NextBatch(pod, state, now); ok {
 //		updated, err := inplace.ApplyToPod(pod, batch, &st)
-//	} else if inplace.UpdateCompleted(pod, state) && inplace.HasReadinessGate(pod) {
+//	} else if inplace.MarkReady(pod, state) {   // completed, or a gate left False with no update in flight
 //		conds, changed := inplace.CompletedConditions(pod, now)
 //	}
 //
