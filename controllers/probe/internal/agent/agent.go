@@ -40,6 +40,10 @@ type Deps struct {
 	Prober Prober
 	// Exec runs exec probes (the node's CRI runtime); nil reports them Unknown.
 	Exec Execer
+	// MaxConcurrentExecs caps the exec probes running at once on the node
+	// (0: no cap); an attempt that finds no free slot within its timeout is
+	// skipped.
+	MaxConcurrentExecs int
 	// Recorder receives the pod events of result changes (nil: none).
 	Recorder record.EventRecorder
 	// BatchDelay gathers the results changed within it into one status write.
@@ -96,7 +100,7 @@ func New(d Deps) (*Agent, error) {
 		a.clock = clock.RealClock{}
 	}
 	if a.prober == nil {
-		a.prober = NewProber(d.Exec)
+		a.prober = NewProber(limitExecs(d.Exec, d.MaxConcurrentExecs))
 	}
 	if a.retryDelay <= 0 {
 		a.retryDelay = time.Second

@@ -31,7 +31,8 @@ type Target struct {
 }
 
 // Prober runs one probe attempt and returns its result and a message (why it
-// failed).
+// failed). An empty state means the attempt did not run (the node's exec
+// slots stayed busy for the whole timeout) and says nothing about the pod.
 type Prober interface {
 	Probe(ctx context.Context, t Target) (appsv1alpha1.ProbeState, string)
 }
@@ -183,6 +184,9 @@ func execProbe(ctx context.Context, exec Execer, cmd []string, containerID strin
 	_, stderr, err := exec.ExecSync(ctx, containerID, cmd, timeout)
 	if err == nil {
 		return appsv1alpha1.ProbeSucceeded, ""
+	}
+	if errors.Is(err, errExecBusy) {
+		return execProbeSkipped, err.Error()
 	}
 	var exit utilexec.ExitError
 	if errors.As(err, &exit) {

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 )
@@ -140,6 +141,10 @@ func (w *worker) probeOnce(ctx context.Context) {
 	timeout := time.Duration(atLeastOne(spec.TimeoutSeconds)) * time.Second
 	state, msg := w.agent.prober.Probe(ctx, Target{Handler: spec.ProbeHandler, IP: ip, Port: port,
 		ContainerID: runtimeContainerID(cs.ContainerID), Timeout: timeout})
+	if state == execProbeSkipped {
+		klog.FromContext(ctx).V(2).Info("Probe skipped", "pod", klog.KRef(w.key.Namespace, w.key.Pod), "probe", w.key.Probe, "reason", msg)
+		return
+	}
 	if state == appsv1alpha1.ProbeUnknown {
 		w.publish(now, state, msg)
 		return

@@ -29,17 +29,19 @@ type options struct {
 	nodeName   string
 	batchDelay time.Duration
 	criSocket  string
+	maxExecs   int
 }
 
 // Binary describes probe-agent to the kit/app shell.
 func Binary() kitapp.Binary {
-	o := &options{nodeName: os.Getenv("NODE_NAME"), batchDelay: 200 * time.Millisecond}
+	o := &options{nodeName: os.Getenv("NODE_NAME"), batchDelay: 200 * time.Millisecond, maxExecs: agent.DefaultMaxConcurrentExecs}
 	return kitapp.Binary{
 		Name: Name,
 		AddFlags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.nodeName, "node-name", o.nodeName, "The node this agent probes for (default: $NODE_NAME, from the downward API).")
 			fs.DurationVar(&o.batchDelay, "status-batch-delay", o.batchDelay, "Results changed within this delay go into one NodePodProbe status write.")
 			fs.StringVar(&o.criSocket, "cri-socket", o.criSocket, "CRI runtime endpoint for exec probes (e.g. unix:///run/containerd/containerd.sock); empty: exec probes are reported Unknown.")
+			fs.IntVar(&o.maxExecs, "max-concurrent-execs", o.maxExecs, "At most this many exec probes run at once on the node (each is a process in a container); an exec probe that finds no free slot within its timeoutSeconds is skipped, its state unchanged. 0: no limit.")
 			// Every node runs its own agent: no Lease to win. The flag stays so
 			// a test can still turn it on, but the default is off.
 			if f := fs.Lookup("leader-elect"); f != nil {
@@ -87,7 +89,7 @@ func setup(ctx context.Context, env *kitapp.Env, o *options) error {
 	}
 	a, err := agent.New(agent.Deps{
 		NodeName: o.nodeName, Client: client, KubeInformers: kubeInf, Informers: flotInf,
-		Clock: env.Clock, BatchDelay: o.batchDelay, Exec: exec, Recorder: env.EventRecorder(ctx, scheme),
+		Clock: env.Clock, BatchDelay: o.batchDelay, Exec: exec, MaxConcurrentExecs: o.maxExecs, Recorder: env.EventRecorder(ctx, scheme),
 	})
 	if err != nil {
 		return err
