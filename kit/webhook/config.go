@@ -12,9 +12,12 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 )
@@ -231,3 +234,38 @@ func (i *CABundleInjector) Run(ctx context.Context) {
 
 // IsNotFound reports whether err says a configuration does not exist.
 func IsNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// WatchConfig returns an informer factory watching ref's configuration only
+// (list and watch with a metadata.name field selector, which RBAC
+// authorizes by resourceNames) that calls every trigger when it appears or
+// changes: a scope reset by a re-apply of the manifests (kubectl apply
+// --server-side --force-conflicts on an upgrade writes the shipped
+// "false") is restored at once, not at the next resync. Register the
+// factory on every replica (kit/app AddReplicaInformerFactory).
+func WatchConfig(client kubernetes.Interface, ref ConfigRef, triggers ...func()) (informers.SharedInformerFactory, error) {
+	f := informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", ref.Name).String()
+		}))
+	var inf cache.SharedIndexInformer
+	switch ref.Kind {
+	case Mutating:
+		inf = f.Admissionregistration().V1().MutatingWebhookConfigurations().Informer()
+	case Validating:
+		inf = f.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer()
+	default:
+		return nil, fmt.Errorf("unknown webhook configuration kind %q", ref.Kind)
+	}
+	fire := func() {
+		for _, t := range triggers {
+			t()
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { fire() },
+		UpdateFunc: func(any, any) { fire() },
+	}); err != nil {
+		return nil, fmt.Errorf("watch %s: %w", ref, err)
+	}
+	return f, nil
+}

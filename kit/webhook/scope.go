@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+
+	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 )
 
 // Scope is what a controller computes, from the objects that exist, for one
@@ -57,18 +59,176 @@ func ApplyScope(webhook string, s Scope) EditFunc {
 	}
 }
 
+// WidenScope edits the entry named webhook so that the API server calls it
+// at least wherever s says, never less than it does now: each of s's
+// conditions the entry carries becomes the disjunction of both (its
+// current disjuncts plus s's, s's own expression when that already holds
+// every current disjunct); one the entry lacks is added only while the
+// entry is never called anyway (some condition "false", e.g. as shipped),
+// since a missing condition is "true". Selectors are left alone. What a
+// non-leader replica writes: a new object is served as soon as any replica
+// has seen it, and only the leader narrows.
+func WidenScope(webhook string, s Scope) EditFunc {
+	return func(w Webhook) {
+		if w.Name != webhook {
+			return
+		}
+		never := slices.ContainsFunc(*w.MatchConditions, func(c admissionregistrationv1.MatchCondition) bool {
+			return strings.TrimSpace(c.Expression) == Never
+		})
+		for _, want := range s.MatchConditions {
+			i := slices.IndexFunc(*w.MatchConditions, func(c admissionregistrationv1.MatchCondition) bool { return c.Name == want.Name })
+			if i < 0 {
+				if never {
+					*w.MatchConditions = append(*w.MatchConditions, want)
+				}
+				continue
+			}
+			if e := Widen((*w.MatchConditions)[i].Expression, want.Expression); e != (*w.MatchConditions)[i].Expression {
+				(*w.MatchConditions)[i].Expression = e
+			}
+		}
+	}
+}
+
+// MaxWidenedLen bounds a widened expression: beyond it the condition
+// becomes "true" (wider, never narrower; the leader narrows it again).
+const MaxWidenedLen = 64 << 10
+
+// Widen returns an expression true wherever cur or want is: cur when it
+// already holds every disjunct of want, want when want holds every
+// disjunct of cur (the leader's canonical form), else the disjunction of
+// both's disjuncts.
+func Widen(cur, want string) string {
+	c, w := strings.TrimSpace(cur), strings.TrimSpace(want)
+	switch {
+	case c == Always || w == Never:
+		return cur
+	case c == Never || w == Always:
+		return want
+	}
+	cd, wd := Disjuncts(c), Disjuncts(w)
+	switch {
+	case subset(wd, cd):
+		return cur
+	case subset(cd, wd):
+		return want
+	}
+	out := AnyOf(append(cd, wd...)...)
+	if len(out) > MaxWidenedLen {
+		return Always
+	}
+	return out
+}
+
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// Disjuncts splits a CEL expression at its top-level "||" (outside
+// parentheses, brackets, braces and string literals), each part without
+// enclosing parentheses: the terms AnyOf joined. An expression with a
+// top-level conditional (?:), which binds looser than ||, is one term.
+func Disjuncts(expr string) []string {
+	var parts []string
+	depth, start := 0, 0
+	var quote byte
+	for i := 0; i < len(expr); i++ {
+		ch := expr[i]
+		if quote != 0 {
+			switch ch {
+			case '\\':
+				i++
+			case quote:
+				quote = 0
+			}
+			continue
+		}
+		switch ch {
+		case '"', '\'':
+			quote = ch
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+		case '?':
+			if depth == 0 {
+				return []string{unparen(expr)}
+			}
+		case '|':
+			if depth == 0 && i+1 < len(expr) && expr[i+1] == '|' {
+				parts = append(parts, unparen(expr[start:i]))
+				start = i + 2
+				i++
+			}
+		}
+	}
+	return append(parts, unparen(expr[start:]))
+}
+
+// unparen trims s and drops parentheses enclosing all of it.
+func unparen(s string) string {
+	for {
+		s = strings.TrimSpace(s)
+		if len(s) < 2 || s[0] != '(' || s[len(s)-1] != ')' || matching(s) != len(s)-1 {
+			return s
+		}
+		s = s[1 : len(s)-1]
+	}
+}
+
+// matching returns the index of the parenthesis closing s[0].
+func matching(s string) int {
+	depth := 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if quote != 0 {
+			switch ch {
+			case '\\':
+				i++
+			case quote:
+				quote = 0
+			}
+			continue
+		}
+		switch ch {
+		case '"', '\'':
+			quote = ch
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
 // ScopeSyncer keeps one webhook entry's scope equal to Compute(): on every
 // Trigger (the controller's event handlers call it when the objects that
-// decide the scope change), at start and every Resync (repairing a
-// configuration re-applied from the manifests). Run it on the leader only:
-// one writer, computing from the leader's caches.
+// decide the scope change; WatchConfig calls it when the configuration
+// changes, e.g. a re-apply of the manifests reset it), at start and every
+// Resync. Run one on the leader (one writer narrows, computing from the
+// leader's caches) and one with WidenOnly on every replica
+// (ReplicaComponent), so that a new object is in scope as soon as any
+// replica has seen it — with no leader too.
 type ScopeSyncer struct {
 	Configs Configurations
 	Ref     ConfigRef
 	Webhook string
 	Compute func() (Scope, error)
 	Resync  time.Duration
-	trigger Trigger
+	// WidenOnly writes with WidenScope instead of ApplyScope.
+	WidenOnly bool
+	trigger   Trigger
 }
 
 // NewScopeSyncer syncs the entry webhook of ref to compute().
@@ -86,13 +246,17 @@ func (s *ScopeSyncer) Sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("compute scope of webhook %s: %w", s.Webhook, err)
 	}
-	wrote, err := s.Configs.Edit(ctx, s.Ref, ApplyScope(s.Webhook, scope))
+	edit := ApplyScope(s.Webhook, scope)
+	if s.WidenOnly {
+		edit = WidenScope(s.Webhook, scope)
+	}
+	wrote, err := s.Configs.Edit(ctx, s.Ref, edit)
 	if err != nil {
 		return err
 	}
 	if wrote {
 		klog.FromContext(ctx).Info("Updated the webhook's scope", "configuration", s.Ref.String(), "webhook", s.Webhook,
-			"matchConditions", scope.MatchConditions)
+			"widenOnly", s.WidenOnly, "matchConditions", scope.MatchConditions)
 	}
 	return nil
 }
@@ -104,7 +268,19 @@ func (s *ScopeSyncer) Run(ctx context.Context, _ int) error {
 }
 
 // Name is the controller name for kit/app.
-func (s *ScopeSyncer) Name() string { return "webhook-scope-" + s.Webhook }
+func (s *ScopeSyncer) Name() string {
+	if s.WidenOnly {
+		return "webhook-scope-widen-" + s.Webhook
+	}
+	return "webhook-scope-" + s.Webhook
+}
+
+// ReplicaComponent runs the syncer on every replica (kit/app); it never
+// gates readiness.
+func (s *ScopeSyncer) ReplicaComponent() kitapp.ReplicaComponent {
+	return kitapp.ReplicaComponent{Name: s.Name(), Run: func(ctx context.Context) error { return s.Run(ctx, 1) },
+		Ready: nil}
+}
 
 // CEL expressions for match conditions. The API server evaluates them with
 // variables object, oldObject (null on CREATE / DELETE respectively) and
