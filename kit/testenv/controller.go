@@ -56,12 +56,15 @@ func StartController(t testing.TB, c Controller, workers int, factories ...Infor
 	return stop
 }
 
-// EventRecorder returns a recorder that writes Events into namespace ns as
-// component, for objects of the types in scheme; its broadcaster stops when
-// the test ends.
-func EventRecorder(t testing.TB, kube kubernetes.Interface, ns, component string, scheme *runtime.Scheme) record.EventRecorder {
+// EventRecorder returns a recorder that writes Events as component, for
+// objects of the types in scheme, each in its object's namespace (events of
+// cluster-scoped objects in "default", as in the binaries); its broadcaster
+// stops when the test ends. The unnamed string (a namespace once) is ignored:
+// a sink bound to one namespace refuses every cluster-scoped object's event,
+// and the broadcaster's retries of those, ten seconds apart, hold up all others.
+func EventRecorder(t testing.TB, kube kubernetes.Interface, _, component string, scheme *runtime.Scheme) record.EventRecorder {
 	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events(ns)})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	t.Cleanup(broadcaster.Shutdown)
 	return broadcaster.NewRecorder(scheme, corev1.EventSource{Component: component})
 }

@@ -63,6 +63,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	for _, pod := range p.notUpgradable {
 		errs = append(errs, c.setUpgradable(ctx, set, pod, false))
 	}
+	c.reportUnreadable(set, p)
 	patchAllowed := c.patchAllowed(ctx, set)
 	upgraded := map[types.UID]bool{}
 	for _, pod := range p.upgrade {
@@ -87,12 +88,40 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	// upgraded above got their verdict with the upgrade (and the cache
 	// still shows them before it).
 	for _, pod := range pods {
-		if !upgraded[pod.UID] && sidecarcontrol.RecordedNotUpgradable(pod, set.Name) && sidecarcontrol.InPlaceUpgradable(pod, set) {
+		if !upgraded[pod.UID] && sidecarcontrol.RecordedNotUpgradable(pod, set.Name) && sidecarcontrol.InPlaceUpgradable(pod, set) &&
+			sidecarcontrol.CorruptAnnotation(pod) == nil {
 			errs = append(errs, c.setUpgradable(ctx, set, pod, true))
 		}
 	}
 	return errors.Join(errs...)
 }
+
+// reportUnreadable makes what the plan could not read visible: an update
+// strategy that does not parse (nothing is upgraded), and pods whose upgrade
+// annotations are corrupt (left alone). Both are Warning events: on the
+// SidecarSet, and on each such pod (at most maxPodEvents per sync, bounding
+// the writes). OpenKruise's SidecarSet status has no conditions, and the
+// pods' SidecarSetUpgradable condition means "cannot change in place", which
+// is not what was seen, so neither is written.
+func (c *Controller) reportUnreadable(set *appsv1alpha1.SidecarSet, p plan) {
+	if p.invalid != nil {
+		c.recorder.Eventf(set, corev1.EventTypeWarning, "InvalidUpdateStrategy", "not upgrading any pod: %v", p.invalid)
+	}
+	if len(p.corrupt) == 0 {
+		return
+	}
+	first := p.corrupt[0]
+	c.recorder.Eventf(set, corev1.EventTypeWarning, "CorruptPodAnnotation",
+		"%d pod(s) left alone, their sidecar upgrade state unreadable; first %s/%s: %v",
+		len(p.corrupt), first.pod.Namespace, first.pod.Name, first.err)
+	for _, cp := range p.corrupt[:min(len(p.corrupt), maxPodEvents)] {
+		c.recorder.Eventf(cp.pod, corev1.EventTypeWarning, "CorruptPodAnnotation",
+			"sidecarset %s does not upgrade this pod: %v (remove the annotation to let the controller start over)", set.Name, cp.err)
+	}
+}
+
+// maxPodEvents bounds the per-pod events one sync records.
+const maxPodEvents = 10
 
 // matchedPods are the pods the SidecarSet injected that still carry all its
 // containers and still match its namespace, namespaceSelector and selector.

@@ -10,14 +10,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
+	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/sidecarcontrol"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
@@ -114,4 +117,54 @@ func TestSyncUpgradesOnceUntilCacheCatchesUp(t *testing.T) {
 	f.client.ClearActions()
 	require.NoError(t, f.c.sync(context.Background(), "s"))
 	assert.Empty(t, writes(f.kube.Actions(), "pods"), "no second write from a stale cache")
+}
+
+// Issue 26 item 13: what the plan cannot read is reported, not dropped: a
+// Warning on the SidecarSet (with the count and the first pod) and one on
+// each such pod; an unreadable maxUnavailable upgrades nothing and says why.
+func TestSyncReportsUnreadable(t *testing.T) {
+	v1, v2 := testSet("side:1"), testSet("side:2")
+	v2.UID, v2.Generation = "uid-s", 2
+	var pods []*corev1.Pod
+	for i := range 2 {
+		p := injectedPod(t, fmt.Sprintf("p%d", i), v1, nil)
+		p.UID, p.ResourceVersion = types.UID("uid-"+p.Name), "1"
+		pods = append(pods, p)
+	}
+	pods[0].Annotations[sidecarcontrol.WorkingHotUpgradeContainer] = "not json"
+	f := newFixture(t, v2, pods)
+	require.NoError(t, f.c.sync(context.Background(), "s"))
+	events := drain(f.c.recorder.(*record.FakeRecorder))
+	assert.Contains(t, events, "Warning CorruptPodAnnotation 1 pod(s) left alone, their sidecar upgrade state unreadable; first ns/p0: annotation "+
+		sidecarcontrol.WorkingHotUpgradeContainer+": invalid character 'o' in literal null (expecting 'u')")
+	assert.Contains(t, events, "Warning CorruptPodAnnotation sidecarset s does not upgrade this pod: annotation "+
+		sidecarcontrol.WorkingHotUpgradeContainer+": invalid character 'o' in literal null (expecting 'u') (remove the annotation to let the controller start over)")
+	for _, w := range writes(f.kube.Actions(), "pods") {
+		if u, ok := w.(k8stesting.UpdateAction); ok {
+			assert.NotEqual(t, "p0", u.GetObject().(*corev1.Pod).Name, "the unreadable pod is not upgraded")
+		}
+	}
+
+	bad := v2.DeepCopy()
+	bad.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("half"))
+	f = newFixture(t, bad, pods[1:])
+	require.NoError(t, f.c.sync(context.Background(), "s"))
+	assert.Contains(t, drain(f.c.recorder.(*record.FakeRecorder)),
+		"Warning InvalidUpdateStrategy not upgrading any pod: spec.updateStrategy.maxUnavailable: invalid value for IntOrString: invalid type: string is not a percentage")
+	for _, w := range writes(f.kube.Actions(), "pods") {
+		_, isUpdate := w.(k8stesting.UpdateAction)
+		assert.False(t, isUpdate, "no upgrade under an unreadable maxUnavailable")
+	}
+}
+
+func drain(r *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,17 @@ type plan struct {
 	upgrade []*corev1.Pod
 	// notUpgradable: pods behind the latest version in more than images.
 	notUpgradable []*corev1.Pod
+	// corrupt: pods with an annotation the upgrade reads that does not
+	// decode; they are neither flipped nor upgraded, and count as unavailable.
+	corrupt []corruptPod
+	// invalid: the update strategy cannot be read (a value stored before the
+	// schema rejected it); nothing is upgraded.
+	invalid error
+}
+
+type corruptPod struct {
+	pod *corev1.Pod
+	err error
 }
 
 // planUpgrade decides, from the cache alone, which pods to flip or upgrade
@@ -41,7 +53,17 @@ func planUpgrade(set *appsv1alpha1.SidecarSet, pods []*corev1.Pod, now time.Time
 	if us.Type == appsv1alpha1.NotUpdateSidecarSetStrategyType || us.Paused || hasNativeSidecar(set) {
 		return p
 	}
+	broken := map[*corev1.Pod]bool{}
 	for _, pod := range pods {
+		if err := sidecarcontrol.CorruptAnnotation(pod); err != nil {
+			p.corrupt = append(p.corrupt, corruptPod{pod, err})
+			broken[pod] = true
+		}
+	}
+	for _, pod := range pods {
+		if broken[pod] {
+			continue
+		}
 		if sidecarcontrol.HotUpgrading(pod, set) && sidecarcontrol.FlipReady(pod, set) {
 			p.flip = append(p.flip, pod)
 		}
@@ -59,7 +81,7 @@ func planUpgrade(set *appsv1alpha1.SidecarSet, pods []*corev1.Pod, now time.Time
 	}
 	var waiting []*corev1.Pod
 	for _, pod := range pods {
-		if sidecarcontrol.IsUpdated(pod, set) || !selected.Matches(labels.Set(pod.Labels)) {
+		if broken[pod] || sidecarcontrol.IsUpdated(pod, set) || !selected.Matches(labels.Set(pod.Labels)) {
 			continue
 		}
 		switch {
@@ -72,16 +94,23 @@ func planUpgrade(set *appsv1alpha1.SidecarSet, pods []*corev1.Pod, now time.Time
 	waiting = podutil.SortForDeletion(waiting, nil, now)
 	waiting = updatesort.Sort(waiting, us.PriorityStrategy, expandScatter(us.ScatterStrategy, pods))
 
-	partition := partitionCount(us.Partition, len(pods))
+	partition, err := partitionCount(us.Partition, len(pods))
+	if err != nil {
+		p.invalid = fmt.Errorf("spec.updateStrategy.partition: %w", err)
+		return p
+	}
+	maxUnavailable := 1
+	if us.MaxUnavailable != nil {
+		if maxUnavailable, err = intstr.GetScaledValueFromIntOrPercent(us.MaxUnavailable, len(pods), true); err != nil {
+			p.invalid = fmt.Errorf("spec.updateStrategy.maxUnavailable: %w", err)
+			return p
+		}
+	}
 	if len(waiting) <= partition {
 		return p
 	}
 	waiting = waiting[:len(waiting)-partition]
 
-	maxUnavailable := 1
-	if us.MaxUnavailable != nil {
-		maxUnavailable, _ = intstr.GetScaledValueFromIntOrPercent(us.MaxUnavailable, len(pods), true)
-	}
 	unavailable := 0
 	for _, pod := range pods {
 		if sidecarcontrol.IsUpdated(pod, set) && !available(pod, set) {
@@ -111,18 +140,18 @@ func available(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
 // partitionCount is OpenKruise's CalculatePartitionReplicas over the
 // matched pods: a percentage rounds up (keeping at least one old pod), but
 // below 100% at least one pod is updated when there are two or more.
-func partitionCount(partition *intstr.IntOrString, total int) int {
+func partitionCount(partition *intstr.IntOrString, total int) (int, error) {
 	if partition == nil {
-		return 0
+		return 0, nil
 	}
 	v, err := intstr.GetScaledValueFromIntOrPercent(partition, total, true)
 	if err != nil {
-		return total // an invalid partition keeps every pod (the schema rejects it anyway)
+		return total, err
 	}
 	if total > 1 && v == total && partition.Type == intstr.String && partition.StrVal != "100%" {
 		v = total - 1
 	}
-	return max(min(v, total), 0)
+	return max(min(v, total), 0), nil
 }
 
 // expandScatter replaces a term with value "*" by one term per distinct

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,8 +93,13 @@ func TestPartitionCount(t *testing.T) {
 		{ptr.To(intstr.FromString("99%")), 1, 1},
 	}
 	for _, tc := range cases {
-		assert.Equal(t, tc.want, partitionCount(tc.p, tc.total), "partition %v of %d", tc.p, tc.total)
+		got, err := partitionCount(tc.p, tc.total)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, got, "partition %v of %d", tc.p, tc.total)
 	}
+	got, err := partitionCount(ptr.To(intstr.FromString("half")), 10)
+	assert.Error(t, err, "an unreadable partition is an error, not a number")
+	assert.Equal(t, 10, got, "and keeps every pod")
 }
 
 func TestPlanUpgrade(t *testing.T) {
@@ -132,6 +138,8 @@ func TestPlanUpgrade(t *testing.T) {
 		wantUpgrade   []string
 		wantNotUpgr   []string
 		wantFlipCount int
+		wantCorrupt   []string
+		wantInvalid   string
 	}{
 		{name: "maxUnavailable defaults to 1", set: v2, pods: pods(3), wantUpgrade: []string{"p0"}},
 		{name: "maxUnavailable 2", set: with(func(s *appsv1alpha1.SidecarSet) {
@@ -190,6 +198,27 @@ func TestPlanUpgrade(t *testing.T) {
 		{name: "more than images changed: not upgradable", set: with(func(s *appsv1alpha1.SidecarSet) {
 			s.Spec.Containers[0].Command = []string{"new"}
 		}), pods: pods(2), wantNotUpgr: []string{"p0", "p1"}},
+		// Issue 26 item 13: what cannot be read is neither guessed nor dropped.
+		{name: "a corrupt in-place state: that pod is left alone and reported", set: v2,
+			pods: pods(3, func(i int, p *corev1.Pod) *corev1.Pod {
+				if i == 0 {
+					p.Annotations[sidecarcontrol.InplaceUpdateStateKey] = "{not json"
+				}
+				return p
+			}), wantUpgrade: []string{"p1"}, wantCorrupt: []string{"p0"}},
+		{name: "a corrupt hash annotation: that pod is left alone and reported", set: v2,
+			pods: pods(3, func(i int, p *corev1.Pod) *corev1.Pod {
+				if i == 1 {
+					p.Annotations[sidecarcontrol.HashAnnotation] = "[]"
+				}
+				return p
+			}), wantUpgrade: []string{"p0"}, wantCorrupt: []string{"p1"}},
+		{name: "an unreadable maxUnavailable upgrades nothing and says why", set: with(func(s *appsv1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("half"))
+		}), pods: pods(3), wantInvalid: "spec.updateStrategy.maxUnavailable"},
+		{name: "an unreadable partition upgrades nothing and says why", set: with(func(s *appsv1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromString("most"))
+		}), pods: pods(3), wantInvalid: "spec.updateStrategy.partition"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -197,6 +226,16 @@ func TestPlanUpgrade(t *testing.T) {
 			assert.Equal(t, tc.wantUpgrade, nilIfEmpty(podNames(p.upgrade)), "upgrade")
 			assert.Equal(t, tc.wantNotUpgr, nilIfEmpty(podNames(p.notUpgradable)), "not upgradable")
 			assert.Len(t, p.flip, tc.wantFlipCount)
+			var corrupt []*corev1.Pod
+			for _, cp := range p.corrupt {
+				corrupt = append(corrupt, cp.pod)
+			}
+			assert.Equal(t, tc.wantCorrupt, nilIfEmpty(podNames(corrupt)), "corrupt")
+			if tc.wantInvalid == "" {
+				assert.NoError(t, p.invalid)
+			} else if assert.Error(t, p.invalid) {
+				assert.Contains(t, p.invalid.Error(), tc.wantInvalid)
+			}
 		})
 	}
 }

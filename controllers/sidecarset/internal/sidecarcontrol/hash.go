@@ -110,7 +110,8 @@ func PodUpgradeSpecs(pod metav1.Object, key string) (map[string]UpgradeSpec, err
 	return out, nil
 }
 
-// PodHash is the hash recorded on pod for the named SidecarSet ("" if none).
+// PodHash is the hash recorded on pod for the named SidecarSet ("" if none,
+// or if the annotation is corrupt: see CorruptAnnotation).
 func PodHash(pod metav1.Object, setName string) string {
 	specs, _ := PodUpgradeSpecs(pod, HashAnnotation)
 	return specs[setName].Hash

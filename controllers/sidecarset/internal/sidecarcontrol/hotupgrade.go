@@ -31,14 +31,22 @@ func VersionAltAnnotation(container string) string {
 
 // WorkingContainers decodes kruise.io/sidecarset-working-hotupgrade-container:
 // sidecar name → the pod container currently doing the work.
+// A corrupt value reads as "nothing recorded" (the -1 container taken as
+// working, the state at injection): the controller never acts on such a pod
+// (CorruptAnnotation), and setWorking overwrites it.
 func WorkingContainers(pod *corev1.Pod) map[string]string {
+	out, _ := decodeWorking(pod)
+	return out
+}
+
+func decodeWorking(pod *corev1.Pod) (map[string]string, error) {
 	out := map[string]string{}
 	if v := pod.Annotations[WorkingHotUpgradeContainer]; v != "" {
-		// A corrupt value reads as "nothing recorded": the -1 container is
-		// then taken as working, the state at injection.
-		_ = json.Unmarshal([]byte(v), &out)
+		if err := json.Unmarshal([]byte(v), &out); err != nil {
+			return map[string]string{}, fmt.Errorf("annotation %s: %w", WorkingHotUpgradeContainer, err)
+		}
 	}
-	return out
+	return out, nil
 }
 
 // HotUpgradeContainers returns the working and the other container of

@@ -37,13 +37,43 @@ func InPlaceUpgradable(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
 }
 
 // States decodes kruise.io/sidecarset-inplace-update-state: SidecarSet name →
-// the in-place state of its last upgrade of pod.
+// the in-place state of its last upgrade of pod. A corrupt value decodes as
+// nothing recorded; callers that must not take that for a fact check
+// CorruptAnnotation first (the controller does, for every pod it plans).
 func States(pod *corev1.Pod) map[string]*appspub.InPlaceUpdateState {
+	out, _ := decodeStates(pod)
+	return out
+}
+
+func decodeStates(pod *corev1.Pod) (map[string]*appspub.InPlaceUpdateState, error) {
 	out := map[string]*appspub.InPlaceUpdateState{}
 	if v := pod.Annotations[InplaceUpdateStateKey]; v != "" {
-		_ = json.Unmarshal([]byte(v), &out)
+		if err := json.Unmarshal([]byte(v), &out); err != nil {
+			return map[string]*appspub.InPlaceUpdateState{}, fmt.Errorf("annotation %s: %w", InplaceUpdateStateKey, err)
+		}
 	}
-	return out
+	return out, nil
+}
+
+// CorruptAnnotation returns an error naming the first annotation of pod that
+// the upgrade logic reads and cannot decode (in-place state, hot-upgrade
+// working containers, the two hashes), or nil. Read as empty, such a pod
+// would look never upgraded (so consistent), or have the wrong twin taken
+// as working (and reset to the empty image): the controller leaves it
+// alone instead and says so.
+func CorruptAnnotation(pod *corev1.Pod) error {
+	if _, err := decodeStates(pod); err != nil {
+		return err
+	}
+	if _, err := decodeWorking(pod); err != nil {
+		return err
+	}
+	for _, key := range []string{HashAnnotation, HashWithoutImageAnnotation} {
+		if _, err := PodUpgradeSpecs(pod, key); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Consistent reports that the kubelet runs what pod's spec asks for in set's
@@ -51,7 +81,11 @@ func States(pod *corev1.Pod) map[string]*appspub.InPlaceUpdateState {
 // other than the one recorded before it (or, for a digest image, that
 // digest). A pod never upgraded is consistent.
 func Consistent(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
-	state := States(pod)[set.Name]
+	states, err := decodeStates(pod)
+	if err != nil {
+		return false // unknown: never claimed consistent
+	}
+	state := states[set.Name]
 	if state == nil {
 		return true
 	}

@@ -275,3 +275,43 @@ func condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
 	}
 	return nil
 }
+
+// Issue 26 item 13: a pod whose sidecar upgrade state annotation does not
+// decode is neither guessed about (read as "never upgraded", it would look
+// consistent and be upgraded at once) nor dropped silently: the controller
+// leaves it alone, says so in Warning events on the SidecarSet (cluster-scoped:
+// its events are in "default") and on the pod, and upgrades the others. Once the annotation is removed, it is upgraded.
+func TestCorruptAnnotationLeavesPodAloneAndReports(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	set := h.createSet(h.newSet("corrupt", sideV1, func(s *appsv1alpha1.SidecarSet) {
+		s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+	}))
+	created := h.createPods("corrupt", 2, nil, nil)
+	h.waitPods("corrupt", "2 ready", allReady(2))
+	bad := created[0].Name
+	h.env.PatchPod(t, h.ns, bad, fmt.Sprintf(`{"metadata":{"annotations":{%q:"{not json"}}}`, sidecarcontrol.InplaceUpdateStateKey))
+
+	h.sets.Modify(set.Name, setImage("side", sideV2))
+	h.waitPods("corrupt", "the readable pod on v2", func(ps []corev1.Pod) bool { return countOn(ps, "side", sideV2) == 1 })
+	warned := func(name, ns string) bool {
+		for _, e := range h.env.Events(t, ns, name) {
+			if e.Type == corev1.EventTypeWarning && e.Reason == "CorruptPodAnnotation" {
+				return true
+			}
+		}
+		return false
+	}
+	testenv.Eventually(t, waitTimeout, func() (bool, error) { return warned(set.Name, "default") && warned(bad, h.ns), nil })
+	testenv.Consistently(t, 2*time.Second, func() error {
+		for _, p := range h.pods("corrupt") {
+			if p.Name == bad && image(&p, "side") != sideV1 {
+				return fmt.Errorf("pod %s with an unreadable state was upgraded", bad)
+			}
+		}
+		return nil
+	})
+
+	h.env.PatchPod(t, h.ns, bad, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, sidecarcontrol.InplaceUpdateStateKey))
+	h.waitPods("corrupt", "both on v2 once the annotation is gone", allOn(2, "side", sideV2))
+}
