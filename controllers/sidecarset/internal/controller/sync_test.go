@@ -20,8 +20,8 @@ import (
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
-	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/sidecarcontrol"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
+	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/sidecarcontrol"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
