@@ -100,6 +100,12 @@ func newPVCs(cs *appsv1alpha1.CloneSet, id string, existing sets.Set[string]) []
 // giving the instance fresh volumes. The rest are fresh random ids used by
 // no pod or PVC.
 func availableIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim, reuse bool) []string {
+	return pickIDs(n, pods, pvcs, reuse, randomID)
+}
+
+// pickIDs is availableIDs with fresh ids drawn from draw; it returns fewer
+// than n when the space is nearly full.
+func pickIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim, reuse bool, draw func() string) []string {
 	active, terminating := sets.New[string](), sets.New[string]()
 	for _, p := range pods {
 		if p.DeletionTimestamp == nil {
@@ -130,9 +136,23 @@ func availableIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClai
 		n -= waiting
 	}
 	used := active.Union(terminating).Union(free)
-	for len(out) < n {
-		id := utilrand.String(instanceIDLength)
-		if !used.Has(id) {
+	return append(out, freshIDs(n-len(out), used, draw)...)
+}
+
+func randomID() string { return utilrand.String(instanceIDLength) }
+
+// idAttempts bounds the random draws per id freshIDs needs. A draw fails
+// with probability used/27^5: below 0.7% at pub.MaxReplicas pods, so 64
+// failures in a row only happen when the space is nearly full — and then the
+// loop ends instead of spinning (it never would end once every id is taken).
+const idAttempts = 64
+
+// freshIDs draws up to n ids not in used (and adds them to it), giving up
+// after idAttempts draws per id; it may return fewer than n.
+func freshIDs(n int, used sets.Set[string], draw func() string) []string {
+	out := make([]string, 0, max(n, 0))
+	for tries := n * idAttempts; len(out) < n && tries > 0; tries-- {
+		if id := draw(); !used.Has(id) {
 			used.Insert(id)
 			out = append(out, id)
 		}

@@ -46,7 +46,12 @@ func (c *Controller) scale(ctx context.Context, st *syncState) (bool, error) {
 		if d.scaleUpLimit <= 0 {
 			return false, nil
 		}
-		return true, c.createPods(ctx, st, d.scaleUpLimit, d.scaleUpOld)
+		// At most burstReplicas per sync: the creations' expectations hold
+		// the next sync until the cache shows them, and their pod events
+		// bring it, so a huge replicas is reached batch by batch instead of
+		// one sync holding a worker and every id at once.
+		n := min(d.scaleUpLimit, burstReplicas)
+		return true, c.createPods(ctx, st, n, min(d.scaleUpOld, n))
 	}
 
 	var preDelete, specified []*corev1.Pod
@@ -187,6 +192,14 @@ func spreadKeys(spec *corev1.PodSpec) []string {
 func (c *Controller) createPods(ctx context.Context, st *syncState, n, old int) error {
 	all := st.all
 	ids := availableIDs(n, all, st.pvcs, !st.cs.Spec.ScaleStrategy.DisablePVCReuse)
+	if len(ids) < n {
+		// Only when nearly every id of the space is taken (27^5 of them:
+		// far more pods than a CloneSet may have, pub.MaxReplicas): the
+		// sync creates what it found and says so; the next one tries again.
+		c.recorder.Eventf(st.cs, corev1.EventTypeWarning, "InstanceIDsExhausted",
+			"found %d free instance ids of the %d needed: the id space of %d-character ids is nearly full", len(ids), n, instanceIDLength)
+		klog.FromContext(ctx).Info("Instance ids nearly exhausted", "needed", n, "found", len(ids))
+	}
 	existing := sets.New[string]()
 	for _, pvc := range st.pvcs {
 		existing.Insert(pvc.Name)
@@ -217,6 +230,11 @@ func (c *Controller) createPods(ctx context.Context, st *syncState, n, old int) 
 // 32 the creates themselves were the slowest step of a 2,000-pod scale-up,
 // ~110 per second against kube-controller-manager's ~250; bench/RESULTS.md).
 const createInFlight = 128
+
+// burstReplicas bounds the pods one sync creates, as kube-controller-manager
+// bounds a ReplicaSet's (its --replicaset burst of 500): the work, memory and
+// time of one sync stay the same whatever spec.replicas says.
+const burstReplicas = 500
 
 func (c *Controller) createPod(ctx context.Context, st *syncState, id string, rev *appsv1.ControllerRevision, existingPVCs sets.Set[string]) error {
 	tmpl, err := revision.Template(rev)
