@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"slices"
@@ -156,8 +157,12 @@ func newCA(now time.Time, validity time.Duration) (*x509.Certificate, crypto.Sig
 	if err != nil {
 		return nil, nil, fmt.Errorf("generate CA key: %w", err)
 	}
+	sn, err := serial(rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("CA certificate: %w", err)
+	}
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
+		SerialNumber:          sn,
 		Subject:               pkix.Name{CommonName: fmt.Sprintf("flotilla-webhook-ca@%d", now.Unix())},
 		NotBefore:             now.Add(-time.Hour), // tolerate clock skew between replicas and the API server
 		NotAfter:              now.Add(validity),
@@ -186,8 +191,12 @@ func newServingCert(now time.Time, ca *x509.Certificate, caKey crypto.Signer, p 
 	if notAfter.After(ca.NotAfter) {
 		notAfter = ca.NotAfter
 	}
+	sn, err := serial(rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("serving certificate: %w", err)
+	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
+		SerialNumber: sn,
 		Subject:      pkix.Name{CommonName: cn},
 		DNSNames:     p.DNSNames,
 		IPAddresses:  p.IPs,
@@ -207,9 +216,15 @@ func newServingCert(now time.Time, ca *x509.Certificate, caKey crypto.Signer, p 
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
 }
 
-func serial() *big.Int {
-	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	return n
+// serial draws a random 127-bit serial number from r. An entropy failure is
+// an error: a nil serial would only fail later, in CreateCertificate, with a
+// message that hides the cause.
+func serial(r io.Reader) (*big.Int, error) {
+	n, err := rand.Int(r, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, fmt.Errorf("draw a serial number: %w", err)
+	}
+	return n, nil
 }
 
 func encodeKey(key crypto.Signer) ([]byte, error) {

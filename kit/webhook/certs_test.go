@@ -2,11 +2,14 @@ package webhook
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/x509"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -202,4 +205,19 @@ func TestFileCerts(t *testing.T) {
 	assert.NotEqual(t, c1.Certificate, c2.Certificate, "renewed files are served")
 	assert.Equal(t, d2[KeyCACert], f.CABundle())
 	assert.True(t, changed)
+}
+
+// Issue 26 item 13: an entropy failure while drawing a serial number is an
+// error naming the cause, not a nil serial handed to CreateCertificate.
+func TestSerialReportsEntropyFailure(t *testing.T) {
+	_, err := serial(iotest.ErrReader(errors.New("entropy exhausted")))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "draw a serial number: entropy exhausted")
+
+	a, err := serial(rand.Reader)
+	require.NoError(t, err)
+	b, err := serial(rand.Reader)
+	require.NoError(t, err)
+	assert.Positive(t, a.Sign())
+	assert.NotEqual(t, a, b)
 }
