@@ -65,10 +65,12 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 
 // settled reports, without decoding anything, that neither an in-place
 // update nor the lifecycle has a step pending on the pod: Normal (or no
-// lifecycle state), no
-// in-place state or grace period, and no lifecycle key holding KruisePodReady
-// False. Most pods are settled most of the time; the refresh runs over every
-// pod at every sync, so this check is what it costs for them.
+// lifecycle state), no in-place state or grace period, no lifecycle key
+// holding KruisePodReady False, and InPlaceUpdateReady not left False (an
+// update whose pod write never landed: the refresh sets it True again,
+// kit/inplace.MarkReady). Most pods are settled most of the time; the
+// refresh runs over every pod at every sync, so this check is what it costs
+// for them.
 func settled(p *corev1.Pod) bool {
 	if !podutil.IsLifecycleNormal(p) {
 		return false
@@ -77,6 +79,9 @@ func settled(p *corev1.Pod) bool {
 		return false
 	}
 	if _, ok := p.Annotations[pub.InPlaceUpdateGraceKey]; ok {
+		return false
+	}
+	if c := podutil.GetCondition(p, pub.InPlaceUpdateReady); c != nil && c.Status != corev1.ConditionTrue {
 		return false
 	}
 	c := podutil.GetCondition(p, pub.KruisePodReadyConditionType)

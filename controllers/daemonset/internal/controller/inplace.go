@@ -90,6 +90,16 @@ func needsGateInit(p *corev1.Pod) bool {
 	return podreadiness.MissingGateCondition(p, gatedConditions...)
 }
 
+// gateLeftFalse: the pod's InPlaceUpdateReady condition is there and not
+// True. With no state annotation that is an update whose pod write never
+// landed (a crash or lost Lease between kit/inplace.Update's two writes);
+// the refresh sets it True again (kit/inplace.MarkReady), or the pod would
+// stay out of Service endpoints for good.
+func gateLeftFalse(p *corev1.Pod) bool {
+	c := inplace.Condition(p)
+	return c != nil && c.Status != corev1.ConditionTrue
+}
+
 // refreshPods gives scheduled pods with our readiness gates their first
 // True conditions (without them the pod never becomes Ready) and advances the in-place updates in progress (next batch,
 // completion: InPlaceUpdateReady back to True). It reports whether it wrote.
@@ -103,7 +113,7 @@ func (c *Controller) refreshPods(ctx context.Context, st *syncState) (bool, erro
 			fresh = append(fresh, p)
 			continue
 		}
-		if _, grace := pub.GetInPlaceUpdateGrace(p); grace || p.Annotations[pub.InPlaceUpdateStateKey] != "" {
+		if _, grace := pub.GetInPlaceUpdateGrace(p); grace || p.Annotations[pub.InPlaceUpdateStateKey] != "" || gateLeftFalse(p) {
 			todo = append(todo, p)
 		}
 	}

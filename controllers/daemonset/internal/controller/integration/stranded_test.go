@@ -1,0 +1,109 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/controllers/daemonset/internal/controller"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
+)
+
+var inPlaceRolling = rolling(func(r *appsv1alpha1.RollingUpdateDaemonSet) { r.Type = appsv1alpha1.InplaceRollingUpdateType })
+
+// Issue 26 item 4: the controller crashes between the two writes of an
+// in-place update (the pod is left InPlaceUpdateReady=False, NotReady, at
+// its old images, with no in-place state) and the rollout is reverted before
+// it comes back. The restarted controller sets the gate True again, so the
+// node's daemon is Ready and back in Service endpoints; it used to be
+// skipped (no in-place state) and stay NotReady for good.
+func TestInPlaceGateStrandedByCrashIsHealed(t *testing.T) {
+	h := newHarness(t)
+	nodes := h.nodes(2, nil)
+	running := h.start()
+	h.sets.Create(h.newDS("strand", inPlaceRolling))
+	before := h.waitPlaced("strand", nodes, "")
+	h.waitStatus("strand", "settled", settled(2))
+
+	running.Stop() // the crash, between the status write and the pod write
+	victim := before[nodes[0]]
+	p := h.env.StrandInPlaceUpdate(t, h.ns, victim.Name)
+	assert.False(t, testenv.PodReady(p), "the pod is out of service")
+
+	h.start()
+	testenv.Eventually(t, waitTimeout, func() (bool, error) {
+		for _, p := range h.pods("strand") {
+			if p.Name == victim.Name {
+				return testenv.PodReady(&p) && testenv.ConditionStatus(&p, pub.InPlaceUpdateReady) == corev1.ConditionTrue, nil
+			}
+		}
+		return false, fmt.Errorf("pod %s gone", victim.Name)
+	})
+	after := h.waitPlaced("strand", nodes, "")
+	h.waitStatus("strand", "settled", settled(2))
+	for _, n := range nodes {
+		assert.Equal(t, before[n].UID, after[n].UID, "no pod replaced on %s", n)
+		assert.Equal(t, imageV1, after[n].Spec.Containers[0].Image)
+		assert.NotContains(t, after[n].Annotations, pub.InPlaceUpdateStateKey, "no update was started")
+	}
+}
+
+// Issue 26 item 4, the pod write rejected (an image policy) and the rollout
+// not reverted: the daemon is never taken out of service for an update that
+// cannot land (the write is tried as a dry run first), no pod is written,
+// the retries back off, and a Warning event says why. Reverting the
+// template settles the DaemonSet with the same untouched pods.
+func TestInPlaceUpdateRejectedByAdmission(t *testing.T) {
+	h := newHarness(t)
+	nodes := h.nodes(2, nil)
+	h.start()
+	h.sets.Create(h.newDS("deny", inPlaceRolling))
+	before := h.waitPlaced("deny", nodes, "")
+	h.waitStatus("deny", "settled", settled(2))
+	msg := h.env.DenyPodImage(t, h.ns, imageV2)
+	for n, p := range h.waitPlaced("deny", nodes, "") {
+		before[n] = p // the versions the rejection must not change
+	}
+
+	h.sets.Modify("deny", setImage(imageV2))
+	rejections := func() int32 {
+		var n int32
+		for _, e := range h.env.Events(t, h.ns, "deny") {
+			if e.Reason == controller.EventFailedInPlaceUpdate && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, msg) {
+				n += max(e.Count, 1)
+			}
+		}
+		return n
+	}
+	testenv.Eventually(t, waitTimeout, func() (bool, error) { return rejections() > 0, nil })
+	untouched := func() error {
+		for _, p := range h.pods("deny") {
+			b := before[p.Spec.NodeName]
+			if p.UID != b.UID || p.ResourceVersion != b.ResourceVersion || !testenv.PodReady(&p) ||
+				testenv.ConditionStatus(&p, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
+				return fmt.Errorf("pod %s written (rv %s → %s), ready=%v, InPlaceUpdateReady=%s",
+					p.Name, b.ResourceVersion, p.ResourceVersion, testenv.PodReady(&p), testenv.ConditionStatus(&p, pub.InPlaceUpdateReady))
+			}
+		}
+		return nil
+	}
+	testenv.Consistently(t, 3*time.Second, untouched)
+	// One dry run per attempt, retried with the queue's exponential back-off
+	// (5 ms doubling): about ten here; a loop re-triggered by its own pod
+	// writes would reach the recorder's spam cap (25) at once.
+	n := rejections()
+	t.Logf("%s events after the rejection: %d", controller.EventFailedInPlaceUpdate, n)
+	assert.LessOrEqual(t, n, int32(20), "retries back off")
+
+	h.sets.Modify("deny", setImage(imageV1))
+	h.waitStatus("deny", "settled at the reverted template", settled(2))
+	if err := untouched(); err != nil {
+		t.Fatal(err)
+	}
+}
