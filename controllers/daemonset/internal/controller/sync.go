@@ -154,7 +154,13 @@ type expectationState struct {
 func (c *Controller) expectationsOf(ctx context.Context, key types.NamespacedName, ds *appsv1alpha1.DaemonSet) expectationState {
 	var e expectationState
 	e.pending, e.pendingFor = c.creates.Pending(key, ds.UID, func(name string) bool {
-		_, exists, _ := c.pods.GetByKey(ds.Namespace + "/" + name)
+		_, exists, err := c.pods.GetByKey(ds.Namespace + "/" + name)
+		if err != nil {
+			// The in-memory store does not fail today; if a cache ever does, the pod counts as not seen yet:
+			// the controller waits for it (the expectation expires) rather than risk a second pod on the node.
+			klog.FromContext(ctx).Error(err, "Reading a created pod from the cache; treating it as not seen yet", "pod", name)
+			return false
+		}
 		return exists
 	})
 	seen, age := c.deletes.Satisfied(key)
