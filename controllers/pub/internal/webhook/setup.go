@@ -17,8 +17,11 @@ import (
 )
 
 // Setup registers the guard and the budget validation with the shell: the
-// admission server and its budget cache run on every replica; the two
-// scope syncers (namespaces with budgets) run on the leader.
+// admission server and its budget cache run on every replica; so do the
+// widening halves of the two scope syncers (a new budget is in scope as
+// soon as any replica has seen it), while only the leader narrows. Both
+// react to a change of the configuration itself (a re-applied manifest
+// resets the scope to "false").
 func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 	if opts.Disabled {
 		return nil
@@ -39,12 +42,21 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 	(&Validator{Client: cl.Client}).Register(c.Server)
 	env.AddReplicaComponent(c.ReplicaComponent())
 
-	for _, s := range NewScopeSyncers(cl.Kube, pubInf.Lister(), pubInf.Informer().HasSynced, ConfigName) {
+	syncers := NewScopeSyncers(cl.Kube, pubInf.Lister(), pubInf.Informer().HasSynced, ConfigName)
+	var triggers []func()
+	for _, s := range syncers {
 		if _, err := pubInf.Informer().AddEventHandler(TriggerOnChange(s.Trigger)); err != nil {
 			return fmt.Errorf("pub scope handler: %w", err)
 		}
-		env.AddController(s)
+		triggers = append(triggers, s.Trigger)
+		env.AddReplicaComponent(s.ReplicaComponent()) // every replica widens
+		env.AddController(s)                          // the leader narrows
 	}
+	watch, err := kitwebhook.WatchConfig(cl.Kube, kitwebhook.ConfigRef{Kind: kitwebhook.Validating, Name: ConfigName}, triggers...)
+	if err != nil {
+		return err
+	}
+	env.AddReplicaInformerFactory(watch)
 	return nil
 }
 

@@ -17,9 +17,11 @@ import (
 )
 
 // Setup registers the webhook with the shell: the admission server and the
-// small caches it reads run on every replica; the scope syncer (which
-// rewrites the pod webhook's match conditions when SidecarSets change) runs
-// on the leader.
+// small caches it reads run on every replica; so does the scope syncer's
+// widening half (a new SidecarSet is in the pod webhook's match conditions
+// as soon as any replica has seen it, leader or not), while only the leader
+// narrows them when SidecarSets go. Both react to a change of the
+// configuration itself (a re-applied manifest resets the scope to "false").
 //
 // With podWebhook false (gate PodWebhook off) only the SidecarSet validation
 // is served: the pod path is not registered and the pod entry's scope stays
@@ -70,7 +72,8 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options, systemN
 	env.AddReplicaComponent(c.ReplicaComponent())
 
 	setsSynced := setInf.Informer().HasSynced
-	scope := kitwebhook.NewScopeSyncer(cl.Kube, kitwebhook.ConfigRef{Kind: kitwebhook.Mutating, Name: ConfigName}, PodWebhookName,
+	ref := kitwebhook.ConfigRef{Kind: kitwebhook.Mutating, Name: ConfigName}
+	scope := kitwebhook.NewScopeSyncer(cl.Kube, ref, PodWebhookName,
 		func() (kitwebhook.Scope, error) {
 			if !setsSynced() {
 				return kitwebhook.Scope{}, fmt.Errorf("sidecarset cache not synced yet")
@@ -87,7 +90,13 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options, systemN
 	if _, err := setInf.Informer().AddEventHandler(TriggerOnChange(scope.Trigger)); err != nil {
 		return fmt.Errorf("sidecarset scope handler: %w", err)
 	}
-	env.AddController(scope)
+	watch, err := kitwebhook.WatchConfig(cl.Kube, ref, scope.Trigger)
+	if err != nil {
+		return err
+	}
+	env.AddReplicaInformerFactory(watch)
+	env.AddReplicaComponent(scope.ReplicaComponent()) // every replica widens
+	env.AddController(scope)                          // the leader narrows
 	return nil
 }
 

@@ -10,6 +10,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"strconv"
@@ -27,6 +28,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -59,6 +61,9 @@ type harness struct {
 	reg     *prometheus.Registry
 	stopped bool
 	stop    func()
+	// standby runs this process as a replica that does not lead: no
+	// leader's scope syncer, only what every replica runs.
+	standby bool
 }
 
 func newHarness(t *testing.T, policy admissionregistrationv1.FailurePolicyType) *harness {
@@ -86,20 +91,7 @@ func (h *harness) installConfigurations() {
 	ctx := context.Background()
 	url := func(path string) *string { return ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", h.port, path)) }
 	none := admissionregistrationv1.SideEffectClassNone
-	m := &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: h.config},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name:                    webhook.PodWebhookName,
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: url(webhook.PodPath)},
-			Rules:                   []admissionregistrationv1.RuleWithOperations{rule("", "v1", "pods", admissionregistrationv1.Create)},
-			FailurePolicy:           &h.policy,
-			SideEffects:             &none,
-			AdmissionReviewVersions: []string{"v1"},
-			TimeoutSeconds:          ptr.To(int32(5)),
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: h.ns}},
-			MatchConditions:         []admissionregistrationv1.MatchCondition{{Name: webhook.ScopeCondition, Expression: kitwebhook.Never}},
-		}},
-	}
+	m := h.shippedMutating()
 	v := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: h.config},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
@@ -123,15 +115,37 @@ func (h *harness) installConfigurations() {
 	})
 }
 
+// shippedMutating is the test's pod webhook configuration as the manifests
+// ship it: no caBundle, the scope condition "false".
+func (h *harness) shippedMutating() *admissionregistrationv1.MutatingWebhookConfiguration {
+	none := admissionregistrationv1.SideEffectClassNone
+	return &admissionregistrationv1.MutatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: h.config},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:                    webhook.PodWebhookName,
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", h.port, webhook.PodPath))},
+			Rules:                   []admissionregistrationv1.RuleWithOperations{rule("", "v1", "pods", admissionregistrationv1.Create)},
+			FailurePolicy:           &h.policy,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To(int32(5)),
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: h.ns}},
+			MatchConditions:         []admissionregistrationv1.MatchCondition{{Name: webhook.ScopeCondition, Expression: kitwebhook.Never}},
+		}},
+	}
+}
+
 func rule(group, version, resource string, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.RuleWithOperations {
 	return admissionregistrationv1.RuleWithOperations{Operations: ops, Rule: admissionregistrationv1.Rule{
 		APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource}, Scope: ptr.To(admissionregistrationv1.AllScopes)}}
 }
 
 // start runs what a replica of the binary runs for the webhook (server,
-// certificates in a Secret of the test namespace, caBundle injection) and
-// what its leader runs (the scope syncer), over informers that see only
-// this test's SidecarSets. It returns once the webhook serves and the
+// certificates in a Secret of the test namespace, caBundle injection, the
+// scope's widening half and the watch of the configuration) and, unless
+// standby, what its leader runs (the scope syncer), over informers that see
+// only this test's SidecarSets. It returns once the webhook serves and the
 // caBundle is in both configurations.
 func (h *harness) start() {
 	h.t.Helper()
@@ -165,20 +179,24 @@ func (h *harness) start() {
 	})
 	_, err = setInf.Informer().AddEventHandler(webhook.TriggerOnChange(scope.Trigger))
 	require.NoError(h.t, err)
-	for _, f := range []interface{ Start(<-chan struct{}) }{sets, kube, sys} {
+	watch, err := kitwebhook.WatchConfig(h.env.Kube, refs[0], scope.Trigger)
+	require.NoError(h.t, err)
+	for _, f := range []interface{ Start(<-chan struct{}) }{sets, kube, sys, watch} {
 		f.Start(ctx.Done())
 	}
 	cache.WaitForCacheSync(ctx.Done(), setInf.Informer().HasSynced, nsInf.Informer().HasSynced, revInf.Informer().HasSynced, cmInf.Informer().HasSynced)
+	watch.WaitForCacheSync(ctx.Done())
 
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		if err := c.Run(ctx); err != nil {
 			h.t.Errorf("webhook: %v", err)
 		}
-	}()
-	go func() { defer wg.Done(); _ = scope.Run(ctx, 1) }()
+	})
+	wg.Go(func() { _ = scope.ReplicaComponent().Run(ctx) })
+	if !h.standby {
+		wg.Go(func() { _ = scope.Run(ctx, 1) })
+	}
 	var once sync.Once
 	h.stop = func() {
 		once.Do(func() {
@@ -187,6 +205,7 @@ func (h *harness) start() {
 			sets.Shutdown()
 			kube.Shutdown()
 			sys.Shutdown()
+			watch.Shutdown()
 			h.stopped = true
 		})
 	}
@@ -385,6 +404,62 @@ func TestScopeFollowsSidecarSets(t *testing.T) {
 	h.waitScope("second", func(e string) bool { return strings.Contains(e, `"api"`) })
 	require.NoError(t, h.client.AppsV1alpha1().SidecarSets().Delete(context.Background(), h.ns+"-scope2", metav1.DeleteOptions{}))
 	h.waitScope("deleted", func(e string) bool { return e == kitwebhook.Never })
+}
+
+// Issue 26 item 9: a replica that does not lead widens the scope for a new
+// SidecarSet (the leader may be away: between two leaders, or none at
+// all), so a pod created right after gets its sidecar; it never narrows.
+func TestStandbyReplicaWidensScope(t *testing.T) {
+	h := newHarness(t, admissionregistrationv1.Fail)
+	h.standby = true
+	h.start()
+	_, err := h.createSet(h.newSet("standby", map[string]string{"app": "web"}))
+	require.NoError(t, err)
+	start := time.Now()
+	h.waitScope("widened by a standby", func(e string) bool { return strings.Contains(e, `"web"`) && strings.Contains(e, strconv.Quote(h.ns)) })
+	t.Logf("in scope %v after the create, without a leader", time.Since(start).Round(time.Millisecond))
+	p, err := h.createPod("web", map[string]string{"app": "web"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"side", "app"}, containerNames(p))
+
+	// Only the leader narrows: a standby leaves the deleted set's term.
+	require.NoError(t, h.client.AppsV1alpha1().SidecarSets().Delete(context.Background(), h.ns+"-standby", metav1.DeleteOptions{}))
+	_, err = h.createSet(h.newSet("second", map[string]string{"app": "api"}))
+	require.NoError(t, err)
+	h.waitScope("second set, after the first was deleted", func(e string) bool { return strings.Contains(e, `"api"`) })
+	assert.Contains(t, h.scope(), `"web"`, "a standby never narrows")
+}
+
+// Issue 26 item 9, upgrade: "kubectl apply --server-side --force-conflicts"
+// of the shipped configuration (as an upgrade does) resets the scope
+// condition to "false"; the replicas see the configuration change and
+// restore it at once instead of at the next 30 s resync, so pods created
+// right after an upgrade still get their sidecars.
+func TestScopeRestoredAfterServerSideApply(t *testing.T) {
+	h := newHarness(t, admissionregistrationv1.Fail)
+	h.start()
+	_, err := h.createSet(h.newSet("upgrade", map[string]string{"app": "web"}))
+	require.NoError(t, err)
+	h.waitScope("before the upgrade", func(e string) bool { return strings.Contains(e, `"web"`) })
+
+	shipped := h.shippedMutating()
+	data, err := json.Marshal(shipped)
+	require.NoError(t, err)
+	applied, err := h.env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Patch(context.Background(), h.config,
+		types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "kubectl", Force: ptr.To(true)})
+	require.NoError(t, err)
+	start := time.Now()
+	var reset bool
+	for _, c := range applied.Webhooks[0].MatchConditions {
+		reset = reset || (c.Name == webhook.ScopeCondition && c.Expression == kitwebhook.Never)
+	}
+	require.True(t, reset, "the apply reset the scope: %+v", applied.Webhooks[0].MatchConditions)
+
+	testenv.Eventually(t, 5*time.Second, func() (bool, error) { return strings.Contains(h.scope(), `"web"`), nil })
+	t.Logf("scope restored %v after the server-side apply", time.Since(start).Round(time.Millisecond))
+	p, err := h.createPod("web", map[string]string{"app": "web"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"side", "app"}, containerNames(p))
 }
 
 // Item 7 through the API server: cross-object rules are rejected by the
