@@ -212,42 +212,52 @@ func matching(s string) int {
 	return -1
 }
 
-// ScopeSyncer keeps one webhook entry's scope equal to Compute(): on every
-// Trigger (the controller's event handlers call it when the objects that
-// decide the scope change; WatchConfig calls it when the configuration
-// changes, e.g. a re-apply of the manifests reset it), at start and every
-// Resync. Run one on the leader (one writer narrows, computing from the
-// leader's caches) and one with WidenOnly on every replica
-// (ReplicaComponent), so that a new object is in scope as soon as any
-// replica has seen it — with no leader too.
+// ScopeSyncer keeps one webhook entry's scope equal to Compute(), in two
+// loops: Run (register it as the leader's controller: the one writer that
+// narrows, ApplyScope) and ReplicaComponent (every replica, leader or not:
+// WidenScope only), so that a new object is in scope as soon as any replica
+// has seen it — with no leader too — while only the leader removes what no
+// object needs any more. Both sync on every Trigger (the controller's
+// event handlers call it when the objects that decide the scope change;
+// WatchConfig calls it when the configuration changes, e.g. a re-apply of
+// the manifests reset it), at start and every Resync.
 type ScopeSyncer struct {
 	Configs Configurations
 	Ref     ConfigRef
 	Webhook string
 	Compute func() (Scope, error)
 	Resync  time.Duration
-	// WidenOnly writes with WidenScope instead of ApplyScope.
-	WidenOnly bool
-	trigger   Trigger
+	trigger Trigger
+	widen   Trigger
 }
 
 // NewScopeSyncer syncs the entry webhook of ref to compute().
 func NewScopeSyncer(client kubernetes.Interface, ref ConfigRef, webhook string, compute func() (Scope, error)) *ScopeSyncer {
 	return &ScopeSyncer{Configs: Configurations{Client: client}, Ref: ref, Webhook: webhook, Compute: compute,
-		Resync: 30 * time.Second, trigger: NewTrigger()}
+		Resync: 30 * time.Second, trigger: NewTrigger(), widen: NewTrigger()}
 }
 
-// Trigger asks for a sync (never blocks; bursts coalesce).
-func (s *ScopeSyncer) Trigger() { s.trigger.Fire() }
+// Trigger asks both loops for a sync (never blocks; bursts coalesce).
+func (s *ScopeSyncer) Trigger() {
+	s.trigger.Fire()
+	s.widen.Fire()
+}
 
-// Sync computes the scope and writes it if the configuration differs.
-func (s *ScopeSyncer) Sync(ctx context.Context) error {
+// Sync computes the scope and writes it if the configuration differs (the
+// leader).
+func (s *ScopeSyncer) Sync(ctx context.Context) error { return s.sync(ctx, false) }
+
+// Widen computes the scope and adds it to the configuration's if that
+// does not cover it (every replica).
+func (s *ScopeSyncer) Widen(ctx context.Context) error { return s.sync(ctx, true) }
+
+func (s *ScopeSyncer) sync(ctx context.Context, widen bool) error {
 	scope, err := s.Compute()
 	if err != nil {
 		return fmt.Errorf("compute scope of webhook %s: %w", s.Webhook, err)
 	}
 	edit := ApplyScope(s.Webhook, scope)
-	if s.WidenOnly {
+	if widen {
 		edit = WidenScope(s.Webhook, scope)
 	}
 	wrote, err := s.Configs.Edit(ctx, s.Ref, edit)
@@ -256,7 +266,7 @@ func (s *ScopeSyncer) Sync(ctx context.Context) error {
 	}
 	if wrote {
 		klog.FromContext(ctx).Info("Updated the webhook's scope", "configuration", s.Ref.String(), "webhook", s.Webhook,
-			"widenOnly", s.WidenOnly, "matchConditions", scope.MatchConditions)
+			"widenOnly", widen, "matchConditions", scope.MatchConditions)
 	}
 	return nil
 }
@@ -267,19 +277,19 @@ func (s *ScopeSyncer) Run(ctx context.Context, _ int) error {
 	return nil
 }
 
-// Name is the controller name for kit/app.
-func (s *ScopeSyncer) Name() string {
-	if s.WidenOnly {
-		return "webhook-scope-widen-" + s.Webhook
-	}
-	return "webhook-scope-" + s.Webhook
+// RunWiden widens until ctx is done (every replica).
+func (s *ScopeSyncer) RunWiden(ctx context.Context) error {
+	runLoop(ctx, s.widen, s.Resync, "widened scope of "+s.Webhook, s.Widen)
+	return nil
 }
 
-// ReplicaComponent runs the syncer on every replica (kit/app); it never
-// gates readiness.
+// Name is the controller name for kit/app.
+func (s *ScopeSyncer) Name() string { return "webhook-scope-" + s.Webhook }
+
+// ReplicaComponent runs RunWiden on every replica (kit/app); it does not
+// gate readiness.
 func (s *ScopeSyncer) ReplicaComponent() kitapp.ReplicaComponent {
-	return kitapp.ReplicaComponent{Name: s.Name(), Run: func(ctx context.Context) error { return s.Run(ctx, 1) },
-		Ready: nil}
+	return kitapp.ReplicaComponent{Name: "webhook-scope-widen-" + s.Webhook, Run: s.RunWiden}
 }
 
 // CEL expressions for match conditions. The API server evaluates them with

@@ -78,14 +78,13 @@ func TestWidenScope(t *testing.T) {
 		{Name: "flotilla-extra", Expression: "has(object.metadata.labels)"},
 	}}
 	s := NewScopeSyncer(client, ConfigRef{Kind: Mutating, Name: "flotilla-x"}, "pods.x.flotilla.dev", func() (Scope, error) { return scope, nil })
-	s.WidenOnly = true
-	assert.Equal(t, "webhook-scope-widen-pods.x.flotilla.dev", s.Name())
+	assert.Equal(t, "webhook-scope-widen-pods.x.flotilla.dev", s.ReplicaComponent().Name)
 	get := func() []admissionregistrationv1.MatchCondition {
 		got, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "flotilla-x", metav1.GetOptions{})
 		require.NoError(t, err)
 		return got.Webhooks[0].MatchConditions
 	}
-	require.NoError(t, s.Sync(context.Background()))
+	require.NoError(t, s.Widen(context.Background()))
 	assert.Equal(t, []admissionregistrationv1.MatchCondition{
 		{Name: "not-kube-system", Expression: "request.namespace != 'kube-system'"},
 		{Name: "flotilla-scope", Expression: NamespaceIn("a")},
@@ -101,14 +100,14 @@ func TestWidenScope(t *testing.T) {
 		{Name: "not-kube-system", Expression: "request.namespace != 'kube-system'"},
 		{Name: "flotilla-scope", Expression: NamespaceIn("b")},
 	}, get(), "the leader narrows")
-	require.NoError(t, s.Sync(context.Background()))
+	require.NoError(t, s.Widen(context.Background()))
 	assert.Equal(t, []admissionregistrationv1.MatchCondition{
 		{Name: "not-kube-system", Expression: "request.namespace != 'kube-system'"},
 		{Name: "flotilla-scope", Expression: AnyOf(NamespaceIn("a"), NamespaceIn("b"))},
 	}, get(), "widened to both; flotilla-extra not added: missing is wider")
 
 	client.ClearActions()
-	require.NoError(t, s.Sync(context.Background()))
+	require.NoError(t, s.Widen(context.Background()))
 	for _, a := range client.Actions() {
 		assert.Equal(t, "get", a.GetVerb(), "already covered: no write")
 	}
