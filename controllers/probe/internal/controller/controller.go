@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
@@ -69,13 +70,35 @@ type Controller struct {
 	podRV     *expectations.ResourceVersion
 	retiredMu sync.Mutex
 	retired   map[types.NamespacedName][]appsv1alpha1.PodContainerProbe
+	// recorder gets the Warning events of markers left out of a node's
+	// NodePodProbe (nil: none).
+	recorder record.EventRecorder
+	// specBudget bounds a NodePodProbe spec's JSON size (fitSpec).
+	specBudget int
+	// scope, when set, replaces namespace as the set of namespaces this
+	// reconciler writes for (Options.Namespaces).
+	scope map[string]bool
+}
+
+// Options are the reconciler's settings beyond Deps.
+type Options struct {
+	// SpecBudget bounds the JSON size of a NodePodProbe spec (0:
+	// DefaultSpecBudget).
+	SpecBudget int
+	// Namespaces restricts the reconciler to these namespaces when it runs
+	// with Deps.Namespace empty and informers the caller scoped to them
+	// (tests sharing a cluster that need more than one namespace).
+	Namespaces []string
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
 
 // New requests the informers it needs from d's factories, registers the
 // event handlers and returns the reconciler. Nothing is started.
-func New(d Deps) (*Controller, error) {
+func New(d Deps) (*Controller, error) { return NewWithOptions(d, Options{}) }
+
+// NewWithOptions is New with o.
+func NewWithOptions(d Deps, o Options) (*Controller, error) {
 	ppmInf := d.Informers.Apps().V1alpha1().PodProbeMarkers()
 	nppInf := d.Informers.Apps().V1alpha1().NodePodProbes()
 	nodeInf := d.KubeInformers.Core().V1().Nodes()
@@ -87,17 +110,28 @@ func New(d Deps) (*Controller, error) {
 		return nil, fmt.Errorf("index pods by node: %w", err)
 	}
 	c := &Controller{
-		kube:      d.Kube,
-		client:    d.Client,
-		markers:   ppmInf.Lister(),
-		probes:    nppInf.Lister(),
-		nodes:     nodeInf.Lister(),
-		pods:      corelisters.NewPodLister(podInf.GetIndexer()),
-		podIndex:  podInf.GetIndexer(),
-		namespace: d.Namespace,
-		nodeQueue: controller.NewQueue[string](Name+"-node", d.QueueOptions, d.QueueConfig),
-		ppmQueue:  controller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
-		retired:   map[types.NamespacedName][]appsv1alpha1.PodContainerProbe{},
+		kube:       d.Kube,
+		client:     d.Client,
+		markers:    ppmInf.Lister(),
+		probes:     nppInf.Lister(),
+		nodes:      nodeInf.Lister(),
+		pods:       corelisters.NewPodLister(podInf.GetIndexer()),
+		podIndex:   podInf.GetIndexer(),
+		namespace:  d.Namespace,
+		nodeQueue:  controller.NewQueue[string](Name+"-node", d.QueueOptions, d.QueueConfig),
+		ppmQueue:   controller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
+		retired:    map[types.NamespacedName][]appsv1alpha1.PodContainerProbe{},
+		recorder:   d.Recorder,
+		specBudget: o.SpecBudget,
+	}
+	if c.specBudget <= 0 {
+		c.specBudget = DefaultSpecBudget
+	}
+	if len(o.Namespaces) > 0 {
+		c.scope = map[string]bool{}
+		for _, ns := range o.Namespaces {
+			c.scope[ns] = true
+		}
 	}
 	if d.Clock != nil {
 		c.podRV = expectations.NewResourceVersion(expectations.WithClock(d.Clock))
@@ -146,7 +180,7 @@ func (c *Controller) podsOnNode(node string) ([]*corev1.Pod, error) {
 	}
 	pods := make([]*corev1.Pod, 0, len(objs))
 	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok {
+		if p, ok := o.(*corev1.Pod); ok && c.inScope(p.Namespace) {
 			pods = append(pods, p)
 		}
 	}
@@ -155,7 +189,12 @@ func (c *Controller) podsOnNode(node string) ([]*corev1.Pod, error) {
 
 // inScope says whether namespace ns is this reconciler's (all when it is
 // not restricted to one namespace).
-func (c *Controller) inScope(ns string) bool { return c.namespace == "" || c.namespace == ns }
+func (c *Controller) inScope(ns string) bool {
+	if c.scope != nil {
+		return c.scope[ns]
+	}
+	return c.namespace == "" || c.namespace == ns
+}
 
 // retire records probes removed from marker key's spec.
 func (c *Controller) retire(key types.NamespacedName, probes []appsv1alpha1.PodContainerProbe) {

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -50,14 +52,70 @@ func (c *Controller) syncNode(ctx context.Context, node string) error {
 			all = append(all, m)
 		}
 	}
-	desired := desiredPodProbes(pods, all)
-	if npp, err = c.writeSpec(ctx, node, npp, desired); err != nil {
-		return err
+	desired := c.fit(ctx, node, npp, desiredPodProbes(pods, all), markers)
+	written, werr := c.writeSpec(ctx, node, npp, desired)
+	if werr == nil {
+		npp = written
 	}
+	// Results already reported still reach the pods when the spec write
+	// fails (a conflict, an object over etcd's limit, a broken webhook): one
+	// bad write must not freeze every tenant's markers on the node.
 	if npp == nil {
-		return nil
+		return werr
 	}
-	return c.markPods(ctx, npp, pods, markers)
+	if err := c.markPods(ctx, npp, pods, markers); err != nil {
+		return errors.Join(werr, err)
+	}
+	return werr
+}
+
+// fit leaves out of desired the namespaces whose probes would take node's
+// NodePodProbe spec over the budget (fitSpec), with a Warning event on each of
+// their markers that places probes on the node.
+func (c *Controller) fit(ctx context.Context, node string, npp *appsv1alpha1.NodePodProbe, desired []appsv1alpha1.PodProbe, markers map[string]map[string]*appsv1alpha1.PodProbeMarker) []appsv1alpha1.PodProbe {
+	var existing []appsv1alpha1.PodProbe
+	if npp != nil {
+		existing = npp.Spec.PodProbes
+	}
+	drop, size := fitSpec(mergeSpec(existing, desired, c.inScope), c.specBudget, c.inScope)
+	if len(drop) == 0 {
+		return desired
+	}
+	for _, d := range drop {
+		klog.FromContext(ctx).Info("Probes of a namespace left out of a NodePodProbe over its size budget",
+			"node", node, "namespace", d.Namespace, "bytes", d.Bytes, "budget", c.specBudget)
+		if c.recorder == nil {
+			continue
+		}
+		for _, name := range markersIn(desired, d.Namespace) {
+			if m := markers[d.Namespace][name]; m != nil {
+				c.recorder.Eventf(m, corev1.EventTypeWarning, ReasonTooLarge,
+					"Probes of namespace %s are not run on node %s: they take %d bytes of its NodePodProbe (probes x selected pods), over the %d-byte budget together with the other namespaces' (%d bytes without them)",
+					d.Namespace, node, d.Bytes, c.specBudget, size)
+			}
+		}
+	}
+	return withoutNamespaces(desired, drop)
+}
+
+// markersIn returns the names of the markers with probes in ns's entries of
+// spec, sorted.
+func markersIn(spec []appsv1alpha1.PodProbe, ns string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range spec {
+		if p.Namespace != ns {
+			continue
+		}
+		for _, pr := range p.Probes {
+			if m, _, ok := splitProbeName(pr.Name); ok && !seen[m] {
+				seen[m] = true
+				out = append(out, m)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // markersOf returns the PodProbeMarkers of the pods' namespaces, by
@@ -161,6 +219,9 @@ func (c *Controller) markPods(ctx context.Context, npp *appsv1alpha1.NodePodProb
 // selected and then the finalizer. NodePodProbe entries follow in the node
 // loop (handlers enqueue the nodes).
 func (c *Controller) syncMarker(ctx context.Context, key types.NamespacedName) error {
+	if !c.inScope(key.Namespace) {
+		return nil
+	}
 	m, err := c.markers.PodProbeMarkers(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		return nil
