@@ -70,13 +70,14 @@ type UpdateRequest struct {
 // grace period, only the grace annotation), the in-place update state
 // annotation, req.Labels and req.Annotations. It returns the pod as written.
 //
-// Before the status write, the pod write is sent as a dry run: when the API
-// server's admission (a webhook, a ValidatingAdmissionPolicy, a quota)
-// rejects it, Update returns the rejection having written nothing, so the
-// pod stays Ready and in service at its revision; the caller's retries then
-// back off instead of flipping the pod NotReady at every attempt. A pod left
-// NotReady anyway (a crash or a lost Lease between the two writes, a
-// rejection the dry run did not see) is healed by Refresh.
+// Before the status write, the pod write is sent as a dry run (with a
+// grace period: the write that will change the containers once it ends):
+// when the API server's admission (a webhook, a ValidatingAdmissionPolicy,
+// a quota) rejects it, Update returns the rejection having written nothing,
+// so the pod stays Ready and in service at its revision; the caller's
+// retries then back off instead of flipping the pod NotReady at every
+// attempt. A pod left NotReady anyway (a crash or a lost Lease between the
+// two writes, a rejection the dry run did not see) is healed by Refresh.
 func (c *Control) Update(ctx context.Context, pod *corev1.Pod, req UpdateRequest) (*corev1.Pod, error) {
 	cur := pod
 	var out *corev1.Pod
@@ -92,7 +93,7 @@ func (c *Control) Update(ctx context.Context, pod *corev1.Pod, req UpdateRequest
 			return err
 		}
 		if conds := c.startConditions(cur); conds != nil {
-			if err := c.dryRun(ctx, cur, next); err != nil {
+			if err := c.dryRun(ctx, cur, next, req); err != nil {
 				if apierrors.IsConflict(err) {
 					cur = nil
 				}
@@ -137,9 +138,17 @@ func (c *Control) startConditions(pod *corev1.Pod) []corev1.PodCondition {
 	return conds
 }
 
-// dryRun sends the pod write next as a dry run (admission runs, nothing is
-// stored).
-func (c *Control) dryRun(ctx context.Context, pod, next *corev1.Pod) error {
+// dryRun sends the pod write next of req as a dry run (admission runs,
+// nothing is stored). With a grace period the containers change later, in
+// Refresh: that write, the one admission would refuse, is asked about.
+func (c *Control) dryRun(ctx context.Context, pod, next *corev1.Pod, req UpdateRequest) error {
+	if req.GracePeriodSeconds > 0 {
+		req.GracePeriodSeconds = 0
+		var err error
+		if next, err = c.updatedPod(pod, req); err != nil {
+			return err
+		}
+	}
 	patch, err := controller.PodPatch(pod, next)
 	if err != nil || patch == nil {
 		return err

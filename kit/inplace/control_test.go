@@ -599,3 +599,28 @@ func TestControlUpdateRejectedWritesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"dryrun-patch/", "get/", "dryrun-patch/", "patch/status", "patch/"}, ctlVerbs(client))
 }
+
+// With a grace period the dry run asks about the write that will change the
+// containers when it ends, not the annotation-only write made now: a
+// refused image is refused before the pod leaves service.
+func TestControlUpdateGraceDryRunsTheImages(t *testing.T) {
+	cached := ctlPod()
+	client := newClient(cached.DeepCopy())
+	var asked *corev1.Pod
+	client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if !isDryRun(a) {
+			return false, nil, nil
+		}
+		asked = dryRunPod(t, cached, a)
+		if image(asked, "main") == "nginx:1.28" {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-abcde", errors.New("image nginx:1.28 is not allowed"))
+		}
+		return false, nil, nil
+	})
+	_, err := NewControl(client, clocktesting.NewFakeClock(t0)).Update(context.Background(), cached, updateReq(30))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "image nginx:1.28 is not allowed")
+	assert.Equal(t, []string{"dryrun-patch/"}, ctlVerbs(client), "nothing written")
+	assert.Equal(t, ctlNewRev, asked.Labels[pub.ControllerRevisionHashLabelKey], "the whole write was asked about")
+	assert.Equal(t, cached, stored(t, client))
+}
