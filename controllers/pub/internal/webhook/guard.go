@@ -35,6 +35,7 @@ import (
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	policylisters "github.com/flotilla-dev/flotilla/client/listers/policy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/controllers/pub/internal/pubcontrol"
+	"github.com/flotilla-dev/flotilla/controllers/pub/internal/workload"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	kitwebhook "github.com/flotilla-dev/flotilla/kit/webhook"
 )
@@ -63,11 +64,16 @@ func Refs() []kitwebhook.ConfigRef {
 type Guard struct {
 	Pubs   policylisters.PodUnavailableBudgetLister
 	Client versioned.Interface
-	// Kube reads the pod of an eviction (the request carries only its name).
+	// Kube reads the live pod: of an eviction (the request carries only
+	// its name), and of a delete or update before budget is taken for it.
 	Kube     kubernetes.Interface
 	Gates    featuregate.FeatureGate
 	Clock    clock.PassiveClock
 	Recorder record.EventRecorder
+	// Finder resolves a targetRef's workload when a pod's related-pub
+	// annotation names no budget that protects it (cover.go); without one,
+	// only the pod's direct controller is compared.
+	Finder workload.Finder
 
 	mu sync.Mutex
 	// batchers queue the requests of one process per budget and commit
@@ -89,17 +95,17 @@ func (g *Guard) ValidatePod(ctx context.Context, req kitwebhook.Request) kitwebh
 	if done {
 		return resp
 	}
-	name := pubcontrol.RelatedPub(pod)
-	if name == "" {
-		return kitwebhook.Allowed()
+	if pod, resp, done = g.live(ctx, req, pod, op); done {
+		return resp
 	}
-	p, err := g.Pubs.PodUnavailableBudgets(pod.Namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return kitwebhook.Allowed()
-	}
+	p, err := g.budgetOf(ctx, pod)
 	if err != nil {
-		return kitwebhook.Errored(http.StatusInternalServerError, fmt.Errorf("get pub %s/%s: %w", pod.Namespace, name, err))
+		return kitwebhook.Errored(http.StatusInternalServerError, err)
 	}
+	if p == nil {
+		return kitwebhook.Allowed()
+	}
+	name := p.Name
 	if why := pubcontrol.Exempt(pod, p, op, g.gates().Enabled(features.InPlacePodVerticalScaling)); why != pubcontrol.NotExempt {
 		klog.FromContext(ctx).V(4).Info("Pod operation needs no budget", "pod", klog.KObj(pod), "operation", op, "pub", name, "reason", string(why))
 		return kitwebhook.Allowed()
@@ -185,6 +191,36 @@ func (g *Guard) decode(ctx context.Context, req kitwebhook.Request) (*corev1.Pod
 		return oldPod, op, req.IsDryRun(), kitwebhook.Response{}, false
 	}
 	return nil, "", false, kitwebhook.Allowed(), true
+}
+
+// live returns the pod as the API server has it now (a GET, not a cache)
+// in place of the review's old object, or the answer when there is none
+// to guard. The review says which pod; only the live pod says that it
+// exists, that it is this pod (uid) and which budget covers it and whether
+// it is available: a review carrying an old object that does not match —
+// forged by a caller that reached the server, or racing a re-creation —
+// takes nothing from any budget. An eviction's pod was read live already.
+func (g *Guard) live(ctx context.Context, req kitwebhook.Request, pod *corev1.Pod, op policyv1alpha1.PubOperation) (*corev1.Pod, kitwebhook.Response, bool) {
+	if op == policyv1alpha1.PubEvictOperation {
+		return pod, kitwebhook.Response{}, false
+	}
+	ns := pod.Namespace
+	if ns == "" {
+		ns = req.Namespace
+	}
+	cur, err := g.Kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		klog.FromContext(ctx).V(2).Info("Pod of the review does not exist: nothing to guard", "pod", klog.KRef(ns, pod.Name))
+		return nil, kitwebhook.Allowed(), true
+	case err != nil:
+		return nil, kitwebhook.Errored(http.StatusInternalServerError, fmt.Errorf("get pod %s/%s: %w", ns, pod.Name, err)), true
+	case pod.UID != "" && cur.UID != pod.UID:
+		klog.FromContext(ctx).V(2).Info("Review names another pod than the live one: nothing to guard", "pod", klog.KObj(cur),
+			"reviewUID", pod.UID, "liveUID", cur.UID)
+		return nil, kitwebhook.Allowed(), true
+	}
+	return cur, kitwebhook.Response{}, false
 }
 
 // decodeUpdate decodes the old and the new pod of an update request.
@@ -373,7 +409,7 @@ func (g *Guard) remember(p *policyv1alpha1.PodUnavailableBudget) {
 
 func (g *Guard) gates() featuregate.FeatureGate {
 	if g.Gates == nil {
-		return features.MustNewGate(features.PodUnavailableBudgetDeleteGate, features.PodUnavailableBudgetUpdateGate)
+		return features.MustNewGate(features.PodUnavailableBudgetDeleteGate, features.PodUnavailableBudgetUpdateGate, features.InPlacePodVerticalScaling)
 	}
 	return g.Gates
 }
