@@ -48,6 +48,8 @@ type syncFixture struct {
 	pods  []*corev1.Pod
 	gates map[featuregate.Feature]bool
 	extra []runtime.Object // more Flotilla objects (ImagePullJobs)
+	// prepare, if set, adds reactors to the Kubernetes client before the sync.
+	prepare func(*kubefake.Clientset)
 
 	// After run: the clients and what the sync recorded.
 	kube   *kubefake.Clientset
@@ -165,6 +167,9 @@ func (f *syncFixture) run() []string {
 	}
 	f.kube = kubefake.NewClientset(kubeObjs...)
 	f.client = flotillafake.NewSimpleClientset(append([]runtime.Object{f.set}, f.extra...)...)
+	if f.prepare != nil {
+		f.prepare(f.kube)
+	}
 	gate := features.MustNewGate(features.StatefulSetAutoDeletePVC, features.StatefulSetStartOrdinal, features.PodIndexLabel,
 		features.InPlaceUpdateEnvFromMetadata, features.PreDownloadImageForInPlaceUpdate, features.KruiseDaemon)
 	for g, v := range f.gates {
@@ -172,7 +177,7 @@ func (f *syncFixture) run() []string {
 	}
 	_, err := features.Resolve(gate)
 	require.NoError(f.t, err)
-	recorder := record.NewFakeRecorder(100)
+	recorder := record.NewFakeRecorder(4 * burstReplicas) // room for a burst of creations; a full recorder blocks
 	d := Deps{
 		Kube:          f.kube,
 		Client:        f.client,

@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -84,6 +83,9 @@ func planScale(in scaleInput) scalePlan {
 		p := in.pods[o]
 		switch {
 		case p == nil:
+			if len(plan.create) == burstReplicas {
+				continue // the rest in later syncs
+			}
 			if in.maxUnavailable > 0 {
 				if budget <= 0 {
 					continue
@@ -133,15 +135,18 @@ func planScale(in scaleInput) scalePlan {
 	return plan
 }
 
+// burstReplicas bounds the pods one sync creates (Parallel; OrderedReady
+// creates one), as kube-controller-manager bounds a ReplicaSet's: the
+// creations' expectations hold the next sync until the cache shows them, so
+// a large scale-up goes batch by batch instead of holding a worker for
+// minutes.
+const burstReplicas = 500
+
 // condemnedPods are the pods whose ordinal is not a slot, highest first.
 func condemnedPods(slots []int, pods map[int]*corev1.Pod) []*corev1.Pod {
-	inSlot := make(map[int]bool, len(slots))
-	for _, o := range slots {
-		inSlot[o] = true
-	}
 	var out []int
 	for o := range pods {
-		if !inSlot[o] {
+		if !isSlot(slots, o) {
 			out = append(out, o)
 		}
 	}
@@ -244,7 +249,7 @@ func (c *Controller) revisionsForNewPods(st *syncState, ordinals []int) map[int]
 		case unordered && atCurrent < partition:
 			out[o] = st.current
 			atCurrent++
-		case !unordered && slices.Index(st.slots, o) < partition:
+		case !unordered && slotIndex(st.slots, o) < partition:
 			out[o] = st.current
 		}
 	}
@@ -313,7 +318,6 @@ func (c *Controller) syncClaimOwners(ctx context.Context, st *syncState) error {
 		return nil
 	}
 	r := retentionOf(st.set, c.gates.Enabled(features.StatefulSetAutoDeletePVC))
-	inSlot := sets.New(st.slots...)
 	for o, p := range st.pods {
 		for _, vct := range st.set.Spec.VolumeClaimTemplates {
 			claim, err := c.claim(st.set.Namespace, claimName(vct.Name, st.set.Name, o))
@@ -323,7 +327,7 @@ func (c *Controller) syncClaimOwners(ctx context.Context, st *syncState) error {
 				}
 				continue
 			}
-			refs, changed := claimOwners(claim.OwnerReferences, st.set, p, !inSlot.Has(o), r)
+			refs, changed := claimOwners(claim.OwnerReferences, st.set, p, !isSlot(st.slots, o), r)
 			if !changed {
 				continue
 			}

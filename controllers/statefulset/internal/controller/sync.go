@@ -140,7 +140,13 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, set *
 	if set.Spec.Ordinals != nil && c.gates.Enabled(features.StatefulSetStartOrdinal) {
 		start = int(set.Spec.Ordinals.Start)
 	}
-	st.slots = slotOrdinals(int(ptr.Deref(set.Spec.Replicas, 1)), start, reserved)
+	// The CRD refuses more than pub.MaxReplicas; a set stored before it did
+	// is reported rather than given a slot list of up to 2^31 ordinals.
+	if replicas := int(ptr.Deref(set.Spec.Replicas, 1)); replicas > pub.MaxReplicas {
+		st.invalid = fmt.Sprintf("spec.replicas: %d is above the maximum %d", replicas, pub.MaxReplicas)
+	} else {
+		st.slots = slotOrdinals(replicas, start, reserved)
+	}
 	objs, err := controller.ByOwnerUID(c.pods, set.UID)
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
@@ -203,7 +209,7 @@ func (st *syncState) isUpdated(p *corev1.Pod) bool {
 
 // slotPods are the pods in the replica slots, ascending by ordinal.
 func (st *syncState) slotPods() []*corev1.Pod {
-	out := make([]*corev1.Pod, 0, len(st.slots))
+	out := make([]*corev1.Pod, 0, min(len(st.slots), len(st.pods)))
 	for _, o := range st.slots {
 		if p := st.pods[o]; p != nil {
 			out = append(out, p)
