@@ -24,6 +24,7 @@ type PodProbeMarkerSpec struct {
 // PodContainerProbe is one custom probe of a container.
 // +kubebuilder:validation:XValidation:rule="!(self.name in ['PodScheduled', 'Initialized', 'Ready', 'ContainersReady', 'KruisePodReady', 'InPlaceUpdateReady'])",message="spec.probes[].name must not be a Kubernetes or Kruise pod condition type",fieldPath=".name"
 // +kubebuilder:validation:XValidation:rule="(has(self.markerPolicy) && size(self.markerPolicy) > 0) || (has(self.podConditionType) && size(self.podConditionType) > 0)",message="spec.probes[]: at least one of markerPolicy and podConditionType must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.podConditionType) || !(self.podConditionType in ['PodScheduled', 'Initialized', 'ContainersReady', 'Ready', 'PodReadyToStartContainers', 'DisruptionTarget', 'PodResizePending', 'PodResizeInProgress', 'KruisePodReady', 'InPlaceUpdateReady'])",message="spec.probes[].podConditionType must not be a pod condition type Kubernetes or Kruise owns",fieldPath=".podConditionType"
 type PodContainerProbe struct {
 	// Name of the probe; unique within the PodProbeMarker, no '#'.
 	// +kubebuilder:validation:MinLength=1
