@@ -46,8 +46,14 @@ kubectl wait --for=condition=Established crd --all --timeout=60s > /dev/null
 server=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
 ca=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
 # Per-controller flags: the sidecarset webhook listens where deploy/overlays/local points the API server.
-extra_args() { case $1 in sidecarset) echo "--webhook-host=127.0.0.1 --webhook-port=19443" ;;
-  pub) echo "--webhook-host=127.0.0.1 --webhook-port=19444" ;;
+# With a control plane that presents its webhook client certificate (hack/cluster/up.sh writes
+# admission/config.yaml), the webhooks accept that caller only.
+webhook_auth=
+if [ -s "$CLUSTER_DIR/admission/config.yaml" ]; then
+  webhook_auth="--webhook-client-ca=$CLUSTER_DIR/pki/webhook-client-ca.crt --webhook-client-names=kube-apiserver-webhook-client"
+fi
+extra_args() { case $1 in sidecarset) echo "--webhook-host=127.0.0.1 --webhook-port=19443 $webhook_auth" ;;
+  pub) echo "--webhook-host=127.0.0.1 --webhook-port=19444 $webhook_auth" ;;
   # PodProbeMarkerGate needs KruiseDaemon (a node agent); the probe component ships probe-agent, so its
   # controller runs with the gate on, here as in deploy/components/probe.
   probe) echo "--feature-gates=KruiseDaemon=true" ;; esac; }

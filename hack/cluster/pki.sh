@@ -20,6 +20,9 @@
 #     provisioner  CN=flotilla:local-provisioner         (ClusterRole in manifests/bootstrap.yaml)
 #     real-node-<i> CN=system:node:real-node-<i>, O=system:nodes  (Node authorizer; only with --node NAME,
 #                  called by node-up.sh)
+#   webhook-client-ca.{crt,key}  CA of the client certificate the API server presents to admission webhooks
+#   webhook-client.{crt,key}     CN=kube-apiserver-webhook-client, signed by webhook-client-ca (up.sh's
+#                                AdmissionConfiguration; Flotilla's webhooks: --webhook-client-ca)
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -74,6 +77,14 @@ if [ ! -s ca.crt ] || [ ! -f .complete ]; then
   rm -f ./*.srl
   touch .complete   # marker: the set above is complete
   log "PKI generated in $(since "$t") s"
+fi
+
+# The webhook client pair has its own CA, so that a webhook trusting it accepts the API server only (the
+# cluster CA also signs every other client). Made when missing: a PKI from before it gains it.
+if [ ! -s webhook-client.crt ]; then
+  selfca webhook-client-ca flotilla-webhook-client-ca
+  leaf webhook-client webhook-client-ca "/CN=kube-apiserver-webhook-client" clientAuth
+  rm -f ./*.srl
 fi
 
 for u in "${NODE_USERS[@]}"; do

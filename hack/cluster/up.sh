@@ -116,6 +116,36 @@ EOA
               --audit-log-format=json --audit-log-maxsize=0 --audit-log-maxbackup=0)
   : > "$LOGS/audit.log"
 fi
+# Admission webhooks: the API server presents the client certificate webhook-client (pki.sh) to every
+# webhook ('*': Services and URLs alike), so a webhook can refuse callers that are not the API server
+# (kit/webhook --webhook-client-ca=$PKI/webhook-client-ca.crt --webhook-client-names=kube-apiserver-webhook-client;
+# hack/run-local.sh passes them when $CLUSTER_DIR/admission/config.yaml exists). A webhook that does not ask
+# for a client certificate never receives it.
+mkdir -p "$CLUSTER_DIR/admission"
+cat > "$CLUSTER_DIR/admission/webhook-client.kubeconfig" <<EOK
+apiVersion: v1
+kind: Config
+users:
+- name: '*'
+  user:
+    client-certificate: $PKI/webhook-client.crt
+    client-key: $PKI/webhook-client.key
+EOK
+cat > "$CLUSTER_DIR/admission/config.yaml" <<EOA
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: $CLUSTER_DIR/admission/webhook-client.kubeconfig
+- name: MutatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: $CLUSTER_DIR/admission/webhook-client.kubeconfig
+EOA
 T1=$(now)
 # --endpoint-reconciler-type=none: the "kubernetes" Service would otherwise point at 127.0.0.1,
 #   which means nothing inside pods. Pods on a real node reach the API server at the Service's IP all the
@@ -133,6 +163,7 @@ start kube-apiserver \
   --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
   --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
   --client-ca-file="$PKI/ca.crt" \
+  --admission-control-config-file="$CLUSTER_DIR/admission/config.yaml" \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
   --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
   --service-cluster-ip-range="$SERVICE_CIDR" \
