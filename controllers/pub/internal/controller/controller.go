@@ -82,7 +82,7 @@ func New(d Deps) (*Controller, error) {
 		queue:    controller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
 	}
 	c.loop = controller.NewLoop(Name, c.queue, c.sync)
-	if _, err := pubInf.Informer().AddEventHandler(controller.NewKeyHandler(c.queue)); err != nil {
+	if _, err := pubInf.Informer().AddEventHandler(pubHandler{c}); err != nil {
 		return nil, fmt.Errorf("pub handler: %w", err)
 	}
 	if _, err := podInf.AddEventHandler(podHandler{c}); err != nil {

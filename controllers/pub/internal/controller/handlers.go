@@ -35,13 +35,24 @@ func (h podHandler) OnAdd(obj any, isInInitialList bool) {
 	if !ok {
 		return
 	}
-	if name := pubcontrol.RelatedPub(pod); name != "" {
-		h.c.queue.EnqueueEvent(types.NamespacedName{Namespace: pod.Namespace, Name: name}, isInInitialList)
-		return
-	}
-	for _, key := range h.c.candidates(pod) {
+	for _, key := range h.c.budgetsOf(pod) {
 		h.c.queue.EnqueueEvent(key, isInInitialList)
 	}
+}
+
+// budgetsOf: the budget a pod is marked for, if it exists; else (unmarked,
+// or marked for a budget that is gone) the budgets that may cover it, so
+// that one of them marks it.
+func (c *Controller) budgetsOf(pod *corev1.Pod) []types.NamespacedName {
+	if name := pubcontrol.RelatedPub(pod); name != "" && c.exists(pod.Namespace, name) {
+		return []types.NamespacedName{{Namespace: pod.Namespace, Name: name}}
+	}
+	return c.candidates(pod)
+}
+
+func (c *Controller) exists(ns, name string) bool {
+	p, err := c.pubs.PodUnavailableBudgets(ns).Get(name)
+	return err == nil && p.DeletionTimestamp == nil
 }
 
 func (h podHandler) OnUpdate(oldObj, newObj any) {
@@ -51,8 +62,9 @@ func (h podHandler) OnUpdate(oldObj, newObj any) {
 		return
 	}
 	name := pubcontrol.RelatedPub(newPod)
-	if name == "" {
-		if !labels.Equals(oldPod.Labels, newPod.Labels) || !ownersEqual(oldPod, newPod) {
+	moved := !labels.Equals(oldPod.Labels, newPod.Labels) || !ownersEqual(oldPod, newPod)
+	if name == "" || !h.c.exists(newPod.Namespace, name) {
+		if moved || name != pubcontrol.RelatedPub(oldPod) {
 			for _, key := range h.c.candidates(newPod) {
 				h.c.queue.Enqueue(key)
 			}
@@ -60,6 +72,19 @@ func (h podHandler) OnUpdate(oldObj, newObj any) {
 		return
 	}
 	key := types.NamespacedName{Namespace: newPod.Namespace, Name: name}
+	if moved {
+		// Relabelled or re-owned: another budget may now cover it (and
+		// re-mark it); if the cheap test says its own no longer does, that
+		// one recounts.
+		for _, k := range h.c.candidates(newPod) {
+			if k != key {
+				h.c.queue.Enqueue(k)
+			}
+		}
+		if p, err := h.c.pubs.PodUnavailableBudgets(key.Namespace).Get(key.Name); err == nil && !Covers(p, newPod, metav1.GetControllerOfNoCopy(newPod)) {
+			h.c.queue.Enqueue(key)
+		}
+	}
 	switch {
 	case oldPod.DeletionTimestamp == nil && newPod.DeletionTimestamp != nil:
 		h.c.queue.AddAfter(key, deletionDelay)
@@ -108,6 +133,52 @@ func Covers(p *policyv1alpha1.PodUnavailableBudget, pod *corev1.Pod, ref *metav1
 		return ref != nil && (ref.Kind == t.Kind || (ref.Kind == "ReplicaSet" && t.Kind == "Deployment"))
 	}
 	return controller.SelectorMatches(p.Spec.Selector, pod.Labels)
+}
+
+// pubHandler enqueues the budget on every event and, when one is deleted
+// or starts terminating, the other budgets of its namespace: pods marked
+// for it may be covered by another budget, which must re-mark them (a
+// budget recreated under a new name, or two budgets over one pod), not
+// wait for the next resync.
+type pubHandler struct{ c *Controller }
+
+func (h pubHandler) OnAdd(obj any, _ bool) {
+	if p, ok := obj.(*policyv1alpha1.PodUnavailableBudget); ok {
+		h.c.queue.Enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+	}
+}
+
+func (h pubHandler) OnUpdate(oldObj, newObj any) {
+	o, ok1 := oldObj.(*policyv1alpha1.PodUnavailableBudget)
+	p, ok2 := newObj.(*policyv1alpha1.PodUnavailableBudget)
+	if !ok1 || !ok2 {
+		return
+	}
+	h.c.queue.Enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+	if o.DeletionTimestamp == nil && p.DeletionTimestamp != nil {
+		h.others(p)
+	}
+}
+
+func (h pubHandler) OnDelete(obj any) {
+	o, ok := controller.ObjectOf(obj)
+	if !ok {
+		return
+	}
+	h.c.queue.Enqueue(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
+	h.others(o)
+}
+
+func (h pubHandler) others(gone metav1.Object) {
+	pubs, err := h.c.pubs.PodUnavailableBudgets(gone.GetNamespace()).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, p := range pubs {
+		if p.Name != gone.GetName() {
+			h.c.queue.Enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+		}
+	}
 }
 
 // workloadHandler enqueues the budgets of a workload's namespace when its

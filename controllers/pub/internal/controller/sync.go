@@ -182,15 +182,33 @@ func activePods(objs []any) []*corev1.Pod {
 }
 
 // markRelated writes the related-pub annotation (both keys, as OpenKruise
-// HEAD does) on pods that have none, so that the pod webhook's match
-// conditions send their deletes and updates to the guard.
+// HEAD does) on the budget's pods that are unmarked or marked for a budget
+// that no longer protects them — one that does not exist (deleted, or
+// recreated under another name), is being deleted, or does not cover the
+// pod (relabelled, moved to another workload, or an annotation copied into
+// a pod template) — so that the pod webhook's match conditions send their
+// deletes and updates to the guard, and the guard takes from this budget.
+// A pod marked for another budget that also covers it keeps its mark: one
+// budget guards a pod, the first to mark it.
 func (c *Controller) markRelated(ctx context.Context, p *policyv1alpha1.PodUnavailableBudget, pods []*corev1.Pod) error {
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q,%q:%q}}}`,
 		pub.PodRelatedPubAnnotationNew, p.Name, pub.PodRelatedPubAnnotation, p.Name)
-	n := 0
+	others := map[string]map[types.UID]bool{}
+	n, remarked := 0, 0
 	for _, pod := range pods {
-		if pubcontrol.RelatedPub(pod) != "" {
+		name := pubcontrol.RelatedPub(pod)
+		if name == p.Name {
 			continue
+		}
+		if name != "" {
+			covered, err := c.otherCovers(ctx, pod.Namespace, name, pod.UID, others)
+			if err != nil {
+				return err
+			}
+			if covered {
+				continue
+			}
+			remarked++
 		}
 		_, err := c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -199,7 +217,35 @@ func (c *Controller) markRelated(ctx context.Context, p *policyv1alpha1.PodUnava
 		n++
 	}
 	if n > 0 {
-		klog.FromContext(ctx).V(2).Info("Marked pods with the related-pub annotation", "pub", klog.KObj(p), "pods", n)
+		klog.FromContext(ctx).V(2).Info("Marked pods with the related-pub annotation", "pub", klog.KObj(p), "pods", n, "remarked", remarked)
 	}
 	return nil
+}
+
+// otherCovers reports whether the budget name, which a pod of another
+// budget is marked for, exists, is not being deleted and protects the pod
+// (uid). The pod sets of such budgets are computed once per sync (memo):
+// in the steady state no pod is marked for another budget and this costs
+// nothing.
+func (c *Controller) otherCovers(ctx context.Context, ns, name string, uid types.UID, memo map[string]map[types.UID]bool) (bool, error) {
+	set, ok := memo[name]
+	if !ok {
+		q, err := c.pubs.PodUnavailableBudgets(ns).Get(name)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return false, fmt.Errorf("get pub %s/%s: %w", ns, name, err)
+		case q.DeletionTimestamp == nil:
+			pods, _, err := c.podsFor(ctx, q)
+			if err != nil {
+				return false, err
+			}
+			set = make(map[types.UID]bool, len(pods))
+			for _, pod := range pods {
+				set[pod.UID] = true
+			}
+		}
+		memo[name] = set
+	}
+	return set[uid], nil
 }

@@ -12,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/flotilla-dev/flotilla/apis/apps/pub"
-	policyv1alpha1 "github.com/flotilla-dev/flotilla/apis/policy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/controllers/pub/internal/webhook"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
@@ -42,9 +40,7 @@ func TestWebhookDownTerminatingAndMetadata(t *testing.T) {
 		_ = h.env.Kube.CoreV1().Pods(h.ns).Delete(context.Background(), ghost.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
 	})
 	h.env.PatchPod(t, h.ns, "kept-1", `{"metadata":{"finalizers":["flotilla.dev/test-hold"]}}`)
-	h.pubs.Create(newPub("kept", "kept", "2", func(p *policyv1alpha1.PodUnavailableBudget) {
-		p.Annotations = map[string]string{pub.PubProtectTotalReplicasAnnotation: "4"}
-	}))
+	h.pubs.Create(newPub("kept", "kept", "2", totalReplicas("4")))
 	h.waitScoped()
 	h.waitMarked("kept")
 	h.waitStatus("kept", "3 available of 4", counts(1, 3, 2, 4))

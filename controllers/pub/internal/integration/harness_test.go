@@ -139,7 +139,7 @@ func (h *harness) start() {
 	opts := kitwebhook.Options{Host: "127.0.0.1", Port: h.port, SecretName: "webhook-certs", Namespace: h.home, ServiceName: "pub-webhook"}
 	comp, err := kitwebhook.New(opts, h.env.Kube, h.reg, nil, kitwebhook.ConfigRef{Kind: kitwebhook.Validating, Name: h.config})
 	require.NoError(t, err)
-	(&webhook.Guard{Pubs: pubInf.Lister(), Client: h.client, Kube: h.env.Kube, Gates: gate, Recorder: recorder}).Register(comp.Server)
+	(&webhook.Guard{Pubs: pubInf.Lister(), Client: h.client, Kube: h.env.Kube, Gates: gate, Recorder: recorder, Finder: finder}).Register(comp.Server)
 	(&webhook.Validator{Client: h.client}).Register(comp.Server)
 	syncers := webhook.NewScopeSyncers(h.env.Kube, pubInf.Lister(), pubInf.Informer().HasSynced, h.config)
 	for _, s := range syncers {

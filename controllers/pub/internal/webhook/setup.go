@@ -10,6 +10,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/apis/policy/v1alpha1"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	policylisters "github.com/flotilla-dev/flotilla/client/listers/policy/v1alpha1"
+	"github.com/flotilla-dev/flotilla/controllers/pub/internal/workload"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	kitwebhook "github.com/flotilla-dev/flotilla/kit/webhook"
@@ -38,7 +39,12 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 	if err != nil {
 		return err
 	}
-	(&Guard{Pubs: pubInf.Lister(), Client: cl.Client, Kube: cl.Kube, Gates: env.Gates, Clock: env.Clock, Recorder: cl.Recorder}).Register(c.Server)
+	finder, err := workload.New(env.RESTConfig)
+	if err != nil {
+		return err
+	}
+	(&Guard{Pubs: pubInf.Lister(), Client: cl.Client, Kube: cl.Kube, Gates: env.Gates, Clock: env.Clock, Recorder: cl.Recorder,
+		Finder: finder}).Register(c.Server)
 	(&Validator{Client: cl.Client}).Register(c.Server)
 	env.AddReplicaComponent(c.ReplicaComponent())
 
