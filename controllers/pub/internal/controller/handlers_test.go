@@ -98,3 +98,42 @@ func TestCovers(t *testing.T) {
 	empty := &policyv1alpha1.PodUnavailableBudget{Spec: policyv1alpha1.PodUnavailableBudgetSpec{Selector: &metav1.LabelSelector{}}}
 	assert.False(t, Covers(empty, p, nil), "an empty selector covers nothing")
 }
+
+// Issue 26 item 5: pods marked for a budget that is gone, or relabelled
+// into another budget, are offered to the budgets that cover them; a
+// deleted budget enqueues the others of its namespace (one of them may
+// have to re-mark its pods).
+func TestStaleMarksEnqueueCoveringBudgets(t *testing.T) {
+	sel := func(name, app string) *policyv1alpha1.PodUnavailableBudget {
+		return &policyv1alpha1.PodUnavailableBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name},
+			Spec: policyv1alpha1.PodUnavailableBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}}}
+	}
+	c := handlerFixture(t, sel("web", "web"), sel("db", "db"))
+	h := podHandler{c}
+
+	h.OnAdd(pod("a", "p", map[string]string{"app": "web"}, map[string]string{pub.PodRelatedPubAnnotation: "gone"}, true), false)
+	assert.Equal(t, []string{"a/web"}, drain(c), "marked for a budget that does not exist: the covering budget")
+
+	old := pod("a", "p", map[string]string{"app": "db"}, map[string]string{pub.PodRelatedPubAnnotation: "db"}, true)
+	moved := old.DeepCopy()
+	moved.ResourceVersion, moved.Labels = "2", map[string]string{"app": "web"}
+	h.OnUpdate(old, moved)
+	assert.ElementsMatch(t, []string{"a/web", "a/db"}, drain(c), "relabelled: the budget now covering it, and its own recounts")
+
+	stale := pod("a", "p", map[string]string{"app": "web"}, map[string]string{pub.PodRelatedPubAnnotation: "gone"}, true)
+	notReady := pod("a", "p", map[string]string{"app": "web"}, map[string]string{pub.PodRelatedPubAnnotation: "gone"}, false)
+	notReady.ResourceVersion = "2"
+	h.OnUpdate(stale, notReady)
+	assert.Empty(t, drain(c), "a stale mark is offered on add and on label changes, not on every update")
+
+	ph := pubHandler{c}
+	ph.OnDelete(sel("old", "web"))
+	assert.ElementsMatch(t, []string{"a/old", "a/web", "a/db"}, drain(c), "a deleted budget: the others of its namespace")
+	gone := metav1.Now()
+	terminating := sel("db", "db")
+	terminating.DeletionTimestamp = &gone
+	ph.OnUpdate(sel("db", "db"), terminating)
+	assert.ElementsMatch(t, []string{"a/db", "a/web"}, drain(c), "a budget starting to terminate: the others too")
+	ph.OnUpdate(sel("db", "db"), sel("db", "db"))
+	assert.Equal(t, []string{"a/db"}, drain(c), "an update: the budget only")
+}
