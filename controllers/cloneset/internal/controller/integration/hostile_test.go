@@ -1,0 +1,106 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
+)
+
+// The API server refuses what the controller could not serve (issue 26):
+// replicas beyond pub.MaxReplicas, also through /scale, and names so long
+// that the pods' controller-revision-hash label (<name>-<hash>) would be
+// invalid, which made every pod creation fail.
+func TestHostileSpecsRefusedAtAdmission(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		cs   *appsv1alpha1.CloneSet
+		want string
+	}{
+		{name: "replicas 10,000,000", cs: newCloneSet("huge", 10_000_000), want: "spec.replicas"},
+		{name: "name of 53 characters", cs: newCloneSet(strings.Repeat("n", 53), 1), want: "metadata.name must be at most 52 characters"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := h.client.AppsV1alpha1().CloneSets(h.ns).Create(ctx, tc.cs, metav1.CreateOptions{})
+			require.Error(t, err, "the API server accepted it")
+			assert.True(t, apierrors.IsInvalid(err), "%v", err)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+	h.create(newCloneSet("small", 1))
+	_, err := h.client.AppsV1alpha1().CloneSets(h.ns).UpdateScale(ctx, "small",
+		&autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "small", Namespace: h.ns, ResourceVersion: h.get("small").ResourceVersion},
+			Spec: autoscalingv1.ScaleSpec{Replicas: 10_000_000}}, metav1.UpdateOptions{})
+	require.Error(t, err, "/scale accepted 10,000,000 replicas")
+	assert.ErrorContains(t, err, "spec.replicas")
+}
+
+// The longest name admission allows still gives valid pods.
+func TestLongestNameRunsPods(t *testing.T) {
+	h := newHarness(t)
+	name := strings.Repeat("n", pub.MaxWorkloadNameLength)
+	h.startController()
+	h.create(newCloneSet(name, 2))
+	st := h.waitStatus(name, "2 settled", settled(2))
+	for _, p := range h.pods(name) {
+		assert.LessOrEqual(t, len(p.Labels[pub.ControllerRevisionHashLabelKey]), 63, p.Name)
+	}
+	assert.True(t, strings.HasPrefix(st.Status.UpdateRevision, name+"-"))
+}
+
+// A CloneSet at the replica maximum is served in bursts of at most 500
+// creations per sync while the same controller keeps another CloneSet
+// converging. A ResourceQuota (pods with requests: NotBestEffort) stops the
+// big one at 1,000 pods at most, as a tenant's quota would; its pods are held by a
+// scheduling gate so they load neither the scheduler nor the nodes. The
+// peak heap of the test process (controller, informers and the test's
+// clients) is logged for bench/RESULTS.md.
+func TestMaxReplicasServedInBursts(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	const quota = 1000
+	_, err := h.env.Kube.CoreV1().ResourceQuotas(h.ns).Create(ctx, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "pods"},
+		Spec: corev1.ResourceQuotaSpec{
+			Hard:   corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(quota, resource.DecimalSI)},
+			Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotBestEffort},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	// The quota admits nothing until the quota controller has filled in its status.
+	testenv.Eventually(t, waitTimeout, func() (bool, error) {
+		q, err := h.env.Kube.CoreV1().ResourceQuotas(h.ns).Get(ctx, "pods", metav1.GetOptions{})
+		return err == nil && q.Status.Hard != nil, err
+	})
+
+	heap := testenv.SampleHeap(t, 100*time.Millisecond)
+	h.startController()
+	h.create(newCloneSet("huge", pub.MaxReplicas, func(cs *appsv1alpha1.CloneSet) {
+		spec := &cs.Spec.Template.Spec
+		spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m")}
+		spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "flotilla.dev/hold"}}
+	}))
+	h.create(newCloneSet("small", 3))
+	h.waitStatus("small", "3 settled while the big one scales", settled(3))
+	// At least one burst; how many more before the quota stops it depends
+	// on how quota conflicts back the CloneSet off.
+	pods := h.waitPods("huge", "a first burst of 500 pods", func(pods []corev1.Pod) bool { return len(pods) >= 500 })
+	peak := heap.Stop()
+	t.Logf("CloneSet of %d replicas (quota: %d pods) had %d pods when a 3-replica CloneSet beside it had converged and its first burst was seen; peak heap in use %.1f MiB",
+		pub.MaxReplicas, quota, len(pods), float64(peak)/(1<<20))
+	assert.Less(t, peak, uint64(256<<20), "peak heap of the test process")
+}
