@@ -57,10 +57,17 @@ extra_args() { case $1 in sidecarset) echo "--webhook-host=127.0.0.1 --webhook-p
   # PodProbeMarkerGate needs KruiseDaemon (a node agent); the probe component ships probe-agent, so its
   # controller runs with the gate on, here as in deploy/components/probe.
   probe) echo "--feature-gates=KruiseDaemon=true" ;; esac; }
-# kubeconfig_for SERVICEACCOUNT: writes $RUN/<sa>.kubeconfig with a token of that ServiceAccount; prints its path.
+# kubeconfig_for SERVICEACCOUNT [NAMESPACE [NODE]]: writes $RUN/<sa>[-<node>].kubeconfig with a token of that
+# ServiceAccount (in NAMESPACE, default $NS; bound to Node NODE if given); prints its path.
 kubeconfig_for() {
-  local name=$1 token kc=$RUN/$1.kubeconfig
-  token=$(kubectl -n $NS create token "$name" --duration=24h)
+  local name=$1 ns=${2:-$NS} node=${3:-} token kc=$RUN/$1${3:+-$3}.kubeconfig
+  if [ -n "$node" ]; then
+    # A token bound to the node carries it (user extra authentication.kubernetes.io/node-name), which the
+    # ValidatingAdmissionPolicy flotilla-probe-agent-own-node requires: an agent writes only its node's results.
+    token=$(kubectl -n "$ns" create token "$name" --duration=24h --bound-object-kind=Node --bound-object-name="$node")
+  else
+    token=$(kubectl -n "$ns" create token "$name" --duration=24h)
+  fi
   cat > "$kc" <<KC
 apiVersion: v1
 kind: Config
@@ -101,7 +108,7 @@ agents=()
 for node in $(kubectl get nodes -l flotilla.dev/real-node=true -o jsonpath='{.items[*].metadata.name}'); do
   sock=$(kubectl get node "$node" -o jsonpath='{.metadata.annotations.flotilla\.dev/cri-socket}')
   port=$((18100 + ${#agents[@]}))
-  setsid "$ROOT/bin/probe-agent" --kubeconfig="$(kubeconfig_for probe-agent)" --node-name="$node" --cri-socket="unix://$sock" \
+  setsid "$ROOT/bin/probe-agent" --kubeconfig="$(kubeconfig_for probe-agent flotilla-node "$node")" --node-name="$node" --cri-socket="unix://$sock" \
     --metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:$port > "$LOGS/probe-agent-$node.log" 2>&1 < /dev/null &
   echo $! > "$RUN/probe-agent-$node.pid"
   wait_for "probe-agent of $node /readyz" 60 curl -sf "http://127.0.0.1:$port/readyz"

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/test/e2e/framework"
 )
@@ -114,12 +115,99 @@ func TestWebhookConfigurationsGoWithTheirFeature(t *testing.T) {
 
 func TestSharedOverlays(t *testing.T) {
 	root := repoRoot(t)
+	var namespaces []string
 	for _, o := range render(t, root, "namespace") {
-		assert.Equal(t, "Namespace flotilla-system", o.GetKind()+" "+o.GetName())
+		namespaces = append(namespaces, o.GetKind()+" "+o.GetName())
 	}
+	assert.ElementsMatch(t, []string{"Namespace flotilla-system", "Namespace flotilla-node"}, namespaces)
 	crds := render(t, root, "crds")
 	for _, o := range crds {
 		assert.Equal(t, "CustomResourceDefinition", o.GetKind(), "deploy/overlays/crds renders %s", key(o))
 	}
 	assert.Len(t, crds, 10, "one CRD per kind served")
+}
+
+// Pod Security: the controllers' namespace is "restricted" and enforced; the node agent, which needs the host's
+// network and CRI socket ("privileged"), runs in a namespace of its own. Every namespace an overlay puts objects in
+// is one the namespace overlay installs.
+func TestPodSecurityLabels(t *testing.T) {
+	root := repoRoot(t)
+	want := map[string]string{"flotilla-system": "restricted", "flotilla-node": "privileged"}
+	got := map[string]string{}
+	for _, o := range render(t, root, "namespace") {
+		require.Equal(t, "Namespace", o.GetKind())
+		got[o.GetName()] = o.GetLabels()["pod-security.kubernetes.io/enforce"]
+	}
+	assert.Equal(t, want, got)
+	for _, o := range render(t, root, "all") {
+		if ns := o.GetNamespace(); ns != "" && !isClusterScoped(o.GetKind()) {
+			assert.Contains(t, want, ns, "%s is in a namespace the namespace overlay does not install", key(o))
+		}
+		switch o.GetKind() {
+		case "DaemonSet":
+			assert.Equal(t, "flotilla-node", o.GetNamespace(), "%s: node agents run in flotilla-node", key(o))
+		case "Deployment":
+			assert.Equal(t, "flotilla-system", o.GetNamespace(), "%s: controllers run in flotilla-system", key(o))
+		}
+	}
+}
+
+// kustomize (kubectl's) does not know every cluster-scoped kind and gives them the overlay's namespace, which the
+// API server ignores.
+func isClusterScoped(kind string) bool {
+	switch kind {
+	case "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+		"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "CustomResourceDefinition", "Namespace":
+		return true
+	}
+	return false
+}
+
+// The FlowSchema that lifts Flotilla's controllers to workload-high must not match the node agents: one per node,
+// they would crowd the controllers out of it.
+func TestFlowSchemaLeavesNodeAgentsOut(t *testing.T) {
+	root := repoRoot(t)
+	raw, err := os.ReadFile(filepath.Join(root, "deploy", "extras", "flowschema.yaml"))
+	require.NoError(t, err)
+	var fs struct {
+		Spec struct {
+			PriorityLevelConfiguration struct{ Name string } `json:"priorityLevelConfiguration"`
+			Rules                      []struct {
+				Subjects []struct {
+					Kind           string
+					ServiceAccount *struct{ Namespace, Name string } `json:"serviceAccount"`
+				}
+			}
+		}
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &fs))
+	require.Equal(t, "workload-high", fs.Spec.PriorityLevelConfiguration.Name)
+	matches := func(ns, name string) bool {
+		for _, r := range fs.Spec.Rules {
+			for _, s := range r.Subjects {
+				if s.Kind != "ServiceAccount" || s.ServiceAccount == nil {
+					require.Failf(t, "unexpected subject", "%+v: only ServiceAccount subjects are checked here", s)
+				}
+				if s.ServiceAccount.Namespace == ns && (s.ServiceAccount.Name == "*" || s.ServiceAccount.Name == name) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	var agents, controllers int
+	for _, o := range render(t, root, "all") {
+		if o.GetKind() != "ServiceAccount" {
+			continue
+		}
+		if o.GetName() == "probe-agent" {
+			agents++
+			assert.False(t, matches(o.GetNamespace(), o.GetName()), "the FlowSchema puts the node agent %s into workload-high", key(o))
+		} else {
+			controllers++
+			assert.True(t, matches(o.GetNamespace(), o.GetName()), "the FlowSchema leaves the controller %s out", key(o))
+		}
+	}
+	assert.Equal(t, 1, agents)
+	assert.Equal(t, len(features), controllers)
 }

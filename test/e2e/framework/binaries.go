@@ -146,8 +146,14 @@ func ServiceAccountConfig(t testing.TB, env *testenv.Env, controller string) *re
 
 func serviceAccountConfig(t testing.TB, env *testenv.Env, serviceAccount string) *rest.Config {
 	t.Helper()
-	tr, err := env.Kube.CoreV1().ServiceAccounts(SystemNamespace).CreateToken(context.Background(), serviceAccount,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
+	return tokenConfig(t, env, SystemNamespace, serviceAccount, nil)
+}
+
+// tokenConfig returns a client config with a fresh token of ServiceAccount ns/serviceAccount, bound to bound if set.
+func tokenConfig(t testing.TB, env *testenv.Env, ns, serviceAccount string, bound *authenticationv1.BoundObjectReference) *rest.Config {
+	t.Helper()
+	tr, err := env.Kube.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), serviceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600), BoundObjectRef: bound}},
 		metav1.CreateOptions{})
 	require.NoError(t, err)
 	cfg := rest.AnonymousClientConfig(env.Config)
@@ -162,11 +168,28 @@ func ServiceAccountKubeconfig(t testing.TB, env *testenv.Env, controller string)
 	return ServiceAccountKubeconfigOf(t, env, controller+"-controller")
 }
 
-// ServiceAccountKubeconfigOf writes a kubeconfig with a token of ServiceAccount serviceAccount in SystemNamespace
-// (e.g. "probe-agent", which is not a controller's).
+// ServiceAccountKubeconfigOf writes a kubeconfig with a token of ServiceAccount serviceAccount in SystemNamespace.
 func ServiceAccountKubeconfigOf(t testing.TB, env *testenv.Env, serviceAccount string) string {
 	t.Helper()
-	cfg := serviceAccountConfig(t, env, serviceAccount)
+	return writeKubeconfig(t, serviceAccountConfig(t, env, serviceAccount), serviceAccount)
+}
+
+// AgentNamespace is where deploy/ puts the node agent (Pod Security "privileged").
+const AgentNamespace = "flotilla-node"
+
+// AgentKubeconfig writes a kubeconfig with a token of probe-agent's ServiceAccount bound to node, as
+// hack/run-local.sh does: the token names the node, which the admission policy flotilla-probe-agent-own-node
+// requires for the agent's NodePodProbe status writes.
+func AgentKubeconfig(t testing.TB, env *testenv.Env, node string) string {
+	t.Helper()
+	n, err := env.Kube.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	require.NoError(t, err)
+	cfg := tokenConfig(t, env, AgentNamespace, "probe-agent", &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: node, UID: n.UID})
+	return writeKubeconfig(t, cfg, "probe-agent")
+}
+
+func writeKubeconfig(t testing.TB, cfg *rest.Config, name string) string {
+	t.Helper()
 	ca := cfg.CAData
 	if len(ca) == 0 && cfg.CAFile != "" {
 		var err error
@@ -180,7 +203,7 @@ users: [{name: controller, user: {token: %q}}]
 contexts: [{name: local, context: {cluster: local, user: controller}}]
 current-context: local
 `, cfg.Host, base64.StdEncoding.EncodeToString(ca), cfg.BearerToken)
-	path := filepath.Join(t.TempDir(), serviceAccount+".kubeconfig")
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
 	require.NoError(t, os.WriteFile(path, []byte(kc), 0o600))
 	return path
 }

@@ -26,9 +26,11 @@ import (
 const (
 	envRun          = "FLOTILLA_E2E_INSTALL"
 	systemNamespace = "flotilla-system"
-	registryAnnot   = "flotilla.dev/registry"
-	criSocketAnnot  = "flotilla.dev/cri-socket" // where the real node's containerd listens (hack/cluster/node-up.sh)
-	realNodeLabel   = "flotilla.dev/real-node"
+	// agentNamespace holds the node agent (Pod Security "privileged"; flotilla-system is "restricted").
+	agentNamespace = "flotilla-node"
+	registryAnnot  = "flotilla.dev/registry"
+	criSocketAnnot = "flotilla.dev/cri-socket" // where the real node's containerd listens (hack/cluster/node-up.sh)
+	realNodeLabel  = "flotilla.dev/real-node"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -196,7 +198,7 @@ func (in *installer) assertAbsent(features ...string) {
 			assert.True(in.t, apierrors.IsNotFound(err), "Deployment %s of %s is present", d, f)
 		}
 		if in.hasAgent(f) {
-			_, err := in.env.Kube.AppsV1().DaemonSets(systemNamespace).Get(ctx, "probe-agent", metav1.GetOptions{})
+			_, err := in.env.Kube.AppsV1().DaemonSets(agentNamespace).Get(ctx, "probe-agent", metav1.GetOptions{})
 			assert.True(in.t, apierrors.IsNotFound(err), "DaemonSet probe-agent of %s is present", f)
 		}
 		_, err := in.env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "flotilla-"+f, metav1.GetOptions{})
@@ -343,7 +345,7 @@ func (in *installer) waitAgent() {
 	var seen string
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		list, err := in.env.Kube.CoreV1().Pods(systemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=probe-agent"})
+		list, err := in.env.Kube.CoreV1().Pods(agentNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=probe-agent"})
 		require.NoError(in.t, err)
 		pods = list.Items
 		for _, p := range pods {

@@ -80,7 +80,7 @@ func startProbeStack(t *testing.T, env *testenv.Env, ns, node, endpoint string) 
 	})
 	framework.StartScoped(t, env, "probe", ns, "--feature-gates=KruiseDaemon=true")
 	agent := framework.Start(t, framework.CommandBinary(t, env, "probe", "probe-agent"),
-		"--kubeconfig="+framework.ServiceAccountKubeconfigOf(t, env, "probe-agent"),
+		"--kubeconfig="+framework.AgentKubeconfig(t, env, node),
 		"--node-name="+node, "--cri-socket="+endpoint, "--log-format=console")
 	testenv.Eventually(t, time.Minute, func() (bool, error) { return agent.Status("/readyz") == 200 || !agent.Running(), nil })
 	require.True(t, agent.Running(), "probe-agent exited:\n%s", agent.Log())

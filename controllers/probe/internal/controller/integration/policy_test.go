@@ -1,0 +1,199 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
+)
+
+const nodeNameKey = "authentication.kubernetes.io/node-name"
+
+// applyPolicies server-side applies the admission policies of
+// deploy/components/probe/policy.yaml (the objects the overlays install) and
+// fails if the API server found a type error in one of their expressions.
+func applyPolicies(t *testing.T, env *testenv.Env, file string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(env.RepoRoot, file))
+	require.NoError(t, err)
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	var names []string
+	for {
+		var o unstructured.Unstructured
+		if err := dec.Decode(&o.Object); errors.Is(err, io.EOF) {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		if len(o.Object) == 0 {
+			continue
+		}
+		resource := map[string]string{"ValidatingAdmissionPolicy": "validatingadmissionpolicies", "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings"}[o.GetKind()]
+		require.NotEmpty(t, resource, "%s: not an admission policy", o.GetKind())
+		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: resource}
+		_, err := env.Dynamic().Resource(gvr).Apply(context.Background(), o.GetName(), &o, metav1.ApplyOptions{FieldManager: "flotilla-test", Force: true})
+		require.NoError(t, err, "apply %s %s", o.GetKind(), o.GetName())
+		if o.GetKind() == "ValidatingAdmissionPolicy" {
+			names = append(names, o.GetName())
+		}
+	}
+	for _, n := range names {
+		testenv.Eventually(t, waitTimeout, func() (bool, error) {
+			p, err := env.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(context.Background(), n, metav1.GetOptions{})
+			if err != nil || p.Status.ObservedGeneration != p.Generation {
+				return false, err
+			}
+			if tc := p.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
+				t.Fatalf("policy %s: type errors %+v", n, tc.ExpressionWarnings)
+			}
+			return true, nil
+		})
+	}
+}
+
+// as returns a client config acting as the ServiceAccount user name, with
+// extra. It keeps the admin's system:masters group, so RBAC lets it through
+// and only admission decides: what is tested is the policy.
+func as(env *testenv.Env, user string, extra map[string][]string) *rest.Config {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:masters", "system:authenticated"}, Extra: extra}
+	return cfg
+}
+
+// denied polls write until the policy refuses it with a message naming want
+// (the API server loads a policy, and each new version of it, a moment after
+// it is written).
+func denied(t *testing.T, what, want string, write func() error) {
+	t.Helper()
+	var last error
+	testenv.Eventually(t, waitTimeout, func() (bool, error) {
+		last = write()
+		return apierrors.IsForbidden(last) && strings.Contains(last.Error(), want), nil
+	})
+	t.Logf("%s: %v", what, last)
+}
+
+// A probe-agent writes the status of its own node's NodePodProbe only: the
+// node its token is bound to (the user's node-name extra); another node's, or
+// any with a token bound to no node, is refused.
+func TestAgentWritesOnlyItsNodesNodePodProbe(t *testing.T) {
+	h := newHarness(t)
+	nodes := h.nodes(2)
+	applyPolicies(t, h.env, "deploy/components/probe/policy.yaml")
+	for _, n := range nodes {
+		_, err := h.client.AppsV1alpha1().NodePodProbes().Create(context.Background(), &appsv1alpha1.NodePodProbe{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	const agent = "system:serviceaccount:flotilla-node:probe-agent"
+	write := func(cfg *rest.Config, node string) error {
+		c := versioned.NewForConfigOrDie(cfg)
+		npp, err := c.AppsV1alpha1().NodePodProbes().Get(context.Background(), node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		npp.Status.PodProbeStatuses = []appsv1alpha1.PodProbeStatus{{Name: "p", Namespace: h.ns, UID: "u-" + time.Now().String()}}
+		_, err = c.AppsV1alpha1().NodePodProbes().UpdateStatus(context.Background(), npp, metav1.UpdateOptions{})
+		return err
+	}
+	agentOf0 := as(h.env, agent, map[string][]string{nodeNameKey: {nodes[0]}})
+	denied(t, "another node's NodePodProbe", "probe-agent of node "+nodes[0]+" may not write the status of NodePodProbe "+nodes[1],
+		func() error { return write(agentOf0, nodes[1]) })
+	denied(t, "a token bound to no node", "only with a token bound to its pod or node",
+		func() error { return write(as(h.env, agent, nil), nodes[0]) })
+	require.NoError(t, write(agentOf0, nodes[0]), "its own node's NodePodProbe")
+	// Another identity is not concerned (the controller, an admin).
+	require.NoError(t, write(h.env.Config, nodes[1]))
+
+	// The claim the policy reads is what the API server puts into a token
+	// bound to a Node object (hack/run-local.sh's agents) ...
+	sa := "default"
+	tr, err := h.env.Kube.CoreV1().ServiceAccounts(h.ns).CreateToken(context.Background(), sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: nodes[0], UID: nodeUID(t, h.env.Kube, nodes[0])},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	rev, err := h.env.Kube.AuthenticationV1().TokenReviews().Create(context.Background(), &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.True(t, rev.Status.Authenticated, rev.Status.Error)
+	require.Equal(t, authenticationv1.ExtraValue{nodes[0]}, rev.Status.User.Extra[nodeNameKey], "a Node-bound token names its node")
+	// ... and into a pod-bound one (the DaemonSet's projected token).
+	pod := h.pod("agent-stand-in", nodes[0])
+	tr, err = h.env.Kube.CoreV1().ServiceAccounts(h.ns).CreateToken(context.Background(), sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	rev, err = h.env.Kube.AuthenticationV1().TokenReviews().Create(context.Background(), &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Equal(t, authenticationv1.ExtraValue{nodes[0]}, rev.Status.User.Extra[nodeNameKey], "a pod-bound token names the pod's node")
+}
+
+func nodeUID(t *testing.T, kube kubernetes.Interface, name string) types.UID {
+	t.Helper()
+	n, err := kube.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	return n.UID
+}
+
+// probe-controller's pods/status writes may carry labels, annotations and
+// probe conditions only: a Kubernetes-owned condition, another status field
+// or a finalizer is refused.
+func TestControllerPodStatusWritesArePinned(t *testing.T) {
+	h := newHarness(t)
+	node := h.nodes(1)[0]
+	applyPolicies(t, h.env, "deploy/components/probe/policy.yaml")
+	pod := h.pod("game-server-0", node)
+	kube := kubernetes.NewForConfigOrDie(as(h.env, "system:serviceaccount:flotilla-system:probe-controller", nil))
+	update := func(mutate func(*corev1.Pod)) error {
+		p, err := h.env.Kube.CoreV1().Pods(h.ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(p)
+		_, err = kube.CoreV1().Pods(h.ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
+		return err
+	}
+	denied(t, "the Ready condition", "conditions Kubernetes and Kruise own", func() error {
+		return update(func(p *corev1.Pod) {
+			for i := range p.Status.Conditions {
+				if p.Status.Conditions[i].Type == corev1.PodReady {
+					p.Status.Conditions[i].Status = corev1.ConditionFalse
+				}
+			}
+		})
+	})
+	denied(t, "the pod IP", "only labels, annotations and probe conditions", func() error {
+		return update(func(p *corev1.Pod) { p.Status.PodIP = "10.255.255.254"; p.Status.PodIPs = nil })
+	})
+	denied(t, "a finalizer", "finalizers", func() error {
+		return update(func(p *corev1.Pod) { p.Finalizers = append(p.Finalizers, "example.com/hold") })
+	})
+	// What markPod writes: a label, an annotation and the probe's condition.
+	require.NoError(t, update(func(p *corev1.Pod) {
+		p.Labels[idleLabel] = "true"
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[deletionCost] = "-10"
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: idleCondition, Status: corev1.ConditionTrue, LastProbeTime: metav1.Now()})
+	}))
+}
