@@ -124,6 +124,11 @@ func TestControllerRBACIsLeastPrivilege(t *testing.T) {
 		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Name: "other", Namespace: framework.SystemNamespace}, false},
 		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "list", Resource: "secrets", Namespace: framework.SystemNamespace}, false},
 		{"pub", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
+		// Own kinds: status only (issue 26 item 12).
+		{"pub", authorizationv1.ResourceAttributes{Verb: "update", Group: "policy.kruise.io", Resource: "podunavailablebudgets", Namespace: "default"}, false},
+		{"pub", authorizationv1.ResourceAttributes{Verb: "update", Group: "policy.kruise.io", Resource: "podunavailablebudgets", Subresource: "status", Namespace: "default"}, true},
+		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "patch", Group: "apps.kruise.io", Resource: "sidecarsets"}, false},
+		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "sidecarsets", Subresource: "status"}, true},
 		// /scale of any workload, read only; not the workloads themselves.
 		{"pub", authorizationv1.ResourceAttributes{Verb: "get", Group: "example.com", Resource: "widgets", Subresource: "scale", Namespace: "default"}, true},
 		{"pub", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "clonesets", Subresource: "scale", Namespace: "default"}, false},
