@@ -12,6 +12,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -29,6 +30,36 @@ type Scope struct {
 	// NamespaceSelector and ObjectSelector replace the entry's when non-nil.
 	NamespaceSelector *metav1.LabelSelector
 	ObjectSelector    *metav1.LabelSelector
+	// Applied, if set, is called by the leader's loop once the
+	// configuration carries this scope (written, or found so): to report
+	// on the objects the scope was computed from that they are served
+	// (InScopeConditions). An error retries the sync.
+	Applied func(ctx context.Context) error
+}
+
+// InScopeCondition is the status condition a controller sets on the
+// objects its webhook serves (SidecarSet, PodUnavailableBudget): True once
+// the webhook's match conditions cover the object at its observedGeneration,
+// so that what is created or disrupted from then on is sent to the webhook.
+const InScopeCondition = "WebhookInScope"
+
+// Reasons of InScopeCondition.
+const (
+	ReasonInScope  = "MatchConditionsWritten"
+	ReasonNotInUse = "NotServed"
+)
+
+// InScopeConditions returns a copy of conds with InScopeCondition set
+// (True when in, else False), observedGeneration generation, and whether
+// anything changed (the transition time moves only with the status).
+func InScopeConditions(conds []metav1.Condition, generation int64, in bool, message string, now time.Time) ([]metav1.Condition, bool) {
+	out := slices.Clone(conds)
+	c := metav1.Condition{Type: InScopeCondition, Status: metav1.ConditionFalse, Reason: ReasonNotInUse, Message: message,
+		ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now)}
+	if in {
+		c.Status, c.Reason = metav1.ConditionTrue, ReasonInScope
+	}
+	return out, meta.SetStatusCondition(&out, c)
 }
 
 // OwnedPrefix marks the match conditions a ScopeSyncer owns.
@@ -267,6 +298,11 @@ func (s *ScopeSyncer) sync(ctx context.Context, widen bool) error {
 	if wrote {
 		klog.FromContext(ctx).Info("Updated the webhook's scope", "configuration", s.Ref.String(), "webhook", s.Webhook,
 			"widenOnly", widen, "matchConditions", scope.MatchConditions)
+	}
+	if !widen && scope.Applied != nil {
+		if err := scope.Applied(ctx); err != nil {
+			return fmt.Errorf("report scope of webhook %s: %w", s.Webhook, err)
+		}
 	}
 	return nil
 }

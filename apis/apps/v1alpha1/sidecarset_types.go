@@ -340,6 +340,13 @@ type SidecarSetStatus struct {
 	LatestRevision string `json:"latestRevision,omitempty"`
 	// +optional
 	CollisionCount *int32 `json:"collisionCount,omitempty"`
+	// Conditions are Flotilla's own (OpenKruise's status has none; its
+	// clients ignore the field): WebhookInScope, True once the admission
+	// webhook's match conditions cover this object (kit/webhook).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // +genclient

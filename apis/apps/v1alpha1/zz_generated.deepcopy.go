@@ -1773,6 +1773,13 @@ func (in *SidecarSetStatus) DeepCopyInto(out *SidecarSetStatus) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.Conditions != nil {
+		in, out := &in.Conditions, &out.Conditions
+		*out = make([]metav1.Condition, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	return
 }
 

@@ -71,6 +71,13 @@ type PodUnavailableBudgetStatus struct {
 	DesiredAvailable int32 `json:"desiredAvailable"`
 	// TotalReplicas is the expected number of pods.
 	TotalReplicas int32 `json:"totalReplicas"`
+	// Conditions are Flotilla's own (OpenKruise's status has none; its
+	// clients ignore the field): WebhookInScope, True once the admission
+	// webhook's match conditions cover this object (kit/webhook).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // PodUnavailableBudget operation values (annotation kruise.io/pub-protect-operations).

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
+)
+
 // SidecarSetStatusApplyConfiguration represents a declarative configuration of the SidecarSetStatus type for use
 // with apply.
 //
@@ -31,6 +35,10 @@ type SidecarSetStatusApplyConfiguration struct {
 	// LatestRevision is the name of the latest ControllerRevision.
 	LatestRevision *string `json:"latestRevision,omitempty"`
 	CollisionCount *int32  `json:"collisionCount,omitempty"`
+	// Conditions are Flotilla's own (OpenKruise's status has none; its
+	// clients ignore the field): WebhookInScope, True once the admission
+	// webhook's match conditions cover this object (kit/webhook).
+	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
 // SidecarSetStatusApplyConfiguration constructs a declarative configuration of the SidecarSetStatus type for use with
@@ -92,5 +100,18 @@ func (b *SidecarSetStatusApplyConfiguration) WithLatestRevision(value string) *S
 // If called multiple times, the CollisionCount field is set to the value of the last call.
 func (b *SidecarSetStatusApplyConfiguration) WithCollisionCount(value int32) *SidecarSetStatusApplyConfiguration {
 	b.CollisionCount = &value
+	return b
+}
+
+// WithConditions adds the given value to the Conditions field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Conditions field.
+func (b *SidecarSetStatusApplyConfiguration) WithConditions(values ...*v1.ConditionApplyConfiguration) *SidecarSetStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithConditions")
+		}
+		b.Conditions = append(b.Conditions, *values[i])
+	}
 	return b
 }

@@ -20,6 +20,7 @@ package v1alpha1
 
 import (
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
 // PodUnavailableBudgetStatusApplyConfiguration represents a declarative configuration of the PodUnavailableBudgetStatus type for use
@@ -40,6 +41,10 @@ type PodUnavailableBudgetStatusApplyConfiguration struct {
 	DesiredAvailable *int32 `json:"desiredAvailable,omitempty"`
 	// TotalReplicas is the expected number of pods.
 	TotalReplicas *int32 `json:"totalReplicas,omitempty"`
+	// Conditions are Flotilla's own (OpenKruise's status has none; its
+	// clients ignore the field): WebhookInScope, True once the admission
+	// webhook's match conditions cover this object (kit/webhook).
+	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
 // PodUnavailableBudgetStatusApplyConfiguration constructs a declarative configuration of the PodUnavailableBudgetStatus type for use with
@@ -113,5 +118,18 @@ func (b *PodUnavailableBudgetStatusApplyConfiguration) WithDesiredAvailable(valu
 // If called multiple times, the TotalReplicas field is set to the value of the last call.
 func (b *PodUnavailableBudgetStatusApplyConfiguration) WithTotalReplicas(value int32) *PodUnavailableBudgetStatusApplyConfiguration {
 	b.TotalReplicas = &value
+	return b
+}
+
+// WithConditions adds the given value to the Conditions field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Conditions field.
+func (b *PodUnavailableBudgetStatusApplyConfiguration) WithConditions(values ...*metav1.ConditionApplyConfiguration) *PodUnavailableBudgetStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithConditions")
+		}
+		b.Conditions = append(b.Conditions, *values[i])
+	}
 	return b
 }

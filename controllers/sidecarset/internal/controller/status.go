@@ -21,6 +21,7 @@ func calculateStatus(set *appsv1alpha1.SidecarSet, pods []*corev1.Pod, latestRev
 		MatchedPods:        int32(len(pods)),
 		LatestRevision:     latestRevision,
 		CollisionCount:     ptr.To(collisionCount),
+		Conditions:         set.Status.Conditions, // the webhook's (WebhookInScope), not computed here
 	}
 	for _, pod := range pods {
 		updated := sidecarcontrol.IsUpdated(pod, set)

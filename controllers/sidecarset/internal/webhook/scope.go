@@ -31,20 +31,13 @@ const maxScopeLen = 32 << 10
 func PodScope(sets []*appsv1alpha1.SidecarSet) (kitwebhook.Scope, error) {
 	var full, nsOnly []string
 	for _, s := range sets {
-		if s.Spec.InjectionStrategy.Paused || s.DeletionTimestamp != nil {
+		if !Served(s) {
 			continue
 		}
 		ns := namespaceTerm(s)
-		sel := s.Spec.Selector
-		if sel != nil && len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0 {
-			sel = nil // an empty selector injects nowhere (sidecarcontrol.Selector)
-		}
-		labels, err := kitwebhook.LabelsMatch("object", sel)
+		labels, err := kitwebhook.LabelsMatch("object", s.Spec.Selector)
 		if err != nil {
 			return kitwebhook.Scope{}, err
-		}
-		if labels == kitwebhook.Never {
-			continue
 		}
 		full = append(full, kitwebhook.AllOf(ns, labels))
 		nsOnly = append(nsOnly, ns)
@@ -57,6 +50,15 @@ func PodScope(sets []*appsv1alpha1.SidecarSet) (kitwebhook.Scope, error) {
 		expr = kitwebhook.Always
 	}
 	return kitwebhook.Scope{MatchConditions: []admissionregistrationv1.MatchCondition{{Name: ScopeCondition, Expression: expr}}}, nil
+}
+
+// Served reports whether a SidecarSet has a term in the scope: not paused,
+// not being deleted, a selector that selects something (an empty one
+// injects nowhere, sidecarcontrol.Selector).
+func Served(s *appsv1alpha1.SidecarSet) bool {
+	sel := s.Spec.Selector
+	return !s.Spec.InjectionStrategy.Paused && s.DeletionTimestamp == nil &&
+		sel != nil && (len(sel.MatchLabels) > 0 || len(sel.MatchExpressions) > 0)
 }
 
 // namespaceTerm is the namespace part of a SidecarSet's scope.

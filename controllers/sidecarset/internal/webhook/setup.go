@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
@@ -71,22 +70,8 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options, systemN
 	}
 	env.AddReplicaComponent(c.ReplicaComponent())
 
-	setsSynced := setInf.Informer().HasSynced
 	ref := kitwebhook.ConfigRef{Kind: kitwebhook.Mutating, Name: ConfigName}
-	scope := kitwebhook.NewScopeSyncer(cl.Kube, ref, PodWebhookName,
-		func() (kitwebhook.Scope, error) {
-			if !setsSynced() {
-				return kitwebhook.Scope{}, fmt.Errorf("sidecarset cache not synced yet")
-			}
-			all, err := setInf.Lister().List(labels.Everything())
-			if err != nil {
-				return kitwebhook.Scope{}, err
-			}
-			if !podWebhook {
-				return PodScope(nil)
-			}
-			return PodScope(all)
-		})
+	scope := NewPodScopeSyncer(cl.Kube, cl.Client, ref, setInf.Lister(), setInf.Informer().HasSynced, podWebhook, env.Clock)
 	if _, err := setInf.Informer().AddEventHandler(TriggerOnChange(scope.Trigger)); err != nil {
 		return fmt.Errorf("sidecarset scope handler: %w", err)
 	}

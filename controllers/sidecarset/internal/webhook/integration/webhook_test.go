@@ -26,11 +26,13 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -170,13 +172,7 @@ func (h *harness) start() {
 		Revisions:  sidecarcontrol.RevisionIndexer{Indexer: revInf.Informer().GetIndexer()},
 		ConfigMaps: cmInf.Lister(), SystemNamespace: h.ns,
 	}).Register(c.Server)
-	scope := kitwebhook.NewScopeSyncer(h.env.Kube, refs[0], webhook.PodWebhookName, func() (kitwebhook.Scope, error) {
-		all, err := setInf.Lister().List(labels.Everything())
-		if err != nil {
-			return kitwebhook.Scope{}, err
-		}
-		return webhook.PodScope(all)
-	})
+	scope := webhook.NewPodScopeSyncer(h.env.Kube, h.client, refs[0], setInf.Lister(), setInf.Informer().HasSynced, true, nil)
 	_, err = setInf.Informer().AddEventHandler(webhook.TriggerOnChange(scope.Trigger))
 	require.NoError(h.t, err)
 	watch, err := kitwebhook.WatchConfig(h.env.Kube, refs[0], scope.Trigger)
@@ -265,6 +261,21 @@ func (h *harness) createSet(s *appsv1alpha1.SidecarSet) (*appsv1alpha1.SidecarSe
 		})
 	}
 	return out, err
+}
+
+// modifySet changes a SidecarSet's spec on its newest copy (its status is
+// written by the scope syncer too).
+func (h *harness) modifySet(name string, mutate func(*appsv1alpha1.SidecarSet)) {
+	h.t.Helper()
+	require.NoError(h.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := h.client.AppsV1alpha1().SidecarSets().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(s)
+		_, err = h.client.AppsV1alpha1().SidecarSets().Update(context.Background(), s, metav1.UpdateOptions{})
+		return err
+	}))
 }
 
 func (h *harness) createPod(name string, lbls map[string]string) (*corev1.Pod, error) {
@@ -394,9 +405,7 @@ func TestScopeFollowsSidecarSets(t *testing.T) {
 	require.NoError(t, err)
 	h.waitScope("selector", func(e string) bool { return strings.Contains(e, `"web"`) && strings.Contains(e, strconv.Quote(h.ns)) })
 
-	s.Spec.InjectionStrategy.Paused = true
-	_, err = h.client.AppsV1alpha1().SidecarSets().Update(context.Background(), s, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	h.modifySet(s.Name, func(s *appsv1alpha1.SidecarSet) { s.Spec.InjectionStrategy.Paused = true })
 	h.waitScope("paused", func(e string) bool { return e == kitwebhook.Never })
 
 	_, err = h.createSet(h.newSet("scope2", map[string]string{"app": "api"}))
@@ -460,6 +469,39 @@ func TestScopeRestoredAfterServerSideApply(t *testing.T) {
 	p, err := h.createPod("web", map[string]string{"app": "web"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"side", "app"}, containerNames(p))
+}
+
+// Issue 26 item 9: a SidecarSet says when it is served — condition
+// WebhookInScope True at the generation the scope was computed from once
+// the leader has it in the configuration, False while injection is paused.
+func TestInScopeCondition(t *testing.T) {
+	h := newHarness(t, admissionregistrationv1.Fail)
+	h.start()
+	s, err := h.createSet(h.newSet("cond", map[string]string{"app": "web"}))
+	require.NoError(t, err)
+	waitCondition := func(what string, status metav1.ConditionStatus) *appsv1alpha1.SidecarSet {
+		t.Helper()
+		var got *appsv1alpha1.SidecarSet
+		testenv.Eventually(t, waitTimeout, func() (bool, error) {
+			var err error
+			got, err = h.client.AppsV1alpha1().SidecarSets().Get(context.Background(), s.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			c := apimeta.FindStatusCondition(got.Status.Conditions, kitwebhook.InScopeCondition)
+			return c != nil && c.Status == status && c.ObservedGeneration == got.Generation, nil
+		})
+		t.Logf("%s: %+v", what, apimeta.FindStatusCondition(got.Status.Conditions, kitwebhook.InScopeCondition))
+		return got
+	}
+	got := waitCondition("created", metav1.ConditionTrue)
+	assert.Contains(t, h.scope(), `"web"`, "True only once the scope has it")
+
+	require.Equal(t, got.Generation, apimeta.FindStatusCondition(got.Status.Conditions, kitwebhook.InScopeCondition).ObservedGeneration)
+	h.modifySet(s.Name, func(s *appsv1alpha1.SidecarSet) { s.Spec.InjectionStrategy.Paused = true })
+	waitCondition("paused", metav1.ConditionFalse)
+	h.modifySet(s.Name, func(s *appsv1alpha1.SidecarSet) { s.Spec.InjectionStrategy.Paused = false })
+	waitCondition("resumed", metav1.ConditionTrue)
 }
 
 // Item 7 through the API server: cross-object rules are rejected by the

@@ -1,0 +1,82 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
+	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
+	kitwebhook "github.com/flotilla-dev/flotilla/kit/webhook"
+)
+
+// NewPodScopeSyncer keeps the pod entry of ref scoped to the SidecarSets
+// in sets (none with podWebhook false) and, once the leader has the scope
+// in the configuration, sets each SidecarSet's WebhookInScope condition:
+// True at the generation the scope was computed from (pods created from
+// then on get its sidecars), False for one the webhook does not serve
+// (paused, empty selector). client nil: no condition.
+func NewPodScopeSyncer(kube kubernetes.Interface, client versioned.Interface, ref kitwebhook.ConfigRef, sets appslisters.SidecarSetLister,
+	synced func() bool, podWebhook bool, clk clock.PassiveClock) *kitwebhook.ScopeSyncer {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return kitwebhook.NewScopeSyncer(kube, ref, PodWebhookName, func() (kitwebhook.Scope, error) {
+		if !synced() {
+			return kitwebhook.Scope{}, fmt.Errorf("sidecarset cache not synced yet")
+		}
+		all, err := sets.List(labels.Everything())
+		if err != nil {
+			return kitwebhook.Scope{}, err
+		}
+		var scope kitwebhook.Scope
+		if podWebhook {
+			scope, err = PodScope(all)
+		} else {
+			scope, err = PodScope(nil)
+		}
+		if err != nil || client == nil {
+			return scope, err
+		}
+		scope.Applied = func(ctx context.Context) error { return reportInScope(ctx, client, all, podWebhook, clk) }
+		return scope, nil
+	})
+}
+
+// reportInScope writes the WebhookInScope condition of each SidecarSet
+// whose condition differs: the cached status with the condition, carrying
+// the cached resourceVersion (a conflict retries the sync, on a fresher
+// cache; a status the controller has not written yet is written with its
+// zero counts, which is what it holds). The controller's status writes
+// keep the conditions.
+func reportInScope(ctx context.Context, client versioned.Interface, sets []*appsv1alpha1.SidecarSet, podWebhook bool, clk clock.PassiveClock) error {
+	var errs []error
+	for _, s := range sets {
+		if s.DeletionTimestamp != nil {
+			continue
+		}
+		in := podWebhook && Served(s)
+		msg := "pods created from now on that it selects are sent to the sidecar injection webhook"
+		if !in {
+			msg = "the sidecar injection webhook is not called for it (injection paused, empty selector, or the PodWebhook gate off)"
+		}
+		conds, changed := kitwebhook.InScopeConditions(s.Status.Conditions, s.Generation, in, msg, clk.Now())
+		if !changed {
+			continue
+		}
+		upd := s.DeepCopy()
+		upd.Status.Conditions = conds
+		_, err := client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("set %s of sidecarset %s: %w", kitwebhook.InScopeCondition, s.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
