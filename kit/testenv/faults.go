@@ -108,3 +108,21 @@ func (e *Env) StrandInPlaceUpdate(t testing.TB, ns, name string) *corev1.Pod {
 		`{"type":"Ready","status":"False","reason":"ReadinessGatesNotReady","lastTransitionTime":%q}]}}`,
 		pub.InPlaceUpdateReady, now, now))
 }
+
+// InServiceUnwritten returns an error unless every pod of now is one of
+// before (same UID), not written since (same resourceVersion), Ready and
+// with InPlaceUpdateReady True: what a refused in-place update must leave.
+func InServiceUnwritten(before, now []corev1.Pod) error {
+	was := make(map[types.UID]string, len(before))
+	for _, p := range before {
+		was[p.UID] = p.ResourceVersion
+	}
+	for _, p := range now {
+		rv, ok := was[p.UID]
+		if !ok || p.ResourceVersion != rv || !PodReady(&p) || ConditionStatus(&p, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
+			return fmt.Errorf("pod %s replaced or written (rv %s → %s), ready=%v, InPlaceUpdateReady=%s",
+				p.Name, rv, p.ResourceVersion, PodReady(&p), ConditionStatus(&p, pub.InPlaceUpdateReady))
+		}
+	}
+	return nil
+}

@@ -11,7 +11,6 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
@@ -71,29 +70,12 @@ func TestLongestNameRunsPods(t *testing.T) {
 // clients) is logged for bench/RESULTS.md.
 func TestMaxReplicasServedInBursts(t *testing.T) {
 	h := newHarness(t)
-	ctx := context.Background()
 	const quota = 1000
-	_, err := h.env.Kube.CoreV1().ResourceQuotas(h.ns).Create(ctx, &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "pods"},
-		Spec: corev1.ResourceQuotaSpec{
-			Hard:   corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(quota, resource.DecimalSI)},
-			Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotBestEffort},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	// The quota admits nothing until the quota controller has filled in its status.
-	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		q, err := h.env.Kube.CoreV1().ResourceQuotas(h.ns).Get(ctx, "pods", metav1.GetOptions{})
-		return err == nil && q.Status.Hard != nil, err
-	})
+	h.env.PodQuota(t, h.ns, quota)
 
 	heap := testenv.SampleHeap(t, 100*time.Millisecond)
 	h.startController()
-	h.create(newCloneSet("huge", pub.MaxReplicas, func(cs *appsv1alpha1.CloneSet) {
-		spec := &cs.Spec.Template.Spec
-		spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m")}
-		spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "flotilla.dev/hold"}}
-	}))
+	h.create(newCloneSet("huge", pub.MaxReplicas, func(cs *appsv1alpha1.CloneSet) { testenv.HoldPods(&cs.Spec.Template.Spec) }))
 	h.create(newCloneSet("small", 3))
 	h.waitStatus("small", "3 settled while the big one scales", settled(3))
 	// At least one burst; how many more before the quota stops it depends

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -68,16 +67,7 @@ func TestInPlaceUpdateRejectedByAdmission(t *testing.T) {
 	ev := h.waitEvent("deny", "FailedUpdatePodInPlace")
 	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
 	assert.Contains(t, ev.Message, msg)
-	untouched := func() error {
-		for i, p := range h.pods("deny") {
-			if p.ResourceVersion != before[i].ResourceVersion || !podReady(&p) ||
-				testenv.ConditionStatus(&p, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
-				return fmt.Errorf("pod %s written (rv %s → %s), ready=%v, InPlaceUpdateReady=%s",
-					p.Name, before[i].ResourceVersion, p.ResourceVersion, podReady(&p), testenv.ConditionStatus(&p, pub.InPlaceUpdateReady))
-			}
-		}
-		return nil
-	}
+	untouched := func() error { return testenv.InServiceUnwritten(before, h.pods("deny")) }
 	testenv.Consistently(t, 3*time.Second, untouched)
 	retried := h.events("deny")
 	var count int32

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,17 +84,7 @@ func TestInPlaceUpdateRejectedByAdmission(t *testing.T) {
 		return n
 	}
 	testenv.Eventually(t, waitTimeout, func() (bool, error) { return rejections() > 0, nil })
-	untouched := func() error {
-		for _, p := range h.pods("deny") {
-			b := before[p.Spec.NodeName]
-			if p.UID != b.UID || p.ResourceVersion != b.ResourceVersion || !testenv.PodReady(&p) ||
-				testenv.ConditionStatus(&p, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
-				return fmt.Errorf("pod %s written (rv %s → %s), ready=%v, InPlaceUpdateReady=%s",
-					p.Name, b.ResourceVersion, p.ResourceVersion, testenv.PodReady(&p), testenv.ConditionStatus(&p, pub.InPlaceUpdateReady))
-			}
-		}
-		return nil
-	}
+	untouched := func() error { return testenv.InServiceUnwritten(slices.Collect(maps.Values(before)), h.pods("deny")) }
 	testenv.Consistently(t, 3*time.Second, untouched)
 	// One dry run per attempt, retried with the queue's exponential back-off
 	// (5 ms doubling): about ten here; a loop re-triggered by its own pod

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -92,28 +91,13 @@ func TestLongestNameRunsPods(t *testing.T) {
 // informers and the test's clients) is logged for bench/RESULTS.md.
 func TestWidestSetServedInBursts(t *testing.T) {
 	h := newHarness(t)
-	ctx := context.Background()
 	const quota = 1000
-	_, err := h.env.Kube.CoreV1().ResourceQuotas(h.ns).Create(ctx, &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "pods"},
-		Spec: corev1.ResourceQuotaSpec{
-			Hard:   corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(quota, resource.DecimalSI)},
-			Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotBestEffort},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	// The quota admits nothing until the quota controller has filled in its status.
-	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		q, err := h.env.Kube.CoreV1().ResourceQuotas(h.ns).Get(ctx, "pods", metav1.GetOptions{})
-		return err == nil && q.Status.Hard != nil, err
-	})
+	h.env.PodQuota(t, h.ns, quota)
 
 	heap := testenv.SampleHeap(t, 100*time.Millisecond)
 	h.startController()
 	h.create(newSet("huge", pub.MaxReplicas, parallel, reserveRanges(1000, 100), func(set *appsv1beta1.StatefulSet) {
-		spec := &set.Spec.Template.Spec
-		spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m")}
-		spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "flotilla.dev/hold"}}
+		testenv.HoldPods(&set.Spec.Template.Spec)
 	}))
 	h.create(newSet("small", 3, parallel))
 	h.waitStatus("small", "3 settled while the big one scales", settled(3))

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -71,16 +70,7 @@ func TestInPlaceUpdateRejectedByAdmission(t *testing.T) {
 		return n
 	}
 	testenv.Eventually(t, waitTimeout, func() (bool, error) { return rejections() > 0, nil })
-	untouched := func() error {
-		for i, p := range h.pods("deny") {
-			if p.ResourceVersion != before[i].ResourceVersion || !testenv.PodReady(&p) ||
-				testenv.ConditionStatus(&p, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
-				return fmt.Errorf("pod %s written (rv %s → %s), ready=%v, InPlaceUpdateReady=%s",
-					p.Name, before[i].ResourceVersion, p.ResourceVersion, testenv.PodReady(&p), testenv.ConditionStatus(&p, pub.InPlaceUpdateReady))
-			}
-		}
-		return nil
-	}
+	untouched := func() error { return testenv.InServiceUnwritten(before, h.pods("deny")) }
 	testenv.Consistently(t, 3*time.Second, untouched)
 	// One dry run per attempt, retried with the queue's exponential back-off
 	// (5 ms doubling): about ten here; a loop re-triggered by its own pod
