@@ -141,13 +141,19 @@ func (h *harness) start() {
 	require.NoError(t, err)
 	(&webhook.Guard{Pubs: pubInf.Lister(), Client: h.client, Kube: h.env.Kube, Gates: gate, Recorder: recorder, Finder: finder}).Register(comp.Server)
 	(&webhook.Validator{Client: h.client}).Register(comp.Server)
-	syncers := webhook.NewScopeSyncers(h.env.Kube, pubInf.Lister(), pubInf.Informer().HasSynced, h.config)
+	syncers := webhook.NewScopeSyncers(h.env.Kube, h.client, pubInf.Lister(), pubInf.Informer().HasSynced, h.config)
+	var triggers []func()
 	for _, s := range syncers {
 		_, err := pubInf.Informer().AddEventHandler(webhook.TriggerOnChange(s.Trigger))
 		require.NoError(t, err)
+		triggers = append(triggers, s.Trigger)
 	}
+	watch, err := kitwebhook.WatchConfig(h.env.Kube, kitwebhook.ConfigRef{Kind: kitwebhook.Validating, Name: h.config}, triggers...)
+	require.NoError(t, err)
 	wf.Start(ctx.Done())
+	watch.Start(ctx.Done())
 	cache.WaitForCacheSync(ctx.Done(), pubInf.Informer().HasSynced)
+	watch.WaitForCacheSync(ctx.Done())
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := comp.Run(ctx); err != nil {
@@ -155,10 +161,11 @@ func (h *harness) start() {
 		}
 	})
 	for _, s := range syncers {
-		wg.Go(func() { _ = s.Run(ctx, 1) })
+		wg.Go(func() { _ = s.Run(ctx, 1) })                 // the leader's
+		wg.Go(func() { _ = s.ReplicaComponent().Run(ctx) }) // every replica's (widens)
 	}
 	var once sync.Once
-	h.stopWH = func() { once.Do(func() { cancel(); wg.Wait(); wf.Shutdown() }) }
+	h.stopWH = func() { once.Do(func() { cancel(); wg.Wait(); wf.Shutdown(); watch.Shutdown() }) }
 	t.Cleanup(h.stopWH)
 	testenv.Eventually(t, waitTimeout, func() (bool, error) { return comp.Ready() == nil, nil })
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {

@@ -10,11 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/apis/policy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	kitwebhook "github.com/flotilla-dev/flotilla/kit/webhook"
 )
 
 // Item 2: the status fields as OpenKruise writes them — counts,
@@ -31,6 +33,10 @@ func TestStatus(t *testing.T) {
 	h.waitScoped()
 	p := h.waitStatus("st", "2 allowed", counts(2, 4, 2, 4))
 	assert.Equal(t, int64(1), p.Status.ObservedGeneration)
+	// The leader's WebhookInScope condition is a status write of its own.
+	h.pubs.WaitFor("st", "in the guard's scope", func(p *policyv1alpha1.PodUnavailableBudget) bool {
+		return apimeta.IsStatusConditionTrue(p.Status.Conditions, kitwebhook.InScopeCondition)
+	})
 
 	// Nothing changed: an event that enqueues the budget writes nothing.
 	p = h.pubs.Modify("st", func(p *policyv1alpha1.PodUnavailableBudget) { p.Labels = map[string]string{"touched": "yes"} })

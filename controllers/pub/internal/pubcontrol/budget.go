@@ -200,6 +200,7 @@ func CalculateStatus(p *policyv1alpha1.PodUnavailableBudget, o Observed) (Result
 		CurrentAvailable:   current,
 		DesiredAvailable:   desired,
 		TotalReplicas:      o.Expected,
+		Conditions:         p.Status.Conditions, // the webhook's (WebhookInScope), not computed here
 	}
 	return r, nil
 }

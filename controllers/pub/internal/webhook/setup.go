@@ -1,13 +1,19 @@
 package webhook
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/apis/policy/v1alpha1"
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	policylisters "github.com/flotilla-dev/flotilla/client/listers/policy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/controllers/pub/internal/workload"
@@ -48,7 +54,7 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 	(&Validator{Client: cl.Client}).Register(c.Server)
 	env.AddReplicaComponent(c.ReplicaComponent())
 
-	syncers := NewScopeSyncers(cl.Kube, pubInf.Lister(), pubInf.Informer().HasSynced, ConfigName)
+	syncers := NewScopeSyncers(cl.Kube, cl.Client, pubInf.Lister(), pubInf.Informer().HasSynced, ConfigName)
 	var triggers []func()
 	for _, s := range syncers {
 		if _, err := pubInf.Informer().AddEventHandler(TriggerOnChange(s.Trigger)); err != nil {
@@ -67,8 +73,10 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 }
 
 // NewScopeSyncers keep the pod and the eviction entries of config scoped
-// to the budgets in lister.
-func NewScopeSyncers(kube kubernetes.Interface, lister policylisters.PodUnavailableBudgetLister, synced cache.InformerSynced, config string) []*kitwebhook.ScopeSyncer {
+// to the budgets in lister; once the leader has the pod entry's scope in
+// the configuration, each budget's WebhookInScope condition is set
+// (client nil: no condition).
+func NewScopeSyncers(kube kubernetes.Interface, client versioned.Interface, lister policylisters.PodUnavailableBudgetLister, synced cache.InformerSynced, config string) []*kitwebhook.ScopeSyncer {
 	ref := kitwebhook.ConfigRef{Kind: kitwebhook.Validating, Name: config}
 	compute := func(evict bool) func() (kitwebhook.Scope, error) {
 		return func() (kitwebhook.Scope, error) {
@@ -83,6 +91,9 @@ func NewScopeSyncers(kube kubernetes.Interface, lister policylisters.PodUnavaila
 			if evict {
 				return eviction, nil
 			}
+			if client != nil {
+				pod.Applied = func(ctx context.Context) error { return reportInScope(ctx, client, all) }
+			}
 			return pod, nil
 		}
 	}
@@ -92,15 +103,42 @@ func NewScopeSyncers(kube kubernetes.Interface, lister policylisters.PodUnavaila
 	}
 }
 
-// TriggerOnChange calls trigger when a budget is added, deleted or starts
-// terminating (the scope is the set of their namespaces).
+// reportInScope sets WebhookInScope True on each budget (not being
+// deleted) whose condition says otherwise: its namespace is in the guard's
+// scope. The write is the cached status with the condition, carrying the
+// cached resourceVersion, like the guard's and the controller's (a
+// conflict retries the sync on a fresher cache); both keep the condition.
+func reportInScope(ctx context.Context, client versioned.Interface, pubs []*policyv1alpha1.PodUnavailableBudget) error {
+	var errs []error
+	for _, p := range pubs {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		conds, changed := kitwebhook.InScopeConditions(p.Status.Conditions, p.Generation, true,
+			"deletions, evictions and updates of the pods it covers are sent to the guard", time.Now())
+		if !changed {
+			continue
+		}
+		upd := p.DeepCopy()
+		upd.Status.Conditions = conds
+		_, err := client.PolicyV1alpha1().PodUnavailableBudgets(p.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("set %s of pub %s/%s: %w", kitwebhook.InScopeCondition, p.Namespace, p.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TriggerOnChange calls trigger when a budget is added, deleted, starts
+// terminating (the scope is the set of their namespaces) or changes spec.
 func TriggerOnChange(trigger func()) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { trigger() },
 		UpdateFunc: func(o, n any) {
 			oo, ok1 := o.(*policyv1alpha1.PodUnavailableBudget)
 			no, ok2 := n.(*policyv1alpha1.PodUnavailableBudget)
-			if !ok1 || !ok2 || (oo.DeletionTimestamp == nil) != (no.DeletionTimestamp == nil) {
+			// A new generation: its WebhookInScope condition follows.
+			if !ok1 || !ok2 || (oo.DeletionTimestamp == nil) != (no.DeletionTimestamp == nil) || oo.Generation != no.Generation {
 				trigger()
 			}
 		},
