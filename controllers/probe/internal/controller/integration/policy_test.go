@@ -1,25 +1,15 @@
 package integration
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -30,77 +20,13 @@ import (
 
 const nodeNameKey = "authentication.kubernetes.io/node-name"
 
-// applyPolicies server-side applies the admission policies of
-// deploy/components/probe/policy.yaml (the objects the overlays install) and
-// fails if the API server found a type error in one of their expressions.
-func applyPolicies(t *testing.T, env *testenv.Env, file string) {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(env.RepoRoot, file))
-	require.NoError(t, err)
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-	var names []string
-	for {
-		var o unstructured.Unstructured
-		if err := dec.Decode(&o.Object); errors.Is(err, io.EOF) {
-			break
-		} else {
-			require.NoError(t, err)
-		}
-		if len(o.Object) == 0 {
-			continue
-		}
-		resource := map[string]string{"ValidatingAdmissionPolicy": "validatingadmissionpolicies", "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings"}[o.GetKind()]
-		require.NotEmpty(t, resource, "%s: not an admission policy", o.GetKind())
-		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: resource}
-		_, err := env.Dynamic().Resource(gvr).Apply(context.Background(), o.GetName(), &o, metav1.ApplyOptions{FieldManager: "flotilla-test", Force: true})
-		require.NoError(t, err, "apply %s %s", o.GetKind(), o.GetName())
-		if o.GetKind() == "ValidatingAdmissionPolicy" {
-			names = append(names, o.GetName())
-		}
-	}
-	for _, n := range names {
-		testenv.Eventually(t, waitTimeout, func() (bool, error) {
-			p, err := env.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(context.Background(), n, metav1.GetOptions{})
-			if err != nil || p.Status.ObservedGeneration != p.Generation {
-				return false, err
-			}
-			if tc := p.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
-				t.Fatalf("policy %s: type errors %+v", n, tc.ExpressionWarnings)
-			}
-			return true, nil
-		})
-	}
-}
-
-// as returns a client config acting as the ServiceAccount user name, with
-// extra. It keeps the admin's system:masters group, so RBAC lets it through
-// and only admission decides: what is tested is the policy.
-func as(env *testenv.Env, user string, extra map[string][]string) *rest.Config {
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:masters", "system:authenticated"}, Extra: extra}
-	return cfg
-}
-
-// denied polls write until the policy refuses it with a message naming want
-// (the API server loads a policy, and each new version of it, a moment after
-// it is written).
-func denied(t *testing.T, what, want string, write func() error) {
-	t.Helper()
-	var last error
-	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		last = write()
-		return apierrors.IsForbidden(last) && strings.Contains(last.Error(), want), nil
-	})
-	t.Logf("%s: %v", what, last)
-}
-
 // A probe-agent writes the status of its own node's NodePodProbe only: the
 // node its token is bound to (the user's node-name extra); another node's, or
 // any with a token bound to no node, is refused.
 func TestAgentWritesOnlyItsNodesNodePodProbe(t *testing.T) {
 	h := newHarness(t)
 	nodes := h.nodes(2)
-	applyPolicies(t, h.env, "deploy/components/probe/policy.yaml")
+	h.env.ApplyPolicies(t, "deploy/components/probe/policy.yaml")
 	for _, n := range nodes {
 		_, err := h.client.AppsV1alpha1().NodePodProbes().Create(context.Background(), &appsv1alpha1.NodePodProbe{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
 		require.NoError(t, err)
@@ -116,11 +42,11 @@ func TestAgentWritesOnlyItsNodesNodePodProbe(t *testing.T) {
 		_, err = c.AppsV1alpha1().NodePodProbes().UpdateStatus(context.Background(), npp, metav1.UpdateOptions{})
 		return err
 	}
-	agentOf0 := as(h.env, agent, map[string][]string{nodeNameKey: {nodes[0]}})
-	denied(t, "another node's NodePodProbe", "probe-agent of node "+nodes[0]+" may not write the status of NodePodProbe "+nodes[1],
+	agentOf0 := h.env.ActingAs(agent, map[string][]string{nodeNameKey: {nodes[0]}})
+	testenv.Refused(t, "another node's NodePodProbe", "probe-agent of node "+nodes[0]+" may not write the status of NodePodProbe "+nodes[1],
 		func() error { return write(agentOf0, nodes[1]) })
-	denied(t, "a token bound to no node", "only with a token bound to its pod or node",
-		func() error { return write(as(h.env, agent, nil), nodes[0]) })
+	testenv.Refused(t, "a token bound to no node", "only with a token bound to its pod or node",
+		func() error { return write(h.env.ActingAs(agent, nil), nodes[0]) })
 	require.NoError(t, write(agentOf0, nodes[0]), "its own node's NodePodProbe")
 	// Another identity is not concerned (the controller, an admin).
 	require.NoError(t, write(h.env.Config, nodes[1]))
@@ -160,9 +86,9 @@ func nodeUID(t *testing.T, kube kubernetes.Interface, name string) types.UID {
 func TestControllerPodStatusWritesArePinned(t *testing.T) {
 	h := newHarness(t)
 	node := h.nodes(1)[0]
-	applyPolicies(t, h.env, "deploy/components/probe/policy.yaml")
+	h.env.ApplyPolicies(t, "deploy/components/probe/policy.yaml")
 	pod := h.pod("game-server-0", node)
-	kube := kubernetes.NewForConfigOrDie(as(h.env, "system:serviceaccount:flotilla-system:probe-controller", nil))
+	kube := kubernetes.NewForConfigOrDie(h.env.ActingAs("system:serviceaccount:flotilla-system:probe-controller", nil))
 	update := func(mutate func(*corev1.Pod)) error {
 		p, err := h.env.Kube.CoreV1().Pods(h.ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
 		if err != nil {
@@ -172,7 +98,7 @@ func TestControllerPodStatusWritesArePinned(t *testing.T) {
 		_, err = kube.CoreV1().Pods(h.ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
 		return err
 	}
-	denied(t, "the Ready condition", "conditions Kubernetes and Kruise own", func() error {
+	testenv.Refused(t, "the Ready condition", "conditions Kubernetes and Kruise own", func() error {
 		return update(func(p *corev1.Pod) {
 			for i := range p.Status.Conditions {
 				if p.Status.Conditions[i].Type == corev1.PodReady {
@@ -181,10 +107,10 @@ func TestControllerPodStatusWritesArePinned(t *testing.T) {
 			}
 		})
 	})
-	denied(t, "the pod IP", "only labels, annotations and probe conditions", func() error {
+	testenv.Refused(t, "the pod IP", "only labels, annotations and probe conditions", func() error {
 		return update(func(p *corev1.Pod) { p.Status.PodIP = "10.255.255.254"; p.Status.PodIPs = nil })
 	})
-	denied(t, "a finalizer", "finalizers", func() error {
+	testenv.Refused(t, "a finalizer", "finalizers", func() error {
 		return update(func(p *corev1.Pod) { p.Finalizers = append(p.Finalizers, "example.com/hold") })
 	})
 	// What markPod writes: a label, an annotation and the probe's condition.
