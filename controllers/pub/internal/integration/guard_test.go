@@ -11,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/apis/policy/v1alpha1"
@@ -140,4 +142,33 @@ func (h *harness) watchPub(name string, cond func(*policyv1alpha1.PodUnavailable
 			}
 		}
 	}
+}
+
+// A resize through the pods/resize subresource — since Kubernetes 1.33 the
+// only way to change a running pod's resources — is guarded like any other
+// update: with the budget spent it is refused (without the gate
+// InPlacePodVerticalScaling a resize counts as an update); the webhook
+// configuration used to list pods and pods/status only, so it went through.
+func TestGuardResize(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.createPods("rs", 2, nil, func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")},
+		}
+	})
+	h.waitReady("rs", 2)
+	h.pubs.Create(newPub("rs", "rs", "0", totalReplicas("2")))
+	h.waitScoped()
+	h.waitStatus("rs", "nothing allowed of 2", counts(0, 2, 2, 2))
+	_, err := h.env.Kube.CoreV1().Pods(h.ns).Patch(context.Background(), "rs-0", types.StrategicMergePatchType,
+		[]byte(`{"spec":{"containers":[{"name":"main","resources":{"requests":{"cpu":"150m"}}}]}}`), metav1.PatchOptions{}, "resize")
+	require.Error(t, err, "a resize with the budget spent")
+	assert.True(t, apierrors.IsForbidden(err), "%v", err)
+	assert.Contains(t, err.Error(), "PodUnavailableBudget rs refuses")
+	assert.Contains(t, err.Error(), "of pod rs-0")
+	p, err := h.env.Kube.CoreV1().Pods(h.ns).Get(context.Background(), "rs-0", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "100m", p.Spec.Containers[0].Resources.Requests.Cpu().String(), "resources unchanged")
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,14 +36,22 @@ func TestControllerPodPatchIsPinnedToRelatedPub(t *testing.T) {
 		_, err := kube.CoreV1().Pods(ns).Patch(context.Background(), pod.Name, types.StrategicMergePatchType, []byte(p), metav1.PatchOptions{})
 		return err
 	}
-	refused := func(what, p, want string) {
+	// Each attempt changes the pod (attempt n writes its own value): a
+	// patch the API server admitted before the policy was loaded would
+	// otherwise make every later attempt a no-op that no policy refuses.
+	attempt := 0
+	refused := func(what, format, want string) {
 		t.Helper()
-		testenv.Refused(t, what, want, func() error { return patch(p) })
+		testenv.Refused(t, what, want, func() error { attempt++; return patch(fmt.Sprintf(format, attempt)) })
 	}
-	refused("another annotation", `{"metadata":{"annotations":{"team":"b"}}}`, "only the related-pub annotations")
-	refused("a new annotation", `{"metadata":{"annotations":{"x":"y"}}}`, "only the related-pub annotations")
-	refused("a label", `{"metadata":{"labels":{"app":"other"}}}`, "labels, finalizers or owner references")
-	refused("the spec", `{"spec":{"activeDeadlineSeconds":5}}`, "spec")
+	refused("another annotation", `{"metadata":{"annotations":{"team":"b-%d"}}}`, "only the related-pub annotations")
+	refused("a new annotation", `{"metadata":{"annotations":{"x":"y-%d"}}}`, "only the related-pub annotations")
+	refused("a label", `{"metadata":{"labels":{"app":"other-%d"}}}`, "labels, finalizers or owner references")
+	// activeDeadlineSeconds may only decrease: each attempt lowers it.
+	testenv.Refused(t, "the spec", "spec", func() error {
+		attempt++
+		return patch(fmt.Sprintf(`{"spec":{"activeDeadlineSeconds":%d}}`, 100000-attempt))
+	})
 	// What markRelated sends (controllers/pub/internal/controller/sync.go).
 	require.NoError(t, patch(`{"metadata":{"annotations":{"pub.kruise.io/related-pub":"web","kruise.io/related-pub":"web"}}}`))
 	got, err := env.Kube.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})

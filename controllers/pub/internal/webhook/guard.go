@@ -176,7 +176,9 @@ func (g *Guard) decode(ctx context.Context, req kitwebhook.Request) (*corev1.Pod
 			break
 		}
 		return oldPod, policyv1alpha1.PubUpdateOperation, req.IsDryRun(), kitwebhook.Response{}, false
-	case req.Operation == admissionv1.Update && req.SubResource == "":
+	case req.Operation == admissionv1.Update && (req.SubResource == "" || req.SubResource == "resize"):
+		// pods/resize carries the whole pod, like an update of the pod: the
+		// same classification (RESIZE when restart-free, else UPDATE).
 		if !gates.Enabled(features.PodUnavailableBudgetUpdateGate) {
 			break
 		}

@@ -95,6 +95,13 @@ func TestControllerPodStatusWritesArePinned(t *testing.T) {
 			return err
 		}
 		mutate(p)
+		// A write the API server admitted before the policy was loaded
+		// would make every later attempt a no-op no policy refuses: each
+		// attempt also changes an annotation (which the policy allows).
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations["flotilla.dev/test-attempt"] = time.Now().Format(time.RFC3339Nano)
 		_, err = kube.CoreV1().Pods(h.ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
 		return err
 	}
