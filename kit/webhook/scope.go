@@ -167,37 +167,23 @@ func subset(a, b []string) bool {
 // top-level conditional (?:), which binds looser than ||, is one term.
 func Disjuncts(expr string) []string {
 	var parts []string
-	depth, start := 0, 0
-	var quote byte
-	for i := 0; i < len(expr); i++ {
-		ch := expr[i]
-		if quote != 0 {
-			switch ch {
-			case '\\':
-				i++
-			case quote:
-				quote = 0
-			}
-			continue
+	start, conditional := 0, false
+	scanCEL(expr, func(i, depth int) bool {
+		if depth != 0 || i < start { // i < start: the second '|' of a split
+			return true
 		}
-		switch ch {
-		case '"', '\'':
-			quote = ch
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			depth--
-		case '?':
-			if depth == 0 {
-				return []string{unparen(expr)}
-			}
-		case '|':
-			if depth == 0 && i+1 < len(expr) && expr[i+1] == '|' {
-				parts = append(parts, unparen(expr[start:i]))
-				start = i + 2
-				i++
-			}
+		switch {
+		case expr[i] == '?':
+			conditional = true
+			return false
+		case expr[i] == '|' && i+1 < len(expr) && expr[i+1] == '|':
+			parts = append(parts, unparen(expr[start:i]))
+			start = i + 2
 		}
+		return true
+	})
+	if conditional {
+		return []string{unparen(expr)}
 	}
 	return append(parts, unparen(expr[start:]))
 }
@@ -213,8 +199,17 @@ func unparen(s string) string {
 	}
 }
 
-// matching returns the index of the parenthesis closing s[0].
+// matching returns the index of the parenthesis closing s[0], or -1.
 func matching(s string) int {
+	return scanCEL(s, func(i, depth int) bool { return s[i] != ')' || depth != 0 })
+}
+
+// scanCEL walks the bytes of a CEL expression outside its string literals,
+// calling visit with each index and the bracket depth there (an opening
+// bracket is at the depth outside it, a closing one at the depth after
+// it). It stops at the first index visit returns false for and returns it;
+// -1 when visit never does.
+func scanCEL(s string, visit func(i, depth int) bool) int {
 	depth := 0
 	var quote byte
 	for i := 0; i < len(s); i++ {
@@ -231,13 +226,15 @@ func matching(s string) int {
 		switch ch {
 		case '"', '\'':
 			quote = ch
-		case '(':
-			depth++
-		case ')':
+			continue
+		case ')', ']', '}':
 			depth--
-			if depth == 0 {
-				return i
-			}
+		}
+		if !visit(i, depth) {
+			return i
+		}
+		if ch == '(' || ch == '[' || ch == '{' {
+			depth++
 		}
 	}
 	return -1
