@@ -5,6 +5,13 @@ import (
 	"sync"
 )
 
+// MaxCreatesPerSync bounds the pods one sync of a replicated workload
+// creates, as kube-controller-manager bounds a ReplicaSet's (its burst of
+// 500): the creations' expectations hold the next sync until the cache shows
+// them, so a huge spec.replicas is reached batch by batch, and the work,
+// memory and time of one sync stay the same whatever the spec says.
+const MaxCreatesPerSync = 500
+
 // SlowStart calls fn(i) for i in [0, n) in batches of 1, 2, 4, …, stopping
 // after the first batch in which a call failed, as Kubernetes' controllers
 // create pods: a quota or admission error costs one request, not n. Within a

@@ -2,9 +2,7 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,14 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -28,6 +22,7 @@ import (
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
 
 // When nearly every instance id is taken, picking ids ends (with fewer than
@@ -72,23 +67,9 @@ func TestSyncCreatesAtMostBurstReplicas(t *testing.T) {
 	// which would swamp the allocations this test measures.
 	kube := fake.NewSimpleClientset() //nolint:staticcheck // see above
 	client := flotillafake.NewSimpleClientset(cs)
-	// Pod creations are answered here and not stored: the fake's watch
-	// would not keep up, and the informer must not see them anyway (the
-	// second sync waits for them). Past two bursts they fail, which stops a
-	// slow start that knows no burst instead of creating millions.
-	var creates atomic.Int64
-	names := sets.New[string]()
-	var mu sync.Mutex
-	kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
-		if creates.Add(1) > 2*burstReplicas {
-			return true, nil, errors.New("test: too many pod creations")
-		}
-		obj := a.(k8stesting.CreateAction).GetObject()
-		mu.Lock()
-		names.Insert(obj.(metav1.Object).GetName())
-		mu.Unlock()
-		return true, obj, nil
-	})
+	// Pod creations are answered, not stored: the informer must not see
+	// them (the second sync waits for them). Past two bursts they fail.
+	creates := testenv.AnswerPodCreates(kube, 2*burstReplicas)
 	kubeInf := informers.NewSharedInformerFactory(kube, 0)
 	inf := flotillainformers.NewSharedInformerFactory(client, 0)
 	c, err := New(Deps{
@@ -114,25 +95,23 @@ func TestSyncCreatesAtMostBurstReplicas(t *testing.T) {
 			if err := c.sync(ctx, key); err != nil {
 				return false, err
 			}
-			return creates.Load() > 0, nil
+			return creates.Count() > 0, nil
 		})
 	}()
 	select {
 	case err := <-done:
 		require.NoError(t, err)
 	case <-time.After(60 * time.Second):
-		t.Fatalf("the sync did not finish within a minute (%d pods created)", creates.Load())
+		t.Fatalf("the sync did not finish within a minute (%d pods created)", creates.Count())
 	}
 	runtime.ReadMemStats(&after)
-	assert.Equal(t, int64(burstReplicas), creates.Load(), "pods created by the first creating sync")
+	assert.Equal(t, int64(burstReplicas), creates.Count(), "pods created by the first creating sync")
 	allocated := after.TotalAlloc - before.TotalAlloc
-	t.Logf("one sync of a 10,000,000-replica CloneSet: %d pods created, %.1f MB allocated", creates.Load(), float64(allocated)/1e6)
+	t.Logf("one sync of a 10,000,000-replica CloneSet: %d pods created, %.1f MB allocated", creates.Count(), float64(allocated)/1e6)
 	assert.Less(t, allocated, uint64(200e6), "bytes allocated by the syncs")
 
 	// Until the informer shows those pods, the next sync creates nothing.
 	require.NoError(t, c.sync(t.Context(), key))
-	assert.LessOrEqual(t, creates.Load(), int64(2*burstReplicas), "at most one more burst once observed")
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Equal(t, int(creates.Load()), names.Len(), "every created pod has its own name")
+	assert.LessOrEqual(t, creates.Count(), int64(2*burstReplicas), "at most one more burst once observed")
+	assert.Equal(t, int(creates.Count()), creates.Names().Len(), "every created pod has its own name")
 }

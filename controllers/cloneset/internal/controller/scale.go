@@ -231,10 +231,8 @@ func (c *Controller) createPods(ctx context.Context, st *syncState, n, old int) 
 // ~110 per second against kube-controller-manager's ~250; bench/RESULTS.md).
 const createInFlight = 128
 
-// burstReplicas bounds the pods one sync creates, as kube-controller-manager
-// bounds a ReplicaSet's (its --replicaset burst of 500): the work, memory and
-// time of one sync stay the same whatever spec.replicas says.
-const burstReplicas = 500
+// burstReplicas bounds the pods one sync creates (kit/controller).
+const burstReplicas = controller.MaxCreatesPerSync
 
 func (c *Controller) createPod(ctx context.Context, st *syncState, id string, rev *appsv1.ControllerRevision, existingPVCs sets.Set[string]) error {
 	tmpl, err := revision.Template(rev)

@@ -1,26 +1,20 @@
 package controller
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/sets"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
 
 // One sync of a set at the limits (or past them, for a set stored before the
@@ -56,23 +50,12 @@ func TestSyncHostileSizes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newSyncFixture(t, tc.replicas, tc.opts...)
-			var creates atomic.Int64
-			var mu sync.Mutex
-			created := sets.New[string]()
+			var creates *testenv.PodCreates
 			f.prepare = func(kube *kubefake.Clientset) {
 				// Answered, not stored: the fake's field manager costs ~2 MB
 				// a create. Past two bursts creations fail, which stops a
 				// sync that knows no burst before it creates 100,000.
-				kube.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, k8sruntime.Object, error) {
-					if creates.Add(1) > 2*burstReplicas {
-						return true, nil, errors.New("test: too many pod creations")
-					}
-					obj := a.(clienttesting.CreateAction).GetObject()
-					mu.Lock()
-					created.Insert(obj.(metav1.Object).GetName())
-					mu.Unlock()
-					return true, obj, nil
-				})
+				creates = testenv.AnswerPodCreates(kube, 2*burstReplicas)
 			}
 			var before, after runtime.MemStats
 			runtime.GC()
@@ -82,19 +65,18 @@ func TestSyncHostileSizes(t *testing.T) {
 			select {
 			case <-done:
 			case <-time.After(60 * time.Second):
-				t.Fatalf("the sync did not finish within a minute (%d pods created)", creates.Load())
+				t.Fatal("the sync did not finish within a minute")
 			}
 			runtime.ReadMemStats(&after)
 			allocated := after.TotalAlloc - before.TotalAlloc
-			t.Logf("%d pods created, %.1f MB allocated", creates.Load(), float64(allocated)/1e6)
+			t.Logf("%d pods created, %.1f MB allocated", creates.Count(), float64(allocated)/1e6)
 			assert.Less(t, allocated, uint64(100e6), "bytes allocated by the sync")
-			assert.Equal(t, int64(tc.wantCreates), creates.Load(), "pods created")
-			mu.Lock()
+			assert.Equal(t, int64(tc.wantCreates), creates.Count(), "pods created")
+			created := creates.Names()
 			for _, name := range tc.firstPods {
 				assert.True(t, created.Has(name), "pod %s created", name)
 			}
 			assert.False(t, created.Has("web-1"), "reserved ordinal 1 skipped")
-			mu.Unlock()
 			if tc.wantInvalid == "" {
 				require.NoError(t, f.err)
 				return

@@ -136,11 +136,8 @@ func planScale(in scaleInput) scalePlan {
 }
 
 // burstReplicas bounds the pods one sync creates (Parallel; OrderedReady
-// creates one), as kube-controller-manager bounds a ReplicaSet's: the
-// creations' expectations hold the next sync until the cache shows them, so
-// a large scale-up goes batch by batch instead of holding a worker for
-// minutes.
-const burstReplicas = 500
+// creates one; kit/controller).
+const burstReplicas = controller.MaxCreatesPerSync
 
 // condemnedPods are the pods whose ordinal is not a slot, highest first.
 func condemnedPods(slots []int, pods map[int]*corev1.Pod) []*corev1.Pod {
