@@ -20,7 +20,10 @@ require (
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
 )
 
-require k8s.io/component-helpers v0.37.1
+require (
+	k8s.io/apiextensions-apiserver v0.37.1
+	k8s.io/component-helpers v0.37.1
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect

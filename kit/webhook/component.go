@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -109,7 +110,11 @@ type certSource interface {
 type Component struct {
 	Server   *Server
 	Injector *CABundleInjector
-	certs    certSource
+	// Conversion keeps the conversion stanza of the CRDs this binary
+	// converts (ServeConversion); nil when it converts none.
+	Conversion *CRDConversion
+	certs      certSource
+	opts       Options
 }
 
 // New builds the component; register handlers on c.Server before it runs.
@@ -140,11 +145,30 @@ func New(opts Options, client kubernetes.Interface, reg prometheus.Registerer, c
 		Server: NewServer(ServerOptions{BindAddress: net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)), Clock: clk,
 			ShutdownDelay: opts.ShutdownDelay, ClientAuth: auth}, certs, metrics),
 		certs: certs,
+		opts:  opts,
 	}
 	c.Injector = NewCABundleInjector(client, certs.CABundle, refs...)
 	c.Injector.Refresh = certs.Ensure
-	*onChange = c.Injector.Trigger
+	*onChange = func() {
+		c.Injector.Trigger()
+		if c.Conversion != nil {
+			c.Conversion.Trigger()
+		}
+	}
 	return c, nil
+}
+
+// ServeConversion serves CRD conversion with convert on ConversionPath
+// (metrics label name, e.g. "daemonset-convert") and keeps the
+// spec.conversion of the CRDs named crdNames calling this binary's Service
+// (--webhook-service-name in --webhook-secret-namespace, port 443) with
+// its CA bundle (PlanConversion). Call it once, before Run; fieldManager is
+// the binary's name.
+func (c *Component) ServeConversion(crds apiextensionsclient.CustomResourceDefinitionInterface, fieldManager, name string, convert ConvertFunc, crdNames ...string) {
+	c.Server.RegisterConversion(ConversionPath, name, convert)
+	svc := ConversionService{Namespace: c.opts.Namespace, Name: c.opts.ServiceName, Path: ConversionPath, Port: 443}
+	c.Conversion = NewCRDConversion(crds, svc, fieldManager, c.certs.CABundle, crdNames...)
+	c.Conversion.Refresh = c.certs.Ensure
 }
 
 // CABundle is the bundle currently served.
@@ -171,6 +195,9 @@ func (c *Component) Run(ctx context.Context) error {
 	}
 	go c.certs.Run(ctx)
 	go c.Injector.Run(ctx)
+	if c.Conversion != nil {
+		go c.Conversion.Run(ctx)
+	}
 	return c.Server.Run(ctx)
 }
 

@@ -44,19 +44,20 @@ type Metrics struct {
 // registry, kit/app Env.Metrics):
 //
 //	webhook_request_duration_seconds{webhook}   histogram of handling time
-//	webhook_requests_total{webhook,result}      result: allowed, denied, error
+//	webhook_requests_total{webhook,result}      result: allowed, denied, error;
+//	                                            conversion: converted, failed, error
 //
 // webhook is the name a handler was registered with.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "webhook_request_duration_seconds",
-			Help:    "Time an admission webhook took to answer, by webhook (handler name).",
+			Help:    "Time a webhook took to answer, by webhook (handler name).",
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
 		}, []string{"webhook"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "webhook_requests_total",
-			Help: "Admission requests answered, by webhook (handler name) and result (allowed, denied, error).",
+			Help: "Webhook requests answered, by webhook (handler name) and result (admission: allowed, denied, error; conversion: converted, failed, error).",
 		}, []string{"webhook", "result"}),
 	}
 	if reg != nil {
@@ -88,6 +89,9 @@ type ServerOptions struct {
 	// ReadTimeout, WriteTimeout and IdleTimeout override the defaults
 	// below (tests).
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxConversionBytes bounds a ConversionReview body (default
+	// DefaultMaxConversionBytes).
+	MaxConversionBytes int64
 }
 
 // Server timeouts. The API server waits at most 30 s for a webhook
