@@ -21,7 +21,7 @@ import (
 // so they are never installed beside it).
 var (
 	features = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob"}
-	variants = map[string]string{"sidecarset-ignore-failures": "sidecarset"}
+	variants = map[string]string{"sidecarset-ignore-failures": "sidecarset", "sidecarset-kruise-system": "sidecarset"}
 	// shared overlays: installed once, never removed with a feature; local is make run's (no Deployments).
 	shared = []string{"namespace", "crds", "all", "local"}
 )
@@ -86,14 +86,14 @@ func TestFeatureOverlaysOwnOnlyTheirObjects(t *testing.T) {
 	assert.Equal(t, union, all, "deploy/overlays/all renders exactly the feature overlays together")
 
 	for v, base := range variants {
+		// Compared by kind and name: a variant may move an object to another namespace
+		// (sidecarset-kruise-system's revisions Role and RoleBinding).
 		var got, want []string
 		for _, o := range render(t, root, v) {
-			got = append(got, key(o))
+			got = append(got, o.GetKind()+" "+o.GetName())
 		}
-		for k, f := range owner {
-			if f == base {
-				want = append(want, k)
-			}
+		for _, o := range render(t, root, base) {
+			want = append(want, o.GetKind()+" "+o.GetName())
 		}
 		sort.Strings(got)
 		sort.Strings(want)
@@ -210,4 +210,33 @@ func TestFlowSchemaLeavesNodeAgentsOut(t *testing.T) {
 	}
 	assert.Equal(t, 1, agents)
 	assert.Equal(t, len(features), controllers)
+}
+
+// The takeover variant (issue 23): sidecarset-controller reads and writes SidecarSet revisions and the
+// kruise-configuration whitelist in kruise-system, and its RBAC for them is granted there (and only there),
+// to the ServiceAccount in flotilla-system.
+func TestSidecarSetKruiseSystemVariant(t *testing.T) {
+	objs := render(t, repoRoot(t), "sidecarset-kruise-system")
+	var args []string
+	found := map[string]string{}
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "Deployment" && o.GetName() == "sidecarset-controller":
+			cs, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			require.NoError(t, err)
+			a, _, err := unstructured.NestedStringSlice(cs[0].(map[string]any), "args")
+			require.NoError(t, err)
+			args = a
+			assert.Equal(t, "flotilla-system", o.GetNamespace())
+		case o.GetName() == "flotilla:sidecarset-controller:revisions":
+			found[o.GetKind()] = o.GetNamespace()
+			if o.GetKind() == "RoleBinding" {
+				subjects, _, err := unstructured.NestedSlice(o.Object, "subjects")
+				require.NoError(t, err)
+				assert.Equal(t, "flotilla-system", subjects[0].(map[string]any)["namespace"])
+			}
+		}
+	}
+	assert.Contains(t, args, "--revision-namespace=kruise-system")
+	assert.Equal(t, map[string]string{"Role": "kruise-system", "RoleBinding": "kruise-system"}, found)
 }

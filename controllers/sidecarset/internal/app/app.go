@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/component-base/featuregate"
 
+	"github.com/spf13/pflag"
+
 	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/controller"
 	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/webhook"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
@@ -35,46 +37,66 @@ func Gates() []featuregate.Feature {
 	}
 }
 
+// Options are sidecarset-controller's own flags.
+type Options struct {
+	Webhook kitwebhook.Options
+	// RevisionNamespace is --revision-namespace; empty means
+	// $POD_NAMESPACE, else flotilla-system (see RevisionNamespace).
+	RevisionNamespace string
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options { return &Options{Webhook: kitwebhook.DefaultOptions(Name)} }
+
+// AddFlags registers the webhook flags and --revision-namespace.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.Webhook.AddFlags(fs)
+	fs.StringVar(&o.RevisionNamespace, "revision-namespace", o.RevisionNamespace,
+		"Namespace of the SidecarSet ControllerRevisions and of the kruise-configuration ConfigMap (patchPodMetadata whitelist), read by the reconciler and the pod webhook (default: $POD_NAMESPACE, else flotilla-system). kruise-system takes over the revisions and whitelist OpenKruise left there; the RBAC must grant that namespace (see the README).")
+}
+
 // Binary describes sidecarset-controller to the kit/app shell.
 func Binary() kitapp.Binary {
-	wh := kitwebhook.DefaultOptions(Name)
+	o := NewOptions()
 	return kitapp.Binary{
 		Name:     Name,
 		Gates:    Gates(),
-		AddFlags: wh.AddFlags,
-		Setup:    func(ctx context.Context, env *kitapp.Env) error { return setup(ctx, env, wh) },
+		AddFlags: o.AddFlags,
+		Setup:    func(ctx context.Context, env *kitapp.Env) error { return setup(ctx, env, o) },
 	}
 }
 
 // setup builds the clients and registers the SidecarSet reconciler (leader
 // only) and the admission webhooks (every replica; PodWebhook=false turns pod
 // injection off, as in OpenKruise, and keeps SidecarSet validation).
-func setup(ctx context.Context, env *kitapp.Env, wh kitwebhook.Options) error {
+func setup(ctx context.Context, env *kitapp.Env, o *Options) error {
 	cl, err := wiring.New(ctx, env)
 	if err != nil {
 		return err
 	}
-	if err := addReconciler(env, cl); err != nil {
+	ns := o.Namespace()
+	if err := addReconciler(env, cl, ns); err != nil {
 		return err
 	}
 	pods := env.Gates.Enabled(features.PodWebhook)
 	if !pods {
 		env.Logger.Info("PodWebhook is off: no sidecar injection (the pod webhook's scope stays false); SidecarSets are still validated")
 	}
+	wh := o.Webhook
 	if env.Gates.Enabled(features.EnableExternalCerts) && wh.CertDir == "" {
 		return fmt.Errorf("EnableExternalCerts needs --webhook-cert-dir")
 	}
-	if err := webhook.Setup(env, cl, wh, SystemNamespace(env), pods); err != nil {
+	env.Logger.Info("SidecarSet revisions and kruise-configuration", "namespace", ns)
+	if err := webhook.Setup(env, cl, wh, ns, pods); err != nil {
 		return fmt.Errorf("set up SidecarSet webhook: %w", err)
 	}
 	return nil
 }
 
 // addReconciler registers the SidecarSet reconciler (leader only). Its
-// ControllerRevisions and the kruise-configuration ConfigMap live in the
-// controller's own namespace (SystemNamespace).
-func addReconciler(env *kitapp.Env, cl *wiring.Clients) error {
-	c, err := controller.New(controller.Deps{Deps: cl.Deps(env), SystemNamespace: SystemNamespace(env)})
+// ControllerRevisions and the kruise-configuration ConfigMap live in ns.
+func addReconciler(env *kitapp.Env, cl *wiring.Clients, ns string) error {
+	c, err := controller.New(controller.Deps{Deps: cl.Deps(env), SystemNamespace: ns})
 	if err != nil {
 		return fmt.Errorf("set up SidecarSet reconciler: %w", err)
 	}
@@ -82,13 +104,18 @@ func addReconciler(env *kitapp.Env, cl *wiring.Clients) error {
 	return nil
 }
 
-// SystemNamespace is where SidecarSet ControllerRevisions and the
-// kruise-configuration ConfigMap (patchPodMetadata whitelist) live: the
+// Namespace is where SidecarSet ControllerRevisions and the
+// kruise-configuration ConfigMap (patchPodMetadata whitelist) live, for the
+// reconciler and the webhook alike: --revision-namespace, else the
 // controller's own namespace ($POD_NAMESPACE, else flotilla-system, as
-// OpenKruise's kruise-system), which the webhook reads too. Not the Lease's
-// namespace: --leader-elect-resource-namespace moves the Lease (tests put it
-// in their own namespace), not where the RBAC grants revisions.
-func SystemNamespace(*kitapp.Env) string {
+// OpenKruise's kruise-system). Taking over from OpenKruise sets it to
+// kruise-system, where OpenKruise left both. Not the Lease's namespace:
+// --leader-elect-resource-namespace moves the Lease (tests put it in their
+// own namespace), not where the RBAC grants revisions.
+func (o *Options) Namespace() string {
+	if o.RevisionNamespace != "" {
+		return o.RevisionNamespace
+	}
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		return ns
 	}

@@ -46,32 +46,33 @@ type revisionSpec struct {
 	PatchPodMetadata []appsv1alpha1.SidecarSetPatchPodMetadata `json:"patchPodMetadata"`
 }
 
-// RevisionData is the data of the SidecarSet's ControllerRevision, in
-// OpenKruise's shape: {"spec":{"$patch":"replace","containers":…,
-// "imagePullSecrets":…,"initContainers":…,"patchPodMetadata":…,"volumes":…}}
-// (absent fields are null, keys sorted), so equal specs give equal bytes.
+// RevisionData is the data of the SidecarSet's ControllerRevision, byte for
+// byte as OpenKruise writes it (history_control.go getPatch): the spec is
+// encoded, decoded into generic maps (numbers through float64) and the five
+// recorded fields are encoded again under "$patch":"replace", so object keys
+// are sorted at every level and absent fields are null:
+// {"spec":{"$patch":"replace","containers":…,"imagePullSecrets":…,
+// "initContainers":…,"patchPodMetadata":…,"volumes":…}}.
+// Equal bytes are what lets Flotilla reuse the revisions OpenKruise left
+// (FindEqual) instead of writing a twin of each on takeover.
 func RevisionData(set *appsv1alpha1.SidecarSet) ([]byte, error) {
-	s := set.Spec
-	spec := map[string]any{
-		"$patch":           "replace",
-		"volumes":          nilIfEmpty(s.Volumes),
-		"containers":       nilIfEmpty(s.Containers),
-		"initContainers":   nilIfEmpty(s.InitContainers),
-		"imagePullSecrets": nilIfEmpty(s.ImagePullSecrets),
-		"patchPodMetadata": nilIfEmpty(s.PatchPodMetadata),
+	raw, err := json.Marshal(&set.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("encode revision of sidecarset %s: %w", set.Name, err)
 	}
-	data, err := json.Marshal(map[string]any{"spec": spec})
+	var spec map[string]any
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return nil, fmt.Errorf("decode spec of sidecarset %s: %w", set.Name, err)
+	}
+	recorded := map[string]any{"$patch": "replace"}
+	for _, k := range []string{"volumes", "containers", "initContainers", "imagePullSecrets", "patchPodMetadata"} {
+		recorded[k] = spec[k] // nil (null) when absent, as OpenKruise's map copy
+	}
+	data, err := json.Marshal(map[string]any{"spec": recorded})
 	if err != nil {
 		return nil, fmt.Errorf("encode revision of sidecarset %s: %w", set.Name, err)
 	}
 	return data, nil
-}
-
-func nilIfEmpty[T any](s []T) any {
-	if len(s) == 0 {
-		return nil
-	}
-	return s
 }
 
 // Restore returns a copy of set whose recorded fields (containers,

@@ -22,7 +22,9 @@ func TestRevisionData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"spec":{"$patch":"replace","containers":[{"name":"s-c","image":"img:1","resources":{},"upgradeStrategy":{},"shareVolumePolicy":{}}],"imagePullSecrets":[{"name":"reg"}],"initContainers":null,"patchPodMetadata":null,"volumes":null}}`
+	// Keys sorted at every level, as OpenKruise's getPatch (history_control.go)
+	// leaves them after its round trip through map[string]interface{}.
+	want := `{"spec":{"$patch":"replace","containers":[{"image":"img:1","name":"s-c","resources":{},"shareVolumePolicy":{},"upgradeStrategy":{}}],"imagePullSecrets":[{"name":"reg"}],"initContainers":null,"patchPodMetadata":null,"volumes":null}}`
 	if string(data) != want {
 		t.Fatalf("data\n%s\nwant\n%s", data, want)
 	}
@@ -32,6 +34,22 @@ func TestRevisionData(t *testing.T) {
 	other.Spec.Selector.MatchLabels["x"] = "y"
 	if d2, _ := RevisionData(other); string(d2) != string(data) {
 		t.Fatal("revision data depends on fields it does not record")
+	}
+	// Nested objects, numbers and defaulted fields as OpenKruise's defaulting
+	// webhook stores them: every level sorted.
+	deep := set.DeepCopy()
+	deep.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}
+	deep.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name", APIVersion: "v1"}}}}
+	deep.Spec.Containers[0].UpgradeStrategy.UpgradeType = appsv1alpha1.SidecarContainerColdUpgrade
+	deep.Spec.PatchPodMetadata = []appsv1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"z": "1", "a": "2"}, PatchPolicy: appsv1alpha1.SidecarSetRetainPatchPolicy}}
+	deep.Spec.ImagePullSecrets = nil
+	data, err = RevisionData(deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = `{"spec":{"$patch":"replace","containers":[{"env":[{"name":"POD","valueFrom":{"fieldRef":{"apiVersion":"v1","fieldPath":"metadata.name"}}}],"image":"img:1","name":"s-c","ports":[{"containerPort":8080,"name":"http","protocol":"TCP"}],"resources":{},"shareVolumePolicy":{},"upgradeStrategy":{"upgradeType":"ColdUpgrade"}}],"imagePullSecrets":null,"initContainers":null,"patchPodMetadata":[{"annotations":{"a":"2","z":"1"},"patchPolicy":"Retain"}],"volumes":null}}`
+	if string(data) != want {
+		t.Fatalf("data\n%s\nwant\n%s", data, want)
 	}
 }
 
