@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-dev/flotilla/kit/revision"
 )
 
 // Spec is what an in-place update changes in a pod. The zero value changes
@@ -187,9 +189,8 @@ func diffPodSpec(oldPod, newPod map[string]any, s *Spec) bool {
 		if !ok1 || !ok2 || !equalExcept(oc, nc, "image") {
 			return false
 		}
-		oi, on := oc["image"]
-		ni, nn := nc["image"]
-		if on == nn && jsonEqual(oi, ni) {
+		oi, ni := oc["image"], nc["image"]
+		if jsonEqual(oi, ni) {
 			continue
 		}
 		name, _ := oc["name"].(string)
@@ -298,70 +299,16 @@ func parseMetaFieldPath(path string) (metaRef, bool) {
 }
 
 // equalExcept reports whether a and b hold equal values under every key but
-// the skipped ones (a key missing on one side differs from any value).
+// the skipped ones. A member null on one side and missing on the other is
+// equal (revision.EqualJSON): both mean "unset", and OpenKruise v1.9 writes
+// "creationTimestamp":null in template metadata where newer encoders omit
+// it, so the same template must not read as a metadata change.
 func equalExcept(a, b map[string]any, skip ...string) bool {
-	for k, av := range a {
-		if slices.Contains(skip, k) {
-			continue
-		}
-		bv, ok := b[k]
-		if !ok || !jsonEqual(av, bv) {
-			return false
-		}
-	}
-	for k := range b {
-		if slices.Contains(skip, k) {
-			continue
-		}
-		if _, ok := a[k]; !ok {
-			return false
-		}
-	}
-	return true
+	return revision.EqualMembers(a, b, func(k string) bool { return slices.Contains(skip, k) })
 }
 
-// jsonEqual compares two values decoded by encoding/json into interfaces
-// (nil, bool, float64, string, []any, map[string]any) without reflection.
-func jsonEqual(a, b any) bool {
-	switch av := a.(type) {
-	case nil:
-		return b == nil
-	case string:
-		bv, ok := b.(string)
-		return ok && av == bv
-	case float64:
-		bv, ok := b.(float64)
-		return ok && av == bv
-	case bool:
-		bv, ok := b.(bool)
-		return ok && av == bv
-	case []any:
-		bv, ok := b.([]any)
-		if !ok || len(av) != len(bv) {
-			return false
-		}
-		for i := range av {
-			if !jsonEqual(av[i], bv[i]) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		bv, ok := b.(map[string]any)
-		if !ok || len(av) != len(bv) {
-			return false
-		}
-		for k, x := range av {
-			y, ok := bv[k]
-			if !ok || !jsonEqual(x, y) {
-				return false
-			}
-		}
-		return true
-	default:
-		return false // not produced by encoding/json
-	}
-}
+// jsonEqual compares two values decoded by encoding/json (revision.EqualJSON).
+func jsonEqual(a, b any) bool { return revision.EqualJSON(a, b) }
 
 // asMap accepts a JSON object or an absent/null value (nil map).
 func asMap(v any) (map[string]any, bool) {

@@ -245,6 +245,18 @@ func TestDiffRawDocuments(t *testing.T) {
 		{"key order and whitespace do not matter", base,
 			`{ "spec" : { "template" : { "spec":{"containers":[{"image":"i:1","name":"c"}]}, "metadata":{"labels":{"a":"1"}}, "$patch":"replace" } } }`,
 			Spec{}, true},
+		// OpenKruise v1.9 (pkg/controller/cloneset/revision getPatch, Kubernetes
+		// 1.32 types) writes the zero creationTimestamp as null; Flotilla's
+		// older revisions omit it. Same template: nothing to change.
+		{"creationTimestamp null vs absent", base,
+			`{"spec":{"template":{"$patch":"replace","metadata":{"creationTimestamp":null,"labels":{"a":"1"}},"spec":{"containers":[{"name":"c","image":"i:1"}]}}}}`,
+			Spec{}, true},
+		{"creationTimestamp null and an image change", base,
+			`{"spec":{"template":{"$patch":"replace","metadata":{"creationTimestamp":null,"labels":{"a":"1"}},"spec":{"containers":[{"name":"c","image":"i:2"}]}}}}`,
+			Spec{ContainerImages: map[string]string{"c": "i:2"}}, true},
+		{"a creationTimestamp that is set is a metadata change", base,
+			`{"spec":{"template":{"$patch":"replace","metadata":{"creationTimestamp":"2024-01-01T00:00:00Z","labels":{"a":"1"}},"spec":{"containers":[{"name":"c","image":"i:1"}]}}}}`,
+			Spec{}, false},
 		{"image change", base,
 			`{"spec":{"template":{"$patch":"replace","metadata":{"labels":{"a":"1"}},"spec":{"containers":[{"name":"c","image":"i:2"}]}}}}`,
 			Spec{ContainerImages: map[string]string{"c": "i:2"}}, true},
@@ -336,7 +348,14 @@ func TestJSONEqual(t *testing.T) {
 		{map[string]any{"a": []any{1.0}}, map[string]any{"a": []any{1.0}}, true},
 		{map[string]any{"a": 1.0}, map[string]any{"b": 1.0}, false},
 		{map[string]any{"a": 1.0}, map[string]any{"a": 1.0, "b": 1.0}, false},
-		{map[string]any{"a": nil}, map[string]any{"b": nil}, false},
+		// null members mean "unset", as a missing one does (OpenKruise v1.9
+		// writes "creationTimestamp":null where newer encoders omit it).
+		{map[string]any{"a": nil}, map[string]any{"b": nil}, true},
+		{map[string]any{"a": nil}, map[string]any{}, true},
+		{map[string]any{"a": nil, "b": "x"}, map[string]any{"b": "x"}, true},
+		{map[string]any{"a": nil}, map[string]any{"a": 1.0}, false},
+		{map[string]any{"a": nil}, map[string]any{"a": map[string]any{}}, false},
+		{[]any{nil}, []any{}, false}, // array elements are not dropped
 		{map[string]any{}, []any{}, false},
 		{1, 1, false}, // not a JSON-decoded type
 	}

@@ -23,6 +23,16 @@ import (
 //
 // The "$patch":"replace" directive makes `kubectl-kruise rollout undo`
 // replace the whole template when it applies the data as a patch.
+//
+// The template metadata always carries "creationTimestamp":null unless the
+// template sets one. OpenKruise v1.9 encodes with Kubernetes 1.32 types,
+// where metav1.ObjectMeta writes its zero creationTimestamp as null;
+// Kubernetes 1.33+ types omit it (omitzero). Writing it keeps the bytes —
+// and so the revision hash and name — equal to OpenKruise's for the same
+// template (CloneSet getPatch, Advanced StatefulSet getPatch, Advanced
+// DaemonSet's patch all encode the whole object), so a takeover in either
+// direction finds the other's revision. Revisions written without it (by
+// Flotilla before this encoding) are still recognised: see Equivalent.
 func TemplatePatch(template *corev1.PodTemplateSpec) ([]byte, error) {
 	if template == nil {
 		return nil, errors.New("revision: nil pod template")
@@ -34,6 +44,14 @@ func TemplatePatch(template *corev1.PodTemplateSpec) ([]byte, error) {
 	var generic map[string]any
 	if err := json.Unmarshal(raw, &generic); err != nil {
 		return nil, fmt.Errorf("revision: decoding pod template: %w", err)
+	}
+	meta, _ := generic["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		generic["metadata"] = meta
+	}
+	if _, ok := meta["creationTimestamp"]; !ok {
+		meta["creationTimestamp"] = nil
 	}
 	generic["$patch"] = "replace"
 	out, err := json.Marshal(map[string]any{

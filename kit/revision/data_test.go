@@ -21,7 +21,7 @@ func webTemplate() *corev1.PodTemplateSpec {
 }
 
 // webPatch is TemplatePatch(webTemplate()), written out by hand.
-const webPatch = `{"spec":{"template":{"$patch":"replace","metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"image":"nginx:1.25","name":"nginx","resources":{}}]}}}}`
+const webPatch = `{"spec":{"template":{"$patch":"replace","metadata":{"creationTimestamp":null,"labels":{"app":"web"}},"spec":{"containers":[{"image":"nginx:1.25","name":"nginx","resources":{}}]}}}}`
 
 func TestTemplatePatch(t *testing.T) {
 	grace := int64(30)
@@ -33,7 +33,7 @@ func TestTemplatePatch(t *testing.T) {
 		{
 			name:     "zero template",
 			template: &corev1.PodTemplateSpec{},
-			want:     `{"spec":{"template":{"$patch":"replace","metadata":{},"spec":{"containers":null}}}}`,
+			want:     `{"spec":{"template":{"$patch":"replace","metadata":{"creationTimestamp":null},"spec":{"containers":null}}}}`,
 		},
 		{
 			name:     "labels and one container",
@@ -59,7 +59,7 @@ func TestTemplatePatch(t *testing.T) {
 					}},
 				},
 			},
-			want: `{"spec":{"template":{"$patch":"replace","metadata":{"annotations":{"note":"\u003ca\u0026b\u003e"},"labels":{"a":"2","m":"3","z":"1"}},` +
+			want: `{"spec":{"template":{"$patch":"replace","metadata":{"annotations":{"note":"\u003ca\u0026b\u003e"},"creationTimestamp":null,"labels":{"a":"2","m":"3","z":"1"}},` +
 				`"spec":{"containers":[{"image":"app:v2","name":"app","resources":{"limits":{"cpu":"500m","memory":"128Mi"}}}],"restartPolicy":"Always","terminationGracePeriodSeconds":30}}}}`,
 		},
 	}

@@ -16,7 +16,11 @@
 //   - Data is TemplatePatch(template): {"spec":{"template":{…,"$patch":"replace"}}},
 //     keys sorted, HTML characters escaped (encoding/json), so equal
 //     templates always give equal bytes, and those bytes equal what
-//     kubectl-kruise computes to decide "already matches" on undo.
+//     kubectl-kruise computes to decide "already matches" on undo. The
+//     template metadata holds "creationTimestamp":null, as OpenKruise v1.9's
+//     Kubernetes 1.32 encoder writes it, so the bytes (hash, name) equal
+//     OpenKruise's; Resolve also reuses a revision whose data is only
+//     Equivalent (null members = absent), e.g. one an older Flotilla wrote.
 //   - Name is "<parent>-<Hash(data, collisionCount)>"; the hash is also
 //     stored in the label controller.kubernetes.io/hash (HashLabel).
 //   - Labels are the template labels (so the workload's selector finds its

@@ -24,8 +24,8 @@ func TestHashPinned(t *testing.T) {
 		{"abc", ptr.To[int32](0), "755d7b7869"},
 		{"abc", ptr.To[int32](1), "755d7b7868"},
 		{"abc", ptr.To[int32](12), "754bdd477d"},
-		{webPatch, nil, "5dfdff488f"},
-		{webPatch, ptr.To[int32](3), "6bd8cfcb8d"},
+		{webPatch, nil, "59fcdf9bbc"},
+		{webPatch, ptr.To[int32](3), "7cd7c66f7d"},
 	}
 	for _, tt := range tests {
 		name := fmt.Sprintf("%.20s/%v", tt.data, ptrString(tt.count))

@@ -23,13 +23,21 @@ type Resolved struct {
 // Resolve finds or creates the update revision of parent. want is the
 // unsaved revision of the current template (from New, numbered
 // NextRevisionNumber(revisions)); revisions are parent's, oldest first.
-// When revisions hold one with the same data, the newest such is reused and,
+// When revisions hold one with the same data — the same bytes, or failing
+// that Equivalent data (the same template encoded by another writer or an
+// older Flotilla) — the newest such is reused and,
 // unless it is already the newest revision, re-numbered to come last — a
 // rollback keeps its revision instead of creating a twin. Otherwise want is
 // created through ctl, which may bump *collisionCount.
 func Resolve(ctx context.Context, ctl Control, parent metav1.Object, want *appsv1.ControllerRevision,
 	revisions []*appsv1.ControllerRevision, collisionCount *int32) (Resolved, error) {
-	if eq := FindEqual(revisions, want.Data.Raw); len(eq) > 0 {
+	eq := FindEqual(revisions, want.Data.Raw)
+	if len(eq) == 0 {
+		// Only when no revision has the bytes: decoding costs more, and a
+		// revision with the exact bytes is the better (OpenKruise-named) one.
+		eq = FindEquivalent(revisions, want.Data.Raw)
+	}
+	if len(eq) > 0 {
 		found := eq[len(eq)-1]
 		if found.Revision == revisions[len(revisions)-1].Revision {
 			return Resolved{Update: found, Revisions: revisions}, nil

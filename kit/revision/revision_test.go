@@ -36,21 +36,21 @@ func TestNew(t *testing.T) {
 			name:            "labels from template, annotations from parent",
 			annotations:     map[string]string{"kubernetes.io/change-cause": "set image", "team": "a"},
 			labels:          map[string]string{"app": "web", "tier": "fe"},
-			wantName:        "web-5dfdff488f",
-			wantLabels:      map[string]string{"app": "web", "tier": "fe", HashLabel: "5dfdff488f"},
+			wantName:        "web-59fcdf9bbc",
+			wantLabels:      map[string]string{"app": "web", "tier": "fe", HashLabel: "59fcdf9bbc"},
 			wantAnnotations: map[string]string{"kubernetes.io/change-cause": "set image", "team": "a"},
 		},
 		{
 			name:       "no labels, no annotations",
-			wantName:   "web-5dfdff488f",
-			wantLabels: map[string]string{HashLabel: "5dfdff488f"},
+			wantName:   "web-59fcdf9bbc",
+			wantLabels: map[string]string{HashLabel: "59fcdf9bbc"},
 		},
 		{
 			name:       "collision count changes name and hash label",
 			labels:     map[string]string{"app": "web"},
 			count:      ptr.To[int32](3),
-			wantName:   "web-6bd8cfcb8d",
-			wantLabels: map[string]string{"app": "web", HashLabel: "6bd8cfcb8d"},
+			wantName:   "web-7cd7c66f7d",
+			wantLabels: map[string]string{"app": "web", HashLabel: "7cd7c66f7d"},
 		},
 	}
 	for _, tt := range tests {
