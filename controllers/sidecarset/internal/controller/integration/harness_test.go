@@ -48,6 +48,10 @@ type harness struct {
 	client versioned.Interface
 	sets   *testenv.Objects[*appsv1alpha1.SidecarSet]
 	gates  map[string]bool
+	// revNS is where the controller and the webhook keep SidecarSet
+	// revisions and read kruise-configuration (--revision-namespace); the
+	// test's namespace unless a test stands another in for kruise-system.
+	revNS string
 }
 
 func newHarness(t *testing.T) *harness {
@@ -55,6 +59,7 @@ func newHarness(t *testing.T) *harness {
 	t.Parallel()
 	env := testenv.Get(t)
 	h := &harness{t: t, env: env, ns: env.Namespace(t), client: versioned.NewForConfigOrDie(env.Config), gates: map[string]bool{}}
+	h.revNS = h.ns
 	h.sets = testenv.ObjectsOf[*appsv1alpha1.SidecarSet](t, h.client.AppsV1alpha1().SidecarSets(), waitTimeout)
 	h.sets.Describe = func(s *appsv1alpha1.SidecarSet) string { return fmt.Sprintf("%+v", s.Status) }
 	return h
@@ -71,7 +76,7 @@ func (h *harness) startController() (stop func()) {
 	for g, v := range h.gates {
 		require.NoError(t, gate.SetFromMap(map[string]bool{g: v}))
 	}
-	d := controller.Deps{SystemNamespace: h.ns, Deps: wiring.Deps{
+	d := controller.Deps{SystemNamespace: h.revNS, Deps: wiring.Deps{
 		Kube:          h.env.Kube,
 		Client:        h.client,
 		KubeInformers: informers.NewSharedInformerFactoryWithOptions(h.env.Kube, 0, informers.WithNamespace(h.ns)),
@@ -130,7 +135,7 @@ func (h *harness) waitStatus(name, what string, cond func(appsv1alpha1.SidecarSe
 func (h *harness) createPods(name string, n int, extra map[string]string, annotations map[string]string) []*corev1.Pod {
 	h.t.Helper()
 	set := h.sets.Get(h.setName(name))
-	revs, err := h.env.Kube.AppsV1().ControllerRevisions(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: sidecarcontrol.RevisionNameLabel + "=" + set.Name})
+	revs, err := h.env.Kube.AppsV1().ControllerRevisions(h.revNS).List(context.Background(), metav1.ListOptions{LabelSelector: sidecarcontrol.RevisionNameLabel + "=" + set.Name})
 	require.NoError(h.t, err)
 	var list sidecarcontrol.RevisionList
 	for i := range revs.Items {

@@ -70,7 +70,7 @@ func (h *harness) startWebhook() {
 	setInf := sets.Apps().V1alpha1().SidecarSets()
 	kube := informers.NewSharedInformerFactory(h.env.Kube, 0)
 	nsInf := kube.Core().V1().Namespaces()
-	sys := informers.NewSharedInformerFactoryWithOptions(h.env.Kube, 0, informers.WithNamespace(h.ns))
+	sys := informers.NewSharedInformerFactoryWithOptions(h.env.Kube, 0, informers.WithNamespace(h.revNS))
 	revInf := sys.Apps().V1().ControllerRevisions()
 	require.NoError(t, revInf.Informer().AddIndexers(cache.Indexers{sidecarcontrol.RevisionIndex: sidecarcontrol.IndexRevisionBySidecarSet}))
 	cmInf := sys.Core().V1().ConfigMaps()
@@ -81,7 +81,7 @@ func (h *harness) startWebhook() {
 	(&webhook.Handlers{
 		Sets: setInf.Lister(), Namespaces: nsInf.Lister(), Kube: h.env.Kube,
 		Revisions:  sidecarcontrol.RevisionIndexer{Indexer: revInf.Informer().GetIndexer()},
-		ConfigMaps: cmInf.Lister(), SystemNamespace: h.ns,
+		ConfigMaps: cmInf.Lister(), SystemNamespace: h.revNS,
 	}).Register(c.Server)
 	for _, f := range []interface{ Start(<-chan struct{}) }{sets, kube, sys} {
 		f.Start(ctx.Done())
