@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -107,13 +108,30 @@ func (a *ClientAuth) verifyName(cs tls.ConnectionState) error {
 // tlsConfig is the server's TLS configuration: with auth, a client
 // certificate is required and verified against auth's CAs (per handshake,
 // so a rotated CA file is used without restart) and names.
-func tlsConfig(certs CertSource, auth *ClientAuth) *tls.Config {
+//
+// With optional (the server also serves CRD conversion) a handshake
+// without a certificate is accepted, because the API server presents none
+// to conversion webhooks (its AdmissionConfiguration's kubeConfigFile is
+// for the admission plugins only; kit/webhook/integration
+// TestConversionCallerPresentsNoClientCertificate): one that presents a
+// certificate must still pass both checks, and the admission paths refuse
+// a request without one (requireClientCert) before a handler runs.
+func tlsConfig(certs CertSource, auth *ClientAuth, optional bool) *tls.Config {
 	base := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
 	if auth == nil {
 		return base
 	}
 	base.ClientAuth = tls.RequireAndVerifyClientCert
 	base.VerifyConnection = auth.verifyName
+	if optional {
+		base.ClientAuth = tls.VerifyClientCertIfGiven
+		base.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return nil
+			}
+			return auth.verifyName(cs)
+		}
+	}
 	base.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
 		c := base.Clone()
 		c.GetConfigForClient = nil
@@ -121,6 +139,20 @@ func tlsConfig(certs CertSource, auth *ClientAuth) *tls.Config {
 		return c, nil
 	}
 	return base
+}
+
+// requireClientCert wraps an admission handler of a server whose handshake
+// accepts callers without a certificate (tlsConfig optional): such a
+// request is refused with 403 before the handler runs. A certificate that
+// was presented has been verified (CA and names) in the handshake.
+func requireClientCert(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+			http.Error(w, "admission webhooks require the API server's client certificate", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // httpErrorLog routes net/http's server errors (a refused TLS handshake:

@@ -155,3 +155,67 @@ func TestServerTimesOutSlowCallers(t *testing.T) {
 	assert.False(t, errors.As(err, &ne) && ne.Timeout(), "the server closed the connection before the client's 5 s deadline: %v", err)
 	assert.Less(t, time.Since(start), 4*time.Second)
 }
+
+// A server that also serves CRD conversion accepts a handshake without a
+// client certificate (the API server presents none to conversion
+// webhooks), and only the conversion path answers it: an admission path
+// refuses it with 403 before its handler runs. A certificate that is
+// presented must still be the API server's, on every path.
+func TestConversionNeedsNoClientCertificate(t *testing.T) {
+	certs, pool := newStaticCerts(t)
+	apiCA, otherCA := newTestCA(t, "api-client-ca"), newTestCA(t, "other-ca")
+	caFile := filepath.Join(t.TempDir(), "client-ca.crt")
+	require.NoError(t, os.WriteFile(caFile, apiCA.pem, 0o600))
+
+	var handled atomic.Int32
+	auth := &ClientAuth{CAFile: caFile, Names: []string{"kube-apiserver-webhook-client"}}
+	s := NewServer(ServerOptions{BindAddress: "127.0.0.1:0", ClientAuth: auth}, certs, nil)
+	s.Register("/validate", "guard", HandlerFunc(func(context.Context, Request) Response {
+		handled.Add(1)
+		return Allowed()
+	}))
+	s.RegisterConversion(ConversionPath, "convert", testConvert)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	require.Eventually(t, func() bool { return s.Ready() == nil }, 5*time.Second, 5*time.Millisecond)
+
+	post := func(path string, body []byte, certs ...tls.Certificate) (int, error) {
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "w.ns.svc", Certificates: certs}}}
+		defer client.CloseIdleConnections()
+		resp, err := client.Post("https://"+s.Addr()+path, "application/json", bytes.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	admission := review(t, admissionv1.Delete, &corev1.Pod{})
+	conversion := conversionReview("example.com/v1beta1", object("example.com/v1alpha1", "a", map[string]any{"old": "x"}))
+
+	code, err := post(ConversionPath, conversion)
+	require.NoError(t, err, "conversion without a certificate")
+	assert.Equal(t, http.StatusOK, code)
+	code, err = post("/validate", admission)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusForbidden, code, "admission without a certificate")
+	// A certificate of another CA is not even sent (the server names the CAs
+	// it accepts, and the client has none of theirs): the caller is
+	// anonymous, refused by the admission path.
+	code, err = post("/validate", admission, otherCA.client(t, "kube-apiserver-webhook-client"))
+	assert.True(t, err != nil || code == http.StatusForbidden, "admission, another CA: %d %v", code, err)
+	// One of the right CA for another identity fails the handshake, on every path.
+	other := apiCA.client(t, "system:serviceaccount:tenant:default")
+	_, err = post("/validate", admission, other)
+	assert.Error(t, err, "admission, another identity")
+	_, err = post(ConversionPath, conversion, other)
+	assert.Error(t, err, "conversion, another identity")
+	assert.Zero(t, handled.Load(), "no forged review reached the admission handler")
+	code, err = post("/validate", admission, apiCA.client(t, "kube-apiserver-webhook-client"))
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, int32(1), handled.Load())
+
+	cancel()
+	require.NoError(t, <-done)
+}

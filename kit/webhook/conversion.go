@@ -38,6 +38,13 @@ const DefaultMaxConversionBytes = 64 << 20
 // converted, failed (convert refused an object: the client sees the
 // message) or error (an unreadable review), and
 // webhook_request_duration_seconds{webhook=name}.
+//
+// The API server presents no client certificate to a conversion webhook,
+// so with ServerOptions.ClientAuth this path accepts callers without one
+// (the admission paths still require it, see tlsConfig). Nothing is lost:
+// conversion is a pure function of the objects the caller sends, with no
+// side effect and nothing to read; the body bound and the server's
+// timeouts limit what a caller can make it spend.
 func (s *Server) RegisterConversion(path, name string, convert ConvertFunc) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -45,6 +52,7 @@ func (s *Server) RegisterConversion(path, name string, convert ConvertFunc) {
 		panic(fmt.Sprintf("webhook path %s registered twice", path))
 	}
 	s.paths[path] = name
+	s.conversion = true
 	limit := s.opts.MaxConversionBytes
 	if limit <= 0 {
 		limit = DefaultMaxConversionBytes

@@ -114,6 +114,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	paths    map[string]string // path → webhook name
+	// conversion: a conversion path is registered, so a caller without a
+	// client certificate (the API server calling it) passes the handshake.
+	conversion bool
 	addr     net.Addr
 	serving  atomic.Bool
 	listener net.Listener
@@ -147,7 +150,11 @@ func (s *Server) Register(path, name string, h Handler) {
 		panic(fmt.Sprintf("webhook path %s registered twice", path))
 	}
 	s.paths[path] = name
-	s.mux.Handle(path, &reviewHandler{name: name, h: h, metrics: s.metrics, clock: s.opts.Clock})
+	var handler http.Handler = &reviewHandler{name: name, h: h, metrics: s.metrics, clock: s.opts.Clock}
+	if s.opts.ClientAuth != nil {
+		handler = requireClientCert(handler)
+	}
+	s.mux.Handle(path, handler)
 }
 
 // Paths returns the registered paths and their names.
@@ -211,7 +218,7 @@ func (s *Server) Run(ctx context.Context) error {
 		ReadTimeout:       s.opts.ReadTimeout,
 		WriteTimeout:      s.opts.WriteTimeout,
 		IdleTimeout:       s.opts.IdleTimeout,
-		TLSConfig:         tlsConfig(s.certs, s.opts.ClientAuth),
+		TLSConfig:         tlsConfig(s.certs, s.opts.ClientAuth, s.servesConversion()),
 		// A refused handshake is an expected event (a forged review), not
 		// server noise: logged at V(2) through klog.
 		ErrorLog: newHTTPErrorLog(logger),
@@ -246,6 +253,12 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("webhook server: %w", err)
 	}
 	return nil
+}
+
+func (s *Server) servesConversion() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conversion
 }
 
 // Ready is the "webhook serving" readiness check.
