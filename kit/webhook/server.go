@@ -112,14 +112,14 @@ type Server struct {
 	metrics *Metrics
 	mux     *http.ServeMux
 
-	mu       sync.Mutex
-	paths    map[string]string // path → webhook name
+	mu    sync.Mutex
+	paths map[string]string // path → webhook name
 	// conversion: a conversion path is registered, so a caller without a
 	// client certificate (the API server calling it) passes the handshake.
 	conversion bool
-	addr     net.Addr
-	serving  atomic.Bool
-	listener net.Listener
+	addr       net.Addr
+	serving    atomic.Bool
+	listener   net.Listener
 }
 
 // NewServer returns a server presenting certs' certificate.

@@ -249,7 +249,9 @@ func TestConversionWebhookDown(t *testing.T) {
 	doomed, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		GenerateName: "e2e-conversion-down-", Labels: map[string]string{"flotilla.dev/e2e": "true"}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = env.Kube.CoreV1().Namespaces().Delete(context.Background(), doomed.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.Kube.CoreV1().Namespaces().Delete(context.Background(), doomed.Name, metav1.DeleteOptions{})
+	})
 	_, err = env.Dynamic().Resource(k.alpha).Namespace(doomed.Name).Create(ctx, thing(k.group+"/v1alpha1", "b", map[string]any{"old": "x"}), metav1.CreateOptions{})
 	require.NoError(t, err)
 
