@@ -2,6 +2,9 @@
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Workspace modules as relative dirs, from go.work (kept current by hack/update-workspace.sh).
 modules() { sed -n 's|^\t\./\(.*\)$|\1|p' "$ROOT/go.work"; }
+# Modules kept out of go.work and built on their own (GOWORK=off): charts/tools pulls in Helm, whose dependencies would
+# raise shared ones (golang.org/x/*, grpc, otel) for every module built in the workspace.
+standalone_modules() { echo charts/tools; }
 # Module dirs that hold Go packages (a fresh module may have none yet).
 package_patterns() {
   local m

@@ -6,4 +6,8 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 mapfile -t pkgs < <(package_patterns)
-exec go test "$@" "${pkgs[@]}"
+rc=0
+go test "$@" "${pkgs[@]}" || rc=$?
+# Modules outside go.work (lib.sh standalone_modules), each on its own.
+for m in $(standalone_modules); do (cd "$ROOT/$m" && GOWORK=off go test "$@" ./...) || rc=$?; done
+exit $rc

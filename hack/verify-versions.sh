@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 K8S_VERSION=${K8S_VERSION:-v0.37.1}
 staging='^k8s\.io/(api|apimachinery|client-go|apiextensions-apiserver|apiserver|component-base|code-generator|component-helpers|kube-aggregator|metrics|cli-runtime|kubectl|kms|externaljwt|controller-manager|cloud-provider|csi-translation-lib|dynamic-resource-allocation|endpointslice|kube-controller-manager|kube-proxy|kube-scheduler|kubelet|mount-utils|pod-security-admission|sample-apiserver|cri-api|cri-client|cri-streaming|streaming|sample-controller|sample-cli-plugin) '
 fail=0
-for m in $(modules); do
+for m in $(modules) $(standalone_modules); do
   while read -r path version; do
     if [ "$version" != "$K8S_VERSION" ]; then
       echo "$m: $path is $version, want $K8S_VERSION"; fail=1

@@ -18,7 +18,7 @@ hack/gen-flags-doc.sh
 git diff --exit-code -- kit/README.md || { echo "kit/README.md is stale: run hack/gen-flags-doc.sh"; exit 1; }
 
 step "go.mod tidy"
-for m in $(modules); do
+for m in $(modules) $(standalone_modules); do
   (cd "$m" && GOWORK=off go mod tidy -diff >/dev/null) || { echo "$m: go.mod/go.sum not tidy (run: cd $m && GOWORK=off go mod tidy)"; exit 1; }
 done
 
@@ -42,6 +42,11 @@ if ! (cd "$consumer" && GOWORK=off go mod tidy > /dev/null && GOWORK=off go buil
   echo "client/examples/list-clonesets does not build as an outside module"; exit 1
 fi
 echo "client/examples/list-clonesets builds as an outside module"
+
+step "helm chart generated from the overlays"
+(cd charts/tools && GOWORK=off go run ./cmd/genchart)
+git diff --exit-code -- charts/flotilla || { echo "charts/flotilla is stale: run (cd charts/tools && GOWORK=off go run ./cmd/genchart)"; exit 1; }
+test -z "$(git ls-files --others --exclude-standard charts/flotilla)" || { echo "charts/flotilla has files not committed"; exit 1; }
 
 step "kustomize"
 for o in deploy/overlays/*/; do
