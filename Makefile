@@ -35,14 +35,19 @@ test: cluster-up ## every test of every module, against the local control plane 
 	@# after every other package (those controllers watch every namespace), and removes what it installed.
 	if [ "$(REAL_NODES)" != 0 ]; then FLOTILLA_E2E_INSTALL=1 FLOTILLA_REAL_NODES=$(REAL_NODES) \
 	  FLOTILLA_KUBECONFIG=$(CLUSTER_DIR)/kubeconfig go test $(GOTESTFLAGS) -v ./test/e2e/install/ | grep --line-buffered -vE '^[IWE][0-9]{4} '; fi
+	@# charts/tools/install: the same, through the Helm chart (install, upgrade turning a feature off, uninstall); alone
+	@# too, after test/e2e/install. charts/tools is outside go.work (hack/lib.sh standalone_modules).
+	if [ "$(REAL_NODES)" != 0 ]; then cd charts/tools && GOWORK=off FLOTILLA_E2E_INSTALL=1 FLOTILLA_REAL_NODES=$(REAL_NODES) \
+	  FLOTILLA_KUBECONFIG=$(CLUSTER_DIR)/kubeconfig go test $(GOTESTFLAGS) -v ./install/ | grep --line-buffered -vE '^[IWE][0-9]{4} '; fi
 
 unit-test: ## tests that need no control plane (integration tests skip without one)
 	hack/test.sh -short $(GOTESTFLAGS)
 
-generate: ## regenerate deepcopy, clients, CRDs, go.work and kit/README.md's per-binary flags and gates
+generate: ## regenerate deepcopy, clients, CRDs, go.work, kit/README.md's per-binary flags and gates, the Helm chart
 	hack/update-workspace.sh
 	hack/update-codegen.sh
 	hack/gen-flags-doc.sh
+	cd charts/tools && GOWORK=off go run ./cmd/genchart
 
 verify: ## regenerate everything and fail on any diff; version pins; lint; kustomize renders
 	hack/verify.sh

@@ -26,40 +26,7 @@ func repoRoot(t *testing.T) string {
 
 func chartDir(t *testing.T) string { return filepath.Join(repoRoot(t), "charts", "flotilla") }
 
-// only enables the given features (and nothing shared: namespace and CRDs off), plus extra values.
-func only(features []string, extra map[string]any) map[string]any {
-	v := map[string]any{
-		"crds":         map[string]any{"managed": false},
-		"installation": map[string]any{"createNamespace": false},
-	}
-	for _, f := range gen.Features {
-		on := false
-		for _, g := range features {
-			on = on || g == f
-		}
-		v[f] = map[string]any{"enabled": on}
-	}
-	for k, x := range extra {
-		v[k] = merge(v[k], x)
-	}
-	return v
-}
-
-func merge(a, b any) any {
-	am, ok1 := a.(map[string]any)
-	bm, ok2 := b.(map[string]any)
-	if !ok1 || !ok2 {
-		return b
-	}
-	out := map[string]any{}
-	for k, v := range am {
-		out[k] = v
-	}
-	for k, v := range bm {
-		out[k] = merge(out[k], v)
-	}
-	return out
-}
+var only, merge = helmrender.Only, helmrender.Merge
 
 // stripKeep removes the annotation the chart adds to what the overlays install once (namespace, CRDs).
 func stripKeep(objs []map[string]any) {

@@ -67,3 +67,39 @@ func Keys(m map[string]map[string]any) []string {
 	sort.Strings(ks)
 	return ks
 }
+
+// Only are values enabling the given features and nothing shared (namespace and CRDs off), merged with extra.
+func Only(features []string, extra map[string]any) map[string]any {
+	v := map[string]any{
+		"crds":         map[string]any{"managed": false},
+		"installation": map[string]any{"createNamespace": false},
+	}
+	for _, f := range gen.Features {
+		on := false
+		for _, g := range features {
+			on = on || g == f
+		}
+		v[f] = map[string]any{"enabled": on}
+	}
+	for k, x := range extra {
+		v[k] = Merge(v[k], x)
+	}
+	return v
+}
+
+// Merge merges b over a, maps key by key (as Helm merges values).
+func Merge(a, b any) any {
+	am, ok1 := a.(map[string]any)
+	bm, ok2 := b.(map[string]any)
+	if !ok1 || !ok2 {
+		return b
+	}
+	out := map[string]any{}
+	for k, v := range am {
+		out[k] = v
+	}
+	for k, v := range bm {
+		out[k] = Merge(out[k], v)
+	}
+	return out
+}
