@@ -26,6 +26,7 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flotilla-dev/flotilla/apis/apps/conversion"
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/apis/testing/fixtures"
 )
@@ -107,31 +108,119 @@ func TestKustomizationListsEveryCRD(t *testing.T) {
 	assert.ElementsMatch(t, dirs, read(filepath.Join(crdDir, "kustomization.yaml")).Resources)
 }
 
-// With conversion strategy None the API server only rewrites apiVersion, so
-// both StatefulSet versions must have the same schema, subresources and
-// columns; otherwise reading through one version would prune or mis-validate
-// fields of the other.
-func TestStatefulSetVersionsAreSchemaIdentical(t *testing.T) {
-	crd := loadCRDs(t)["statefulsets.apps.kruise.io"]
-	require.NotNil(t, crd)
-	require.Len(t, crd.Spec.Versions, 2)
-	assert.Equal(t, apiextensionsv1.NoneConverter, crd.Spec.Conversion.Strategy)
-	var a, b apiextensionsv1.CustomResourceDefinitionVersion
-	for _, v := range crd.Spec.Versions {
-		switch v.Name {
-		case "v1alpha1":
-			a = v
-			assert.False(t, v.Storage)
-			assert.True(t, v.Served)
-		case "v1beta1":
-			b = v
-			assert.True(t, v.Storage)
-			assert.True(t, v.Served)
+// Every kind OpenKruise v1.9 serves at v1alpha1 and v1beta1 is served at
+// both. Kinds whose versions have identical schemas use conversion strategy
+// None: the API server only rewrites apiVersion, so the schemas,
+// subresources and columns must be equal, otherwise reading through one
+// version would prune or mis-validate fields of the other. Kinds that need
+// the conversion webhook (apis/apps/conversion.NeedsWebhook) differ exactly
+// in the fields the conversion maps, no more.
+func TestServedVersions(t *testing.T) {
+	crds := loadCRDs(t)
+	plural := map[string]string{"DaemonSet": "daemonsets", "SidecarSet": "sidecarsets", "AdvancedCronJob": "advancedcronjobs",
+		"BroadcastJob": "broadcastjobs", "ImagePullJob": "imagepulljobs", "StatefulSet": "statefulsets"}
+	require.ElementsMatch(t, conversion.Kinds(), keys(plural))
+	// The fields only one version has (JSON paths below the schema root).
+	mapped := map[string][]string{
+		"DaemonSet": {
+			"v1alpha1:/properties/status/properties/daemonSetHash",
+			"v1beta1:/properties/spec/properties/scaleStrategy",
+			"v1beta1:/properties/status/properties/updateRevision",
+		},
+		"SidecarSet": {
+			"v1alpha1:/properties/spec/properties/namespace",
+			"v1beta1:/properties/spec/properties/customVersion",
+		},
+	}
+	for _, kind := range conversion.Kinds() {
+		t.Run(kind, func(t *testing.T) {
+			crd := crds[plural[kind]+".apps.kruise.io"]
+			require.NotNil(t, crd)
+			require.Len(t, crd.Spec.Versions, 2)
+			vs := map[string]apiextensionsv1.CustomResourceDefinitionVersion{}
+			for _, v := range crd.Spec.Versions {
+				vs[v.Name] = v
+				assert.True(t, v.Served, "%s served", v.Name)
+			}
+			a, b := vs["v1alpha1"], vs["v1beta1"]
+			require.NotNil(t, a.Schema)
+			require.NotNil(t, b.Schema)
+			assert.Equal(t, a.Subresources, b.Subresources)
+			if !conversion.NeedsWebhook(kind) {
+				assert.Equal(t, apiextensionsv1.NoneConverter, crd.Spec.Conversion.Strategy)
+				assert.True(t, b.Storage, "v1beta1 is the storage version, as in OpenKruise v1.9")
+				assert.True(t, reflect.DeepEqual(a.Schema, b.Schema), "v1alpha1 and v1beta1 schemas differ")
+				assert.Equal(t, a.AdditionalPrinterColumns, b.AdditionalPrinterColumns)
+				return
+			}
+			// Until the CRD's conversion is Webhook, the storage version stays
+			// v1alpha1 (see apis/apps/v1alpha1's DaemonSet and SidecarSet).
+			assert.True(t, a.Storage, "v1alpha1 stays the storage version while conversion is not wired")
+			assert.ElementsMatch(t, mapped[kind], onlyInOne(a.Schema.OpenAPIV3Schema, b.Schema.OpenAPIV3Schema))
+		})
+	}
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// onlyInOne lists the properties one schema has and the other lacks
+// ("v1alpha1:<path>" / "v1beta1:<path>"), and reports every other
+// difference as "differs:<path>".
+func onlyInOne(a, b *apiextensionsv1.JSONSchemaProps) []string {
+	var out []string
+	var walk func(p string, a, b *apiextensionsv1.JSONSchemaProps)
+	walk = func(p string, a, b *apiextensionsv1.JSONSchemaProps) {
+		for name, pa := range a.Properties {
+			pb, ok := b.Properties[name]
+			if !ok {
+				out = append(out, "v1alpha1:"+p+"/properties/"+name)
+				continue
+			}
+			walk(p+"/properties/"+name, &pa, &pb)
+		}
+		for name := range b.Properties {
+			if _, ok := a.Properties[name]; !ok {
+				out = append(out, "v1beta1:"+p+"/properties/"+name)
+			}
+		}
+		ca, cb := *a, *b
+		ca.Properties, cb.Properties = nil, nil
+		// required lists and CEL rules are compared after the properties:
+		// they may only differ where they mention a mapped field.
+		if !reflect.DeepEqual(ca, cb) && !sameButFor(ca, cb) {
+			out = append(out, "differs:"+p)
 		}
 	}
-	assert.True(t, reflect.DeepEqual(a.Schema, b.Schema), "v1alpha1 and v1beta1 schemas differ")
-	assert.Equal(t, a.Subresources, b.Subresources)
-	assert.Equal(t, a.AdditionalPrinterColumns, b.AdditionalPrinterColumns)
+	walk("", a, b)
+	return out
+}
+
+// sameButFor accepts the differences the version mapping causes: the
+// DaemonSet status's required list (observedGeneration and numberAvailable
+// are optional in OpenKruise's v1beta1) and the rollingUpdate rules that
+// mention v1alpha1's Surging; the SidecarSet spec's namespace rule.
+func sameButFor(a, b apiextensionsv1.JSONSchemaProps) bool {
+	a.Required, b.Required = nil, nil
+	strip := func(rules apiextensionsv1.ValidationRules) apiextensionsv1.ValidationRules {
+		var out apiextensionsv1.ValidationRules
+		for _, r := range rules {
+			if strings.Contains(r.Rule, "Surging") || strings.Contains(r.Rule, "self.namespace") ||
+				r.Message == "spec.updateStrategy.rollingUpdate.maxUnavailable cannot be 0 when maxSurge is 0" {
+				continue
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	a.XValidations, b.XValidations = strip(a.XValidations), strip(b.XValidations)
+	a.Enum, b.Enum = nil, nil // rollingUpdateType: Surging is v1alpha1 only
+	return reflect.DeepEqual(a, b)
 }
 
 func versionFor(t *testing.T, crds map[string]*apiextensionsv1.CustomResourceDefinition, k fixtures.Kind) *version {

@@ -82,6 +82,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.DaemonSetUpdateStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("FailurePolicy"):
 		return &appsv1alpha1.FailurePolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImageListPullJobSpec"):
+		return &appsv1alpha1.ImageListPullJobSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ImageListPullJobTemplateSpec"):
+		return &appsv1alpha1.ImageListPullJobTemplateSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullJob"):
 		return &appsv1alpha1.ImagePullJobApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullJobNodeSelector"):
@@ -158,8 +162,92 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.TransferEnvVarApplyConfiguration{}
 
 		// Group=apps.kruise.io, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithKind("AdvancedCronJob"):
+		return &appsv1beta1.AdvancedCronJobApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("AdvancedCronJobSpec"):
+		return &appsv1beta1.AdvancedCronJobSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("AdvancedCronJobStatus"):
+		return &appsv1beta1.AdvancedCronJobStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("BroadcastJob"):
+		return &appsv1beta1.BroadcastJobApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("BroadcastJobSpec"):
+		return &appsv1beta1.BroadcastJobSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("BroadcastJobStatus"):
+		return &appsv1beta1.BroadcastJobStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("BroadcastJobTemplateSpec"):
+		return &appsv1beta1.BroadcastJobTemplateSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CompletionPolicy"):
+		return &appsv1beta1.CompletionPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("CronJobTemplate"):
+		return &appsv1beta1.CronJobTemplateApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("DaemonSet"):
+		return &appsv1beta1.DaemonSetApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("DaemonSetScaleStrategy"):
+		return &appsv1beta1.DaemonSetScaleStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("DaemonSetSpec"):
+		return &appsv1beta1.DaemonSetSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("DaemonSetStatus"):
+		return &appsv1beta1.DaemonSetStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("DaemonSetUpdateStrategy"):
+		return &appsv1beta1.DaemonSetUpdateStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("FailurePolicy"):
+		return &appsv1beta1.FailurePolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageListPullJobSpec"):
+		return &appsv1beta1.ImageListPullJobSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageListPullJobTemplateSpec"):
+		return &appsv1beta1.ImageListPullJobTemplateSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJob"):
+		return &appsv1beta1.ImagePullJobApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJobNodeSelector"):
+		return &appsv1beta1.ImagePullJobNodeSelectorApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJobPodSelector"):
+		return &appsv1beta1.ImagePullJobPodSelectorApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJobSpec"):
+		return &appsv1beta1.ImagePullJobSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJobStatus"):
+		return &appsv1beta1.ImagePullJobStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJobTemplate"):
+		return &appsv1beta1.ImagePullJobTemplateApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("JobCondition"):
+		return &appsv1beta1.JobConditionApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("PullPolicy"):
+		return &appsv1beta1.PullPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ResourceExpr"):
+		return &appsv1beta1.ResourceExprApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ResourceExprLimits"):
+		return &appsv1beta1.ResourceExprLimitsApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ResourceExprRequests"):
+		return &appsv1beta1.ResourceExprRequestsApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ResourcesPolicy"):
+		return &appsv1beta1.ResourcesPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("RollingUpdateDaemonSet"):
+		return &appsv1beta1.RollingUpdateDaemonSetApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("RollingUpdateStatefulSetStrategy"):
 		return &appsv1beta1.RollingUpdateStatefulSetStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SandboxConfig"):
+		return &appsv1beta1.SandboxConfigApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ShareVolumePolicy"):
+		return &appsv1beta1.ShareVolumePolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarContainer"):
+		return &appsv1beta1.SidecarContainerApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarContainerUpgradeStrategy"):
+		return &appsv1beta1.SidecarContainerUpgradeStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarSet"):
+		return &appsv1beta1.SidecarSetApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarSetInjectionStrategy"):
+		return &appsv1beta1.SidecarSetInjectionStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarSetInjectRevision"):
+		return &appsv1beta1.SidecarSetInjectRevisionApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarSetPatchPodMetadata"):
+		return &appsv1beta1.SidecarSetPatchPodMetadataApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarSetSpec"):
+		return &appsv1beta1.SidecarSetSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarSetStatus"):
+		return &appsv1beta1.SidecarSetStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarSetUpdateStrategy"):
+		return &appsv1beta1.SidecarSetUpdateStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SourceContainerNameSource"):
+		return &appsv1beta1.SourceContainerNameSourceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("StatefulSet"):
 		return &appsv1beta1.StatefulSetApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("StatefulSetOrdinals"):
@@ -174,6 +262,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1beta1.StatefulSetStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("StatefulSetUpdateStrategy"):
 		return &appsv1beta1.StatefulSetUpdateStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("TransferEnvVar"):
+		return &appsv1beta1.TransferEnvVarApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("UnorderedUpdateStrategy"):
 		return &appsv1beta1.UnorderedUpdateStrategyApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("VolumeClaimStatus"):

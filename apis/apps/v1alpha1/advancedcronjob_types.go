@@ -76,7 +76,15 @@ const (
 )
 
 // CronJobTemplate holds exactly one child template.
+//
+// imageListPullJobTemplate is OpenKruise v1beta1's third kind of child.
+// Flotilla does not serve ImageListPullJob, so the field is refused at
+// admission; it is in the schema (of both versions, which keeps them
+// identical) so that an AdvancedCronJob OpenKruise stored with it is
+// neither pruned nor unreadable. An unchanged stored value passes
+// (validation ratcheting) and spec.template is immutable anyway.
 // +kubebuilder:validation:XValidation:rule="has(self.jobTemplate) != has(self.broadcastJobTemplate)",message="spec.template: exactly one of jobTemplate and broadcastJobTemplate must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.imageListPullJobTemplate)",message="spec.template.imageListPullJobTemplate is not supported: Flotilla does not serve ImageListPullJob",fieldPath=".imageListPullJobTemplate"
 type CronJobTemplate struct {
 	// JobTemplate creates batch/v1 Jobs.
 	// +kubebuilder:validation:Schemaless
@@ -88,6 +96,31 @@ type CronJobTemplate struct {
 	// BroadcastJobTemplate creates BroadcastJobs.
 	// +optional
 	BroadcastJobTemplate *BroadcastJobTemplateSpec `json:"broadcastJobTemplate,omitempty"`
+
+	// ImageListPullJobTemplate would create ImageListPullJobs (not
+	// supported, see above).
+	// +optional
+	ImageListPullJobTemplate *ImageListPullJobTemplateSpec `json:"imageListPullJobTemplate,omitempty"`
+}
+
+// ImageListPullJobTemplateSpec is the template of an ImageListPullJob
+// (OpenKruise's shape; only kept, never run, by Flotilla).
+type ImageListPullJobTemplateSpec struct {
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	// +optional
+	Spec ImageListPullJobSpec `json:"spec,omitempty"`
+}
+
+// ImageListPullJobSpec pulls a list of images on selected nodes.
+type ImageListPullJobSpec struct {
+	// Images to pull.
+	Images []string `json:"images"`
+
+	ImagePullJobTemplate `json:",inline"`
 }
 
 // BroadcastJobTemplateSpec is the template of a BroadcastJob.
@@ -101,8 +134,9 @@ type BroadcastJobTemplateSpec struct {
 	Spec BroadcastJobSpec `json:"spec,omitempty"`
 }
 
-// TemplateKind is the kind of children an AdvancedCronJob creates.
-// +kubebuilder:validation:Enum=Job;BroadcastJob
+// TemplateKind is the kind of children an AdvancedCronJob creates
+// (ImageListPullJob: OpenKruise v1beta1 only, never written by Flotilla).
+// +kubebuilder:validation:Enum=Job;BroadcastJob;ImageListPullJob
 type TemplateKind string
 
 const (

@@ -34,6 +34,11 @@ func Kind(kind string) schema.GroupKind {
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&StatefulSet{}, &StatefulSetList{},
+		&DaemonSet{}, &DaemonSetList{},
+		&SidecarSet{}, &SidecarSetList{},
+		&AdvancedCronJob{}, &AdvancedCronJobList{},
+		&BroadcastJob{}, &BroadcastJobList{},
+		&ImagePullJob{}, &ImagePullJobList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -26,11 +26,21 @@ import (
 // with apply.
 //
 // CronJobTemplate holds exactly one child template.
+//
+// imageListPullJobTemplate is OpenKruise v1beta1's third kind of child.
+// Flotilla does not serve ImageListPullJob, so the field is refused at
+// admission; it is in the schema (of both versions, which keeps them
+// identical) so that an AdvancedCronJob OpenKruise stored with it is
+// neither pruned nor unreadable. An unchanged stored value passes
+// (validation ratcheting) and spec.template is immutable anyway.
 type CronJobTemplateApplyConfiguration struct {
 	// JobTemplate creates batch/v1 Jobs.
 	JobTemplate *v1.JobTemplateSpecApplyConfiguration `json:"jobTemplate,omitempty"`
 	// BroadcastJobTemplate creates BroadcastJobs.
 	BroadcastJobTemplate *BroadcastJobTemplateSpecApplyConfiguration `json:"broadcastJobTemplate,omitempty"`
+	// ImageListPullJobTemplate would create ImageListPullJobs (not
+	// supported, see above).
+	ImageListPullJobTemplate *ImageListPullJobTemplateSpecApplyConfiguration `json:"imageListPullJobTemplate,omitempty"`
 }
 
 // CronJobTemplateApplyConfiguration constructs a declarative configuration of the CronJobTemplate type for use with
@@ -52,5 +62,13 @@ func (b *CronJobTemplateApplyConfiguration) WithJobTemplate(value *v1.JobTemplat
 // If called multiple times, the BroadcastJobTemplate field is set to the value of the last call.
 func (b *CronJobTemplateApplyConfiguration) WithBroadcastJobTemplate(value *BroadcastJobTemplateSpecApplyConfiguration) *CronJobTemplateApplyConfiguration {
 	b.BroadcastJobTemplate = value
+	return b
+}
+
+// WithImageListPullJobTemplate sets the ImageListPullJobTemplate field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ImageListPullJobTemplate field is set to the value of the last call.
+func (b *CronJobTemplateApplyConfiguration) WithImageListPullJobTemplate(value *ImageListPullJobTemplateSpecApplyConfiguration) *CronJobTemplateApplyConfiguration {
+	b.ImageListPullJobTemplate = value
 	return b
 }

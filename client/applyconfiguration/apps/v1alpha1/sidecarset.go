@@ -29,6 +29,12 @@ import (
 //
 // SidecarSet injects sidecar containers into matching pods and updates
 // them in place.
+//
+// v1beta1 is served too, converted by apis/apps/conversion. The storage
+// version stays v1alpha1 until the CRD's conversion strategy is Webhook:
+// with strategy None the API server would prune the fields the two
+// versions do not share. Then the storageversion marker moves to v1beta1
+// (issue 23).
 type SidecarSetApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

@@ -24,6 +24,16 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// AdvancedCronJobs returns a AdvancedCronJobInformer.
+	AdvancedCronJobs() TypedAdvancedCronJobInformer
+	// BroadcastJobs returns a BroadcastJobInformer.
+	BroadcastJobs() TypedBroadcastJobInformer
+	// DaemonSets returns a DaemonSetInformer.
+	DaemonSets() TypedDaemonSetInformer
+	// ImagePullJobs returns a ImagePullJobInformer.
+	ImagePullJobs() TypedImagePullJobInformer
+	// SidecarSets returns a SidecarSetInformer.
+	SidecarSets() TypedSidecarSetInformer
 	// StatefulSets returns a StatefulSetInformer.
 	StatefulSets() TypedStatefulSetInformer
 }
@@ -37,6 +47,31 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// AdvancedCronJobs returns a TypedAdvancedCronJobInformer.
+func (v *version) AdvancedCronJobs() TypedAdvancedCronJobInformer {
+	return &advancedCronJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// BroadcastJobs returns a TypedBroadcastJobInformer.
+func (v *version) BroadcastJobs() TypedBroadcastJobInformer {
+	return &broadcastJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// DaemonSets returns a TypedDaemonSetInformer.
+func (v *version) DaemonSets() TypedDaemonSetInformer {
+	return &daemonSetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// ImagePullJobs returns a TypedImagePullJobInformer.
+func (v *version) ImagePullJobs() TypedImagePullJobInformer {
+	return &imagePullJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// SidecarSets returns a TypedSidecarSetInformer.
+func (v *version) SidecarSets() TypedSidecarSetInformer {
+	return &sidecarSetInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // StatefulSets returns a TypedStatefulSetInformer.

@@ -18,4 +18,14 @@ limitations under the License.
 
 package v1beta1
 
+type AdvancedCronJobExpansion interface{}
+
+type BroadcastJobExpansion interface{}
+
+type DaemonSetExpansion interface{}
+
+type ImagePullJobExpansion interface{}
+
+type SidecarSetExpansion interface{}
+
 type StatefulSetExpansion interface{}

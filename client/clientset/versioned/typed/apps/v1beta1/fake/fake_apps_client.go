@@ -28,6 +28,26 @@ type FakeAppsV1beta1 struct {
 	*testing.Fake
 }
 
+func (c *FakeAppsV1beta1) AdvancedCronJobs(namespace string) v1beta1.AdvancedCronJobInterface {
+	return newFakeAdvancedCronJobs(c, namespace)
+}
+
+func (c *FakeAppsV1beta1) BroadcastJobs(namespace string) v1beta1.BroadcastJobInterface {
+	return newFakeBroadcastJobs(c, namespace)
+}
+
+func (c *FakeAppsV1beta1) DaemonSets(namespace string) v1beta1.DaemonSetInterface {
+	return newFakeDaemonSets(c, namespace)
+}
+
+func (c *FakeAppsV1beta1) ImagePullJobs(namespace string) v1beta1.ImagePullJobInterface {
+	return newFakeImagePullJobs(c, namespace)
+}
+
+func (c *FakeAppsV1beta1) SidecarSets() v1beta1.SidecarSetInterface {
+	return newFakeSidecarSets(c)
+}
+
 func (c *FakeAppsV1beta1) StatefulSets(namespace string) v1beta1.StatefulSetInterface {
 	return newFakeStatefulSets(c, namespace)
 }
