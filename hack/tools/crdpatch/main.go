@@ -21,7 +21,11 @@
 //	  merge:                                        # deep-merged into the schema there
 //	    properties: {...}
 //
-// and is applied to every version of that CRD. Maps are merged key by key
+// and is applied to every version of that CRD. A top-level
+//
+//	conversion: {strategy: Webhook, webhook: {...}}
+//
+// becomes the CRD's spec.conversion. Maps are merged key by key
 // (the patch wins on conflicting scalars); lists are replaced. The pointer
 // must exist in the generated schema. CRD files are rewritten in
 // controller-gen's own format ("---" and sigs.k8s.io/yaml with sorted keys),
@@ -45,6 +49,11 @@ import (
 // File is one patch file.
 type File struct {
 	Schemas []SchemaPatch `json:"schemas"`
+	// Conversion, when set, is the CRD's spec.conversion (controller-gen
+	// writes none: strategy None). A kind whose versions differ names the
+	// conversion webhook of the controller serving it (kit/webhook
+	// ServeConversion), which keeps the caBundle.
+	Conversion map[string]any `json:"conversion,omitempty"`
 }
 
 // SchemaPatch merges Merge into the schema found at Path.
@@ -135,6 +144,17 @@ func apply(crdFile, patchFile string) error {
 			}
 			merge(at, m)
 		}
+	}
+	if pf.Conversion != nil {
+		conv, err := normalize(pf.Conversion)
+		if err != nil {
+			return err
+		}
+		spec, _ := lookup(crd, "spec").(map[string]any)
+		if spec == nil {
+			return errors.New("CRD has no spec")
+		}
+		spec["conversion"] = conv
 	}
 	return writeYAML(crdFile, crd)
 }

@@ -115,3 +115,35 @@ func TestPatchErrors(t *testing.T) {
 		}
 	})
 }
+
+// A conversion stanza becomes the CRD's spec.conversion.
+func TestPatchSetsTheConversion(t *testing.T) {
+	crds, patches := t.TempDir(), t.TempDir()
+	f := write(t, crds, "example.com_things.yaml", crd)
+	write(t, patches, "things.example.com.yaml", `conversion:
+  strategy: Webhook
+  webhook:
+    conversionReviewVersions: [v1]
+    clientConfig:
+      service: {namespace: flotilla-system, name: things-controller-webhook, path: /convert, port: 19445}
+`)
+	if err := run(crds, patches); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(f)
+	want := `  conversion:
+    strategy: Webhook
+    webhook:
+      clientConfig:
+        service:
+          name: things-controller-webhook
+          namespace: flotilla-system
+          path: /convert
+          port: 19445
+      conversionReviewVersions:
+      - v1
+`
+	if !strings.Contains(string(got), want) {
+		t.Fatalf("conversion missing; got:\n%s", got)
+	}
+}

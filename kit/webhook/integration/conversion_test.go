@@ -7,9 +7,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,8 +140,23 @@ func thing(apiVersion, name string, spec map[string]any) *unstructured.Unstructu
 // the returned stop is called (or the test ends).
 func startConversionServer(t *testing.T, auth *webhook.ClientAuth) (url string, caBundle []byte, stop func()) {
 	t.Helper()
-	certs, caBundle := serverCerts(t)
-	s := webhook.NewServer(webhook.ServerOptions{BindAddress: "127.0.0.1:0", ClientAuth: auth}, certs, nil)
+	return startConversionServerFor(t, auth, "w", "ns")
+}
+
+// startConversionServerFor is startConversionServer with a certificate for
+// Service svc in ns too.
+func startConversionServerFor(t *testing.T, auth *webhook.ClientAuth, svc, ns string) (url string, caBundle []byte, stop func()) {
+	t.Helper()
+	data, _, err := webhook.PlanCerts(time.Now(), nil, (&webhook.Options{ServiceName: svc, Namespace: ns}).CertPolicy())
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for _, k := range []string{webhook.KeyTLSCert, webhook.KeyTLSKey, webhook.KeyCACert} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, k), data[k], 0o600))
+	}
+	certs := webhook.NewFileCerts(dir)
+	require.NoError(t, certs.Ensure(context.Background()))
+	caBundle = data[webhook.KeyCACert]
+	s := webhook.NewServer(webhook.ServerOptions{BindAddress: ":0", ClientAuth: auth}, certs, nil)
 	s.RegisterConversion(webhook.ConversionPath, "things-convert", convertThings)
 	s.Register("/validate", "things-validate", webhook.HandlerFunc(func(context.Context, webhook.Request) webhook.Response { return webhook.Allowed() }))
 	require.NoError(t, s.Listen())
@@ -149,7 +166,9 @@ func startConversionServer(t *testing.T, auth *webhook.ClientAuth) (url string, 
 	testenv.Eventually(t, 10*time.Second, func() (bool, error) { return s.Ready() == nil, nil })
 	stop = func() { cancel(); <-done }
 	t.Cleanup(stop)
-	return "https://" + s.Addr() + webhook.ConversionPath, caBundle, stop
+	_, p, err := net.SplitHostPort(s.Addr())
+	require.NoError(t, err)
+	return "https://127.0.0.1:" + p + webhook.ConversionPath, caBundle, stop
 }
 
 func urlConversion(url string, caBundle []byte) *apiextensionsv1.CustomResourceConversion {
@@ -290,67 +309,103 @@ func TestConversionWebhookDown(t *testing.T) {
 	})
 }
 
-// Issue 23 item 1 (b): the conversion stanza as deploy/overlays/crds installs
-// it, before any controller patched it — strategy Webhook naming the
-// feature's Service, no CA bundle — and as an uninstalled feature leaves it
-// (the Service deleted, the CRD kept): the storage version is fully usable,
-// only the non-storage version fails, naming the missing Service. Then as
-// deploy/overlays/local installs it (a URL, no bundle) and a replica's
-// CRDConversion writes its CA (a merge patch on the version read, by a
-// client allowed get and patch on that one CRD): conversion works.
-func TestConversionStanzaBeforeTheController(t *testing.T) {
+// Issue 23 item 1 (b) and (c): the conversion stanza as deploy/overlays/crds
+// installs it, before any controller patched it — strategy Webhook naming
+// the feature's Service, no CA bundle: the storage version is fully usable,
+// only the non-storage version fails, naming the missing Service. The
+// feature installed (here the Service as deploy/overlays/local makes it, an
+// ExternalName for localhost, which is how the same stanza reaches a local
+// process) and a replica's CRDConversion writing its CA (a merge patch on
+// the version read, by a client allowed get and patch of that one CRD):
+// conversion works. The feature uninstalled (the Service deleted, the CRD
+// kept, still naming it): back to the first state.
+func TestConversionStanzaBeforeAndAfterTheFeature(t *testing.T) {
 	env := testenv.Get(t)
 	ns := env.Namespace(t)
+	const svcName = "things-controller-webhook"
+	url, caBundle, _ := startConversionServerFor(t, nil, svcName, ns)
+	_, portStr, _ := strings.Cut(strings.TrimPrefix(strings.TrimSuffix(url, webhook.ConversionPath), "https://"), ":")
+	port, err := strconv.Atoi(portStr)
+	require.NoError(t, err)
 	asShipped := &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
 		ConversionReviewVersions: []string{"v1"},
 		ClientConfig: &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{
-			Namespace: ns, Name: "things-controller-webhook", Path: ptr.To(webhook.ConversionPath), Port: ptr.To[int32](443)}},
+			Namespace: ns, Name: svcName, Path: ptr.To(webhook.ConversionPath), Port: ptr.To(int32(port))}},
 	}}
 	k := newThingKind(t, env, asShipped)
 	ctx := context.Background()
 	alpha, beta := env.Dynamic().Resource(k.alpha).Namespace(ns), env.Dynamic().Resource(k.beta).Namespace(ns)
+	storageWorks := func() {
+		t.Helper()
+		o := thing(k.group+"/v1beta1", "", map[string]any{"new": "x"})
+		o.SetGenerateName("s-")
+		obj, err := beta.Create(ctx, o, metav1.CreateOptions{})
+		require.NoError(t, err, "the storage version is writable")
+		_, err = beta.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		require.NoError(t, err)
+		_, err = beta.List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		require.NoError(t, beta.Delete(ctx, obj.GetName(), metav1.DeleteOptions{}))
+	}
+	_, err = beta.Create(ctx, thing(k.group+"/v1beta1", "a", map[string]any{"new": "x"}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	storageWorks()
+	alphaFails := func(what, want string) {
+		t.Helper()
+		testenv.Eventually(t, 30*time.Second, func() (bool, error) {
+			_, err = alpha.Get(ctx, "a", metav1.GetOptions{})
+			return err != nil && strings.Contains(err.Error(), "conversion webhook for "+k.group+"/v1beta1, Kind=Thing failed") &&
+				strings.Contains(err.Error(), want), nil
+		})
+		t.Logf("a v1alpha1 read %s: %v", what, err)
+	}
+	alphaFails("before the feature is installed", `service "things-controller-webhook" not found`)
 
-	_, err := beta.Create(ctx, thing(k.group+"/v1beta1", "a", map[string]any{"new": "x"}), metav1.CreateOptions{})
-	require.NoError(t, err, "the storage version is writable before any controller ran")
-	_, err = beta.Get(ctx, "a", metav1.GetOptions{})
+	// The feature installed: its Service. On this control plane the API
+	// server routes to a Service's endpoints (--enable-aggregator-routing),
+	// so a selectorless Service whose endpoint is this host's address reaches
+	// the local server, as hack/run-local.sh does for the local controllers.
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svcName, Namespace: ns},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "conversion", Port: int32(port)}}}}
+	_, err = env.Kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = beta.List(ctx, metav1.ListOptions{})
+	eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: svcName, Namespace: ns}, Subsets: []corev1.EndpointSubset{{
+		Addresses: []corev1.EndpointAddress{{IP: hostIP(t)}}, Ports: []corev1.EndpointPort{{Name: "conversion", Port: int32(port)}}}}}
+	_, err = env.Kube.CoreV1().Endpoints(ns).Create(ctx, eps, metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = alpha.Get(ctx, "a", metav1.GetOptions{})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "conversion webhook for "+k.group+"/v1beta1, Kind=Thing failed")
-	assert.Contains(t, err.Error(), "things-controller-webhook", "the error names the Service")
-	t.Logf("a v1alpha1 read before the controller ran (or after its feature was uninstalled): %v", err)
+	alphaFails("before the controller wrote its CA", "x509")
 
-	// The local overlay's stanza: a URL, no bundle yet.
-	url, caBundle, _ := startConversionServer(t, nil)
-	crds := k.crdsAPI.ApiextensionsV1().CustomResourceDefinitions()
-	cur, err := crds.Get(ctx, k.crd, metav1.GetOptions{})
-	require.NoError(t, err)
-	cur.Spec.Conversion = urlConversion(url, nil)
-	_, err = crds.Update(ctx, cur, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	testenv.Eventually(t, 30*time.Second, func() (bool, error) {
-		_, err = alpha.Get(ctx, "a", metav1.GetOptions{})
-		return err != nil && strings.Contains(err.Error(), "x509"), nil
-	})
-	t.Logf("a v1alpha1 read before the CA bundle was written: %v", err)
-
-	// A replica's CRDConversion, as the controller's ServiceAccount would be
+	// A replica's CRDConversion, as the controller's ServiceAccount is
 	// allowed: get and patch of this CRD only.
 	limited, err := apiextensionsclient.NewForConfig(restrictedTo(t, env, ns, k.crd))
 	require.NoError(t, err)
 	sync := webhook.NewCRDConversion(limited.ApiextensionsV1().CustomResourceDefinitions(),
-		webhook.ConversionService{Namespace: ns, Name: "things-controller-webhook", Path: webhook.ConversionPath, Port: 443},
+		webhook.ConversionService{Namespace: ns, Name: svcName, Path: webhook.ConversionPath, Port: 443},
 		"things-controller", func() []byte { return caBundle }, k.crd)
 	require.NoError(t, sync.Sync(ctx))
-	cur, err = crds.Get(ctx, k.crd, metav1.GetOptions{})
+	cur, err := k.crdsAPI.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, k.crd, metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, urlConversion(url, caBundle), cur.Spec.Conversion, "the URL is kept, the bundle written")
+	want := asShipped.DeepCopy()
+	want.Webhook.ClientConfig.CABundle = caBundle
+	assert.Equal(t, want, cur.Spec.Conversion, "the CA written, the Service and its port kept")
 	testenv.Eventually(t, 30*time.Second, func() (bool, error) {
 		got, err := alpha.Get(ctx, "a", metav1.GetOptions{})
 		return err == nil && got.GetAPIVersion() == k.group+"/v1alpha1", nil
 	})
+	_, err = alpha.Create(ctx, thing(k.group+"/v1alpha1", "b", map[string]any{"old": "y"}), metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	// Uninstalled: the Service goes, the CRD stays as the controller left it.
+	require.NoError(t, env.Kube.CoreV1().Services(ns).Delete(ctx, svcName, metav1.DeleteOptions{}))
+	_, err = beta.Update(ctx, func() *unstructured.Unstructured {
+		got, err := beta.Get(ctx, "a", metav1.GetOptions{})
+		require.NoError(t, err)
+		_ = unstructured.SetNestedField(got.Object, "changed", "spec", "new")
+		return got
+	}(), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	alphaFails("after the feature was uninstalled", `service "things-controller-webhook" not found`)
+	storageWorks()
 }
 
 // restrictedTo returns a client config for a ServiceAccount of ns allowed
@@ -434,4 +489,19 @@ func webhookClientCA(env *testenv.Env) (string, bool) {
 		return "", false
 	}
 	return filepath.Join(dir, "pki", "webhook-client-ca.crt"), true
+}
+
+// hostIP is an address of this host other than loopback (which a Service's
+// endpoints may not name).
+func hostIP(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	require.NoError(t, err)
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	t.Skip("no non-loopback IPv4 address on this host")
+	return ""
 }
