@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/flotilla-dev/flotilla/kit v0.0.0
+	k8s.io/apiextensions-apiserver v0.37.1
 	k8s.io/component-base v0.37.1
 )
 
@@ -45,7 +46,7 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
-	github.com/spf13/pflag v1.0.10 // indirect
+	github.com/spf13/pflag v1.0.10
 	github.com/stretchr/testify v1.12.1
 	github.com/x448/float16 v0.8.4 // indirect
 	go.opentelemetry.io/otel v1.44.0 // indirect

@@ -33,15 +33,22 @@ type ConversionService struct {
 
 // PlanConversion decides a CRD's spec.conversion: strategy Webhook,
 // ConversionReview v1, and a client configuration calling svc with bundle
-// as its CA. A configuration by URL (deploy/overlays/local: a controller
+// as its CA. A CRD whose strategy is not Webhook is left alone: the
+// manifests (apis/crd-patches) ship Webhook with the Service's port, so None
+// means a CRD from before the upgrade (one version: nothing to convert) or
+// an operator's deliberate choice, and a binary started against it must not
+// guess a port. A configuration by URL (deploy/overlays/local: a controller
 // running as a local process) keeps its URL, only the bundle is written; a
 // service reference is set to svc (so a controller installed in another
 // namespace is called there), keeping the manifest's port when it has one.
 // A nil bundle (external certificates without ca.crt: cert-manager's CA
 // injector writes it) keeps the CRD's. It reports whether anything changed.
 func PlanConversion(cur *apiextensionsv1.CustomResourceConversion, svc ConversionService, bundle []byte) (*apiextensionsv1.CustomResourceConversion, bool) {
+	if cur == nil || cur.Strategy != apiextensionsv1.WebhookConverter {
+		return cur, false
+	}
 	want := &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter}
-	if cur != nil && cur.Webhook != nil {
+	if cur.Webhook != nil {
 		want.Webhook = cur.Webhook.DeepCopy()
 	} else {
 		want.Webhook = &apiextensionsv1.WebhookConversion{}
@@ -64,7 +71,7 @@ func PlanConversion(cur *apiextensionsv1.CustomResourceConversion, svc Conversio
 	if bundle != nil && !bytes.Equal(cc.CABundle, bundle) {
 		cc.CABundle = slices.Clone(bundle)
 	}
-	return want, cur == nil || !equality.Semantic.DeepEqual(cur, want)
+	return want, !equality.Semantic.DeepEqual(cur, want)
 }
 
 // CRDConversion keeps the conversion stanza of the binary's own CRDs (the

@@ -42,8 +42,10 @@ func TestPlanConversion(t *testing.T) {
 		want    *apiextensionsv1.CustomResourceConversion
 		changed bool
 	}{
-		{"none installed yet", nil, bundle, svcConversion("elsewhere", ptr.To[int32](443), bundle), true},
-		{"strategy None (a CRD from before the upgrade)", &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter},
+		{"no stanza (a CRD from before the upgrade) is left alone", nil, bundle, nil, false},
+		{"strategy None is left alone", &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter},
+			bundle, &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}, false},
+		{"Webhook without a client configuration", &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter},
 			bundle, svcConversion("elsewhere", ptr.To[int32](443), bundle), true},
 		{"as shipped: flotilla-system, no bundle", svcConversion("flotilla-system", ptr.To[int32](443), nil),
 			bundle, svcConversion("elsewhere", ptr.To[int32](443), bundle), true},
@@ -84,13 +86,14 @@ func TestCRDConversionSync(t *testing.T) {
 	}
 	client := fake.NewClientset(
 		crd("a.apps.kruise.io", svcConversion("flotilla-system", ptr.To[int32](443), nil)),
-		crd("b.apps.kruise.io", &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}),
-		crd("other.apps.kruise.io", &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}),
+		crd("b.apps.kruise.io", svcConversion("flotilla-system", ptr.To[int32](443), []byte("OLD"))),
+		crd("none.apps.kruise.io", &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}),
+		crd("other.apps.kruise.io", svcConversion("flotilla-system", ptr.To[int32](443), nil)),
 	)
 	api := client.ApiextensionsV1().CustomResourceDefinitions()
 	bundle := []byte("PEM")
 	refreshed := 0
-	c := NewCRDConversion(api, testService, "x-controller", func() []byte { return bundle }, "a.apps.kruise.io", "b.apps.kruise.io")
+	c := NewCRDConversion(api, testService, "x-controller", func() []byte { return bundle }, "a.apps.kruise.io", "b.apps.kruise.io", "none.apps.kruise.io")
 	c.Refresh = func(context.Context) error { refreshed++; return nil }
 	ctx := context.Background()
 	require.NoError(t, c.Sync(ctx))
@@ -102,7 +105,8 @@ func TestCRDConversionSync(t *testing.T) {
 	}
 	assert.Equal(t, svcConversion("elsewhere", ptr.To[int32](443), bundle), get("a.apps.kruise.io"))
 	assert.Equal(t, svcConversion("elsewhere", ptr.To[int32](443), bundle), get("b.apps.kruise.io"))
-	assert.Equal(t, apiextensionsv1.NoneConverter, get("other.apps.kruise.io").Strategy, "only the binary's own CRDs")
+	assert.Equal(t, svcConversion("flotilla-system", ptr.To[int32](443), nil), get("other.apps.kruise.io"), "only the binary's own CRDs")
+	assert.Equal(t, apiextensionsv1.NoneConverter, get("none.apps.kruise.io").Strategy, "strategy None is not turned into Webhook")
 
 	client.ClearActions()
 	require.NoError(t, c.Sync(ctx))
