@@ -190,6 +190,16 @@ func (g *generator) shared(overlay, switchValue, file string) error {
 		ann[keepPolicy] = "keep"
 		md["annotations"] = ann
 		d := &doc{obj: obj}
+		// The controllers' namespace: on the host network (manager.hostNetwork) its pods break Pod Security
+		// "baseline", so it enforces "privileged" then instead of the overlay's level.
+		if obj["kind"] == "Namespace" && md["name"] == "flotilla-system" {
+			labels, _ := md["labels"].(map[string]any)
+			for k, v := range labels {
+				if strings.HasPrefix(k, "pod-security.kubernetes.io/") && !strings.HasSuffix(k, "-version") {
+					labels[k] = d.Inline(fmt.Sprintf("{{ if $.Values.manager.hostNetwork }}privileged{{ else }}%v{{ end }}", v))
+				}
+			}
+		}
 		text, err := d.render()
 		if err != nil {
 			return err

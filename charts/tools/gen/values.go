@@ -45,7 +45,9 @@ imagePullSecrets: []
 # Settings of every controller Deployment (OpenKruise: of its one kruise-manager).
 manager:
   # -- Run the controllers on the host network (where the API server cannot reach pod IPs, for the webhooks).
-  # Every enabled controller then needs its own metrics, healthProbe and webhook ports (checked at render).
+  # Every enabled controller then needs its own metrics, healthProbe and webhook ports (checked at render), and the
+  # namespace flotilla-system enforces Pod Security "privileged" instead of "restricted" (host namespaces break
+  # "baseline"); with installation.createNamespace=false, label it so yourself or the pods are refused.
   hostNetwork: false
   # -- Node selector of the controllers' pods.
   nodeSelector: {}

@@ -372,6 +372,12 @@ func TestValues(t *testing.T) {
 		if got := dig(pub, "containers", 0, "ports", 2, "containerPort"); got != float64(19443) {
 			t.Errorf("webhook containerPort %v", got)
 		}
+		// Host namespaces break Pod Security "baseline": the controllers' namespace enforces "privileged" then.
+		for _, l := range []string{"enforce", "warn", "audit"} {
+			if got := dig(find(t, objs, "Namespace /flotilla-system"), "metadata", "labels", "pod-security.kubernetes.io/"+l); got != "privileged" {
+				t.Errorf("flotilla-system pod-security %s: %v", l, got)
+			}
+		}
 		if strings.Contains(strings.Join(args(t, objs, "Deployment flotilla-system/sidecarset-controller"), " "), "--webhook-port") {
 			t.Error("sidecarset on the default port gets no --webhook-port")
 		}

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -354,4 +355,98 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if _, err := e.dyn.Resource(cloneSets).Namespace(ns).Get(ctx, "web", metav1.GetOptions{}); err != nil {
 		t.Errorf("the CloneSet (and its CRD) stays: %v", err)
 	}
+}
+
+// TestServerAcceptsRenderedObjects sends every object the chart renders (every feature, CRDs and namespaces; in the
+// self-managed and secret certificate modes, and with the placement and host-network values) to the API server as a
+// server-side-apply dry run: schemas, defaulting and admission accept them, and nothing on the cluster changes, so
+// it needs no gate beyond a control plane.
+func TestServerAcceptsRenderedObjects(t *testing.T) {
+	kc := os.Getenv(envKubeconfig)
+	if kc == "" {
+		t.Skipf("%s is not set: no control plane", envKubeconfig)
+	}
+	out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	must(t, err)
+	root := strings.TrimSpace(string(out))
+	dir := filepath.Join(root, "charts", "flotilla")
+	rc, err := clientcmd.BuildConfigFromFlags("", kc)
+	must(t, err)
+	rc.QPS, rc.Burst = 100, 200
+	warnings := &warningLog{}
+	rc.WarningHandler = warnings
+	e := &env{t: t, dyn: dynamic.NewForConfigOrDie(rc), kubeconfig: kc}
+	// Namespaced objects need their namespace, even in a dry run: README's first step (what every install does;
+	// the namespaces are kept for the cluster's other users).
+	e.run("kubectl", "apply", "--server-side", "-k", filepath.Join(root, "deploy/overlays/namespace"))
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig = &kc
+	dc, err := flags.ToDiscoveryClient()
+	must(t, err)
+	e.mapper = restmapper.NewDeferredDiscoveryRESTMapper(dc)
+	ports := map[string]any{"manager": map[string]any{"hostNetwork": true, "nodeSelector": map[string]any{"pool": "a"},
+		"tolerations": []any{map[string]any{"key": "dedicated", "operator": "Exists"}}}, "imagePullSecrets": []any{map[string]any{"name": "regcred"}}}
+	for i, s := range []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob"} {
+		ports[s] = map[string]any{"metrics": map[string]any{"port": 18080 + 10*i}, "healthProbe": map[string]any{"port": 18081 + 10*i},
+			"webhook": map[string]any{"port": 18082 + 10*i}}
+	}
+	for name, vals := range map[string]map[string]any{
+		"defaults":            nil,
+		"secret certificates": {"certificates": map[string]any{"mode": "secret"}, "webhookConfiguration": map[string]any{"excludedNamespaces": []any{"a", "b"}}},
+		"host network":        ports,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e.t = t
+			objs, err := helmrender.Render(dir, vals)
+			must(t, err)
+			// The Pod Security level the chart's namespaces enforce: the live namespaces are the overlay's, so the
+			// API server warns against those; a warning counts when the rendered namespace enforces the same level.
+			enforce := map[string]string{}
+			for _, o := range objs {
+				u := &unstructured.Unstructured{Object: o}
+				if u.GetKind() == "Namespace" {
+					enforce[u.GetName()] = u.GetLabels()["pod-security.kubernetes.io/enforce"]
+				}
+			}
+			for _, o := range objs {
+				u := &unstructured.Unstructured{Object: o}
+				data, err := u.MarshalJSON()
+				must(t, err)
+				warnings.take()
+				_, err = e.resource(o).Patch(context.Background(), u.GetName(), "application/apply-patch+yaml", data,
+					metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "chart-dry-run", Force: ptrTrue()})
+				if err != nil {
+					t.Errorf("%s: %v", helmrender.Key(o), err)
+				}
+				for _, w := range warnings.take() {
+					if level := enforce[u.GetNamespace()]; level != "" && strings.Contains(w, fmt.Sprintf("would violate PodSecurity %q", level+":latest")) {
+						t.Errorf("%s: pods would be refused in namespace %s (enforce %s): %s", helmrender.Key(o), u.GetNamespace(), level, w)
+					}
+				}
+			}
+			t.Logf("%d objects accepted (dry run)", len(objs))
+		})
+	}
+}
+
+func ptrTrue() *bool { b := true; return &b }
+
+// warningLog keeps the API server's warnings (rest.WarningHandler) until taken.
+type warningLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warningLog) HandleWarningHeader(_ int, _ string, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, msg)
+}
+
+func (w *warningLog) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
 }
