@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
+	"strings"
 
+	"github.com/davecgh/go-spew/spew"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -65,9 +68,45 @@ func (st *syncState) revisionByName(name string) *appsv1.ControllerRevision {
 	return nil
 }
 
-// vctHash fingerprints the volumeClaimTemplates a revision was created with
-// (annotation kruise.io/cloneset-volumeclaimtemplate-hash).
+// vctHash is OpenKruise v1.9's fingerprint of the volumeClaimTemplates a
+// revision was created with (annotation
+// kruise.io/cloneset-volumeclaimtemplate-hash, pkg/util/volumeclaimtemplate
+// PatchVCTemplateHash): "" without templates; otherwise the templates
+// reduced to name and spec, sorted by name, JSON-encoded as Kubernetes 1.32
+// types encode a PersistentVolumeClaim ("creationTimestamp":null, an empty
+// status), and that byte slice printed with spew's %#v (Kubernetes'
+// DeepHashObject) into FNV-1a 32, in decimal. Writing OpenKruise's value
+// keeps its revisions and Flotilla's comparable under
+// RecreatePodWhenChangeVCTInCloneSetGate after a takeover.
 func vctHash(vcts []corev1.PersistentVolumeClaim) string {
+	if len(vcts) == 0 {
+		return ""
+	}
+	type meta struct {
+		Name              string `json:"name,omitempty"`
+		CreationTimestamp *int   `json:"creationTimestamp"` // always null
+	}
+	type claim struct {
+		Metadata meta                               `json:"metadata"`
+		Spec     corev1.PersistentVolumeClaimSpec   `json:"spec"`
+		Status   corev1.PersistentVolumeClaimStatus `json:"status"`
+	}
+	claims := make([]claim, 0, len(vcts))
+	for _, v := range vcts {
+		claims = append(claims, claim{Metadata: meta{Name: v.Name}, Spec: v.Spec})
+	}
+	slices.SortStableFunc(claims, func(a, b claim) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
+	b, _ := json.Marshal(claims)
+	h := fnv.New32a()
+	printer := spew.ConfigState{Indent: " ", SortKeys: true, DisableMethods: true, SpewKeys: true}
+	printer.Fprintf(h, "%#v", b)
+	return strconv.FormatUint(uint64(h.Sum32()), 10)
+}
+
+// legacyVCTHash is the fingerprint Flotilla wrote before it matched
+// OpenKruise (FNV-1a of the JSON of name and spec, in template order), still
+// on revisions of clusters that ran it.
+func legacyVCTHash(vcts []corev1.PersistentVolumeClaim) string {
 	type claim struct {
 		Name string                           `json:"name"`
 		Spec corev1.PersistentVolumeClaimSpec `json:"spec"`
@@ -80,4 +119,19 @@ func vctHash(vcts []corev1.PersistentVolumeClaim) string {
 	h := fnv.New32a()
 	_, _ = h.Write(b)
 	return strconv.FormatUint(uint64(h.Sum32()), 10)
+}
+
+// vctChanged reports whether a pod moving from revision from to target
+// needs other volumes (RecreatePodWhenChangeVCTInCloneSetGate). As
+// OpenKruise's CanVCTemplateInplaceUpdate, a revision without the
+// annotation never forces a recreate. A differing value still means "same
+// templates" when target holds OpenKruise's fingerprint of the CloneSet's
+// current templates and from the older Flotilla fingerprint of the same.
+func vctChanged(from, target *appsv1.ControllerRevision, current []corev1.PersistentVolumeClaim) bool {
+	f, okF := from.Annotations[pub.CloneSetVolumeClaimTemplateHashKey]
+	g, okG := target.Annotations[pub.CloneSetVolumeClaimTemplateHashKey]
+	if !okF || !okG || f == g {
+		return false
+	}
+	return g != vctHash(current) || f != legacyVCTHash(current)
 }

@@ -38,7 +38,7 @@ func TestRevisionHistory(t *testing.T) {
 	assert.Equal(t, "hist-"+r1.Labels["controller.kubernetes.io/hash"], r1.Name)
 	assert.Equal(t, "hist", r1.Labels["app"], "template labels")
 	assert.Equal(t, "initial", r1.Annotations[pub.ChangeCauseAnnotation], "CloneSet annotations copied")
-	assert.NotEmpty(t, r1.Annotations[pub.CloneSetVolumeClaimTemplateHashKey])
+	assert.Contains(t, r1.Annotations, pub.CloneSetVolumeClaimTemplateHashKey, "as OpenKruise: empty without volumeClaimTemplates")
 	assert.Equal(t, int64(1), r1.Revision)
 	ref := metav1.GetControllerOf(&r1)
 	require.NotNil(t, ref)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
 
@@ -126,4 +127,30 @@ func statusCore(s appsv1alpha1.CloneSetStatus) appsv1alpha1.CloneSetStatus {
 	s = *s.DeepCopy()
 	s.Conditions = nil
 	return s
+}
+
+// Issue 23: after the takeover, the first template change is an in-place
+// update even with RecreatePodWhenChangeVCTInCloneSetGate on: the revision
+// Flotilla creates carries OpenKruise's volumeClaimTemplates fingerprint, so
+// the pods' (OpenKruise) revision and the new one agree the claims did not
+// change.
+func TestTakeoverThenUpdateInPlace(t *testing.T) {
+	h := newHarness(t)
+	h.gates[features.RecreatePodWhenChangeVCTInCloneSetGate] = true
+	st := h.applyOpenKruise(okSet{name: "ok-vct", replicas: 2, images: []string{imageV1}, updated: 2, mutate: withVolume})
+	w := h.watchInvariants("ok-vct", invariants{mayDelete: func(*corev1.Pod, int) bool { return false }})
+	h.startController()
+	h.modify("ok-vct", setImage(imageV2))
+	pods := h.waitPods("ok-vct", "on v2", func(ps []corev1.Pod) bool { return len(ps) == 2 && allImage(ps, imageV2) })
+	assert.Equal(t, uids(podPointers(st.pods)), uids(pods), "same pods, updated in place")
+	w.check(t)
+	assert.Empty(t, w.deletedPods())
+}
+
+func podPointers(ps []*corev1.Pod) []corev1.Pod {
+	out := make([]corev1.Pod, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, *p)
+	}
+	return out
 }
