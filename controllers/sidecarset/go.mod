@@ -16,7 +16,7 @@ require (
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
 )
 
-require k8s.io/apiextensions-apiserver v0.37.1 // indirect
+require k8s.io/apiextensions-apiserver v0.37.1
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

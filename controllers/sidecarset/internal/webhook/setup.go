@@ -3,10 +3,12 @@ package webhook
 import (
 	"fmt"
 
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/flotilla-dev/flotilla/apis/apps/conversion"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/sidecarcontrol"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
@@ -68,6 +70,17 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options, systemN
 	} else {
 		h.RegisterValidation(c.Server)
 	}
+	// The SidecarSet CRD's versions differ (apis/apps/conversion): every
+	// replica also serves its conversion and keeps the CRD calling this
+	// Service with this CA.
+	if env.RESTConfig == nil {
+		return fmt.Errorf("the SidecarSet conversion webhook needs a REST config (or --webhook-disable)")
+	}
+	ext, err := apiextensionsclient.NewForConfig(env.RESTConfig)
+	if err != nil {
+		return fmt.Errorf("apiextensions client: %w", err)
+	}
+	c.ServeConversion(ext.ApiextensionsV1().CustomResourceDefinitions(), env.Name, "sidecarset-convert", conversion.Convert, CRD)
 	env.AddReplicaComponent(c.ReplicaComponent())
 
 	ref := kitwebhook.ConfigRef{Kind: kitwebhook.Mutating, Name: ConfigName}
@@ -84,6 +97,9 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options, systemN
 	env.AddController(scope)                          // the leader narrows
 	return nil
 }
+
+// CRD is the CustomResourceDefinition whose versions this binary converts.
+const CRD = "sidecarsets.apps.kruise.io"
 
 // TriggerOnChange calls trigger on every SidecarSet add, delete and spec or
 // deletion change (status writes do not move the scope).
