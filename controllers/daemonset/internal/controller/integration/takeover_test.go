@@ -147,21 +147,7 @@ func TestTakeoverFromOpenKruise(t *testing.T) {
 		ds.Spec.RevisionHistoryLimit = ptr.To[int32](10)
 	})
 	ds = h.sets.Create(ds)
-	hash := okComputeHash(&ds.Spec.Template, ds.Status.CollisionCount)
-	lbls := map[string]string{}
-	for k, v := range ds.Spec.Template.Labels {
-		lbls[k] = v
-	}
-	lbls[pub.ControllerRevisionHashLabelKey] = hash
-	rev, err := kube.AppsV1().ControllerRevisions(h.ns).Create(ctx, &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: ds.Name + "-" + hash, Namespace: h.ns, Labels: lbls, Annotations: ds.Annotations,
-			OwnerReferences: []metav1.OwnerReference{okControllerRef(ds)},
-		},
-		Data:     runtime.RawExtension{Raw: okDaemonSetPatch(t, ds)},
-		Revision: 1,
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	rev, hash := h.okSnapshot(ds, 1)
 	for _, n := range nodes {
 		_, err := kube.CoreV1().Pods(h.ns).Create(ctx, okDaemonPod(ds, n, hash), metav1.CreateOptions{})
 		require.NoError(t, err)
@@ -200,4 +186,98 @@ func TestTakeoverFromOpenKruise(t *testing.T) {
 	for n, p := range placed {
 		assert.Equal(t, p.UID, now[n].UID, "pod on %s kept", n)
 	}
+}
+
+// okSnapshot creates the revision daemonset_history.go snapshot writes for
+// ds's current template (ComputeHash name, getPatch data) numbered number,
+// and returns it with its hash.
+func (h *harness) okSnapshot(ds *appsv1alpha1.DaemonSet, number int64) (*appsv1.ControllerRevision, string) {
+	h.t.Helper()
+	hash := okComputeHash(&ds.Spec.Template, ds.Status.CollisionCount)
+	lbls := map[string]string{}
+	for k, v := range ds.Spec.Template.Labels {
+		lbls[k] = v
+	}
+	lbls[pub.ControllerRevisionHashLabelKey] = hash
+	rev, err := h.env.Kube.AppsV1().ControllerRevisions(h.ns).Create(context.Background(), &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: ds.Name + "-" + hash, Namespace: h.ns, Labels: lbls, Annotations: ds.Annotations,
+			OwnerReferences: []metav1.OwnerReference{okControllerRef(ds)},
+		},
+		Data:     runtime.RawExtension{Raw: okDaemonSetPatch(h.t, ds)},
+		Revision: number,
+	}, metav1.CreateOptions{})
+	require.NoError(h.t, err)
+	return rev, hash
+}
+
+// TestTakeoverFromOpenKruiseMidRollout (issue 23): OpenKruise stopped in
+// the middle of a rolling update held by partition 1 — two revisions, the
+// higher-named node's pod recreated at the new one (OpenKruise's node order:
+// names in reverse), the other still at the old one, status counting one
+// updated pod. Flotilla takes over where OpenKruise stopped: both revisions
+// reused (the update revision is OpenKruise's newest), no pod written, the
+// partition still holds the old pod; lowering it to 0 rolls that pod to
+// OpenKruise's update hash.
+func TestTakeoverFromOpenKruiseMidRollout(t *testing.T) {
+	h := newHarness(t)
+	nodes := h.nodes(2, nil)
+	kube, ctx := h.env.Kube, context.Background()
+	ds := h.sets.Create(h.newDS("okroll", func(ds *appsv1alpha1.DaemonSet) {
+		ds.Spec.BurstReplicas = ptr.To(intstr.FromInt32(250))
+		ds.Spec.UpdateStrategy = appsv1alpha1.DaemonSetUpdateStrategy{
+			Type: appsv1alpha1.RollingUpdateDaemonSetStrategyType,
+			RollingUpdate: &appsv1alpha1.RollingUpdateDaemonSet{
+				Type: appsv1alpha1.StandardRollingUpdateType, MaxUnavailable: ptr.To(intstr.FromInt32(1)), MaxSurge: ptr.To(intstr.FromInt32(0)),
+				Partition: ptr.To(intstr.FromInt32(1)),
+			},
+		}
+		ds.Spec.RevisionHistoryLimit = ptr.To[int32](10)
+	}))
+	old, oldHash := h.okSnapshot(ds, 1)
+	oldPod := okDaemonPod(ds, nodes[0], oldHash)
+	ds = h.sets.Modify("okroll", setImage(imageV2))
+	upd, updHash := h.okSnapshot(ds, 2)
+	require.NotEqual(t, oldHash, updHash)
+	for _, p := range []*corev1.Pod{oldPod, okDaemonPod(ds, nodes[1], updHash)} {
+		_, err := kube.CoreV1().Pods(h.ns).Create(ctx, p, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	testenv.Eventually(t, waitTimeout, func() (bool, error) {
+		by := h.byNode("okroll")
+		return len(by[nodes[0]]) == 1 && len(by[nodes[1]]) == 1 && testenv.PodReady(&by[nodes[0]][0]) && testenv.PodReady(&by[nodes[1]][0]), nil
+	})
+	okStatus := appsv1alpha1.DaemonSetStatus{
+		ObservedGeneration: ds.Generation, DesiredNumberScheduled: 2, CurrentNumberScheduled: 2, NumberReady: 2,
+		UpdatedNumberScheduled: 1, NumberAvailable: 2, DaemonSetHash: updHash,
+	}
+	h.sets.ModifyStatus("okroll", func(d *appsv1alpha1.DaemonSet) { d.Status = okStatus })
+	before := h.byNode("okroll")
+	writes := testenv.WatchPodWrites(t, kube, h.ns)
+
+	h.start()
+	// The controller has synced once a new node holds a pod (at the update hash).
+	third := h.nodes(1, nil)
+	testenv.Eventually(t, waitTimeout, func() (bool, error) {
+		ps := h.byNode("okroll")[third[0]]
+		return len(ps) == 1 && ps[0].Labels[pub.ControllerRevisionHashLabelKey] == updHash, nil
+	})
+	h.waitStatus("okroll", "three scheduled, two updated", func(s appsv1alpha1.DaemonSetStatus) bool {
+		return s.DesiredNumberScheduled == 3 && s.UpdatedNumberScheduled == 2 && s.DaemonSetHash == updHash
+	})
+	var okPods []string
+	for _, n := range nodes {
+		okPods = append(okPods, before[n][0].Name)
+	}
+	testenv.Consistently(t, 3*time.Second, func() error { return writes.Untouched(1, okPods...) })
+	revs := h.history("okroll")
+	require.Len(t, revs, 2, "OpenKruise's two revisions reused, no twin")
+	assert.Equal(t, []string{old.Name, upd.Name}, []string{revs[0].Name, revs[1].Name})
+
+	// What OpenKruise would do next: partition 0 rolls the old pod to its update hash.
+	h.sets.Modify("okroll", func(d *appsv1alpha1.DaemonSet) {
+		d.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(intstr.FromInt32(0))
+	})
+	h.waitPlaced("okroll", append(append([]string{}, nodes...), third...), updHash)
+	assert.Len(t, h.history("okroll"), 2)
 }
