@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// Deployments serving admission webhooks on every replica (label flotilla.dev/webhook=true): with every replica down,
-// failurePolicy Fail holds what they guard, so the replicas prefer different nodes and run at
+// Deployments serving admission or conversion webhooks on every replica (label flotilla.dev/webhook=true): with every
+// replica down, failurePolicy Fail holds what they guard (conversion: reads at the non-storage version), so the replicas prefer different nodes and run at
 // system-cluster-critical priority (issue 26 item 6).
 func TestWebhookDeploymentsSpreadAndCritical(t *testing.T) {
 	root := repoRoot(t)
@@ -38,5 +38,5 @@ func TestWebhookDeploymentsSpreadAndCritical(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, own.String(), sel.String(), "%s: the term selects the Deployment's own pods", d.Name)
 	}
-	assert.Equal(t, 2, seen, "pub-controller and sidecarset-controller serve webhooks")
+	assert.Equal(t, 3, seen, "pub-controller and sidecarset-controller serve admission webhooks, daemonset-controller (and sidecarset-controller) CRD conversion")
 }

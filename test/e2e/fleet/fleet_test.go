@@ -35,8 +35,9 @@ func TestEveryControllerStartsLeadsAndServes(t *testing.T) {
 	procs := map[string]*framework.Process{}
 	for _, c := range controllers {
 		var extra []string
-		if c == "pub" {
-			// Its guard on a free port: sidecarset-controller holds the default one.
+		if c == "pub" || c == "daemonset" {
+			// Its webhook (pub: the guard; daemonset: DaemonSet conversion) on a free port: sidecarset-controller
+			// holds the default one.
 			extra = []string{"--webhook-host=127.0.0.1", "--webhook-port=0"}
 		}
 		procs[c] = f.start(t, c, extra...)
