@@ -14,7 +14,7 @@ probe-agent: []
 {{- define "flotilla.sections" -}}
 cloneset: {feature: cloneset, binary: cloneset-controller, webhook: false}
 statefulset: {feature: statefulset, binary: statefulset-controller, webhook: false}
-daemonset: {feature: daemonset, binary: daemonset-controller, webhook: false}
+daemonset: {feature: daemonset, binary: daemonset-controller, webhook: true}
 sidecarset: {feature: sidecarset, binary: sidecarset-controller, webhook: true}
 pub: {feature: pub, binary: pub-controller, webhook: true}
 probe: {feature: probe, binary: probe-controller, webhook: false}

@@ -47,6 +47,11 @@ featureGates that the binary knows, as "Name=bool,...". */ -}}
 {{- define "flotilla.args" -}}
 {{- $args := list -}}
 {{- with (include "flotilla.gates" .) }}{{ $args = append $args (printf "--feature-gates=%s" .) }}{{ end -}}
+{{- $m := .root.Values.manager -}}
+{{- $log := ternary (.root.Values.daemon.log | default dict) ($m.log | default dict) (eq .section "daemon") -}}
+{{- with $log.level }}{{ $args = append $args (printf "--v=%v" .) }}{{ end -}}
+{{- with $m.loggingFormat }}{{ $args = append $args (printf "--log-format=%s" .) }}{{ end -}}
+{{- if ne .section "daemon" }}{{ with $m.resyncPeriod }}{{ $args = append $args (printf "--sync-period=%s" .) }}{{ end }}{{ end -}}
 {{- if .webhook -}}
 {{- $wh := (index .root.Values .section).webhook -}}
 {{- if ne (int $wh.port) 9443 }}{{ $args = append $args (printf "--webhook-port=%d" (int $wh.port)) }}{{ end -}}
@@ -140,6 +145,9 @@ imagePullSecrets: {{- toYaml . | nindent 2 }}
 {{- end -}}
 {{- if and (eq $name "EnableExternalCerts") (eq (trim (last $kv)) "true") }}{{ $external = true }}{{ end -}}
 {{- end -}}
+{{- end -}}
+{{- if not (has ($v.manager.loggingFormat | default "json") (list "json" "console")) -}}
+{{- fail (printf "manager.loggingFormat: %q is neither json nor console" $v.manager.loggingFormat) -}}
 {{- end -}}
 {{- if not (has $v.certificates.mode (list "self-managed" "secret" "cert-manager")) -}}
 {{- fail (printf "certificates.mode: %q is none of self-managed, secret, cert-manager" $v.certificates.mode) -}}

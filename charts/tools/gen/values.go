@@ -53,6 +53,13 @@ manager:
   nodeSelector: {}
   # -- Tolerations of the controllers' pods, added to the overlays' (CriticalAddonsOnly).
   tolerations: []
+  log:
+    # -- Log verbosity of the controllers (--v; "": the binaries' default, 0).
+    level: ""
+  # -- Log format of every binary, the node agent's too: json or console (--log-format; "": json).
+  loggingFormat: ""
+  # -- Informer resync period of the controllers (--sync-period, e.g. 10m; "": none).
+  resyncPeriod: ""
 
 webhookConfiguration:
   # -- timeoutSeconds of every admission webhook (1-30).
@@ -122,6 +129,9 @@ daemon:
   maxConcurrentExecs: {{ .MaxConcurrentExecs }}
   # -- Node selector of the node agent (default: every node).
   nodeSelector: {}
+  log:
+    # -- Log verbosity of the node agent (--v; "": 0).
+    level: ""
 {{- end }}
 {{ end -}}
 `
@@ -241,7 +251,8 @@ func Readme(values string) (string, error) {
 	var t strings.Builder
 	t.WriteString("| value | default | description |\n|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&t, "| `%s` | `%s` | %s |\n", r.Name, strings.ReplaceAll(r.Default, "|", "\\|"), strings.ReplaceAll(r.Description, "|", "\\|"))
+		fmt.Fprintf(&t, "| `%s` | `%s` | %s |\n", r.Name, strings.ReplaceAll(r.Default, "|", "\\|"),
+			strings.NewReplacer("|", "\\|", "<", "&lt;", ">", "&gt;").Replace(r.Description))
 	}
 	return strings.Replace(readmeText, "<!-- VALUES -->", strings.TrimSuffix(t.String(), "\n"), 1), nil
 }

@@ -165,6 +165,10 @@ func TestBadValuesFailTheRender(t *testing.T) {
 			[]string{"webhookConfiguration.failurePolicy", "Sometimes"}},
 		"feature failure policy": {map[string]any{"pub": map[string]any{"webhook": map[string]any{"failurePolicy": "fail"}}},
 			[]string{"pub.webhook.failurePolicy"}},
+		"logging format": {map[string]any{"manager": map[string]any{"loggingFormat": "text"}},
+			[]string{"manager.loggingFormat", "text"}},
+		"memory limit unit": {map[string]any{"cronjob": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "1G"}}}},
+			[]string{"cronjob.resources.limits.memory", "Mi or Gi"}},
 		"host network with shared ports": {map[string]any{"manager": map[string]any{"hostNetwork": true}},
 			[]string{"manager.hostNetwork", ".metrics.port"}},
 	} {
@@ -264,6 +268,14 @@ func TestValues(t *testing.T) {
 		}
 		if got := gateArg(args(t, objs, "DaemonSet flotilla-node/probe-agent")); got != "AllAlpha=false" {
 			t.Errorf("probe-agent: --feature-gates=%s", got)
+		}
+		objs = render(t, map[string]any{"manager": map[string]any{"log": map[string]any{"level": "4"}, "loggingFormat": "console", "resyncPeriod": "10m"},
+			"daemon": map[string]any{"log": map[string]any{"level": 2}}})
+		if got := strings.Join(args(t, objs, "Deployment flotilla-system/cronjob-controller"), " "); !strings.HasSuffix(got, "--v=4 --log-format=console --sync-period=10m") {
+			t.Errorf("cronjob-controller args: %s", got)
+		}
+		if got := strings.Join(args(t, objs, "DaemonSet flotilla-node/probe-agent"), " "); !strings.HasSuffix(got, "--v=2 --log-format=console") {
+			t.Errorf("probe-agent args: %s", got)
 		}
 		objs = render(t, map[string]any{"featureGates": "CloneSetShortHash=true"})
 		if got := gateArg(args(t, objs, "Deployment flotilla-system/pub-controller")); got != "" {
