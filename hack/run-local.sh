@@ -43,6 +43,23 @@ stop_all
 kubectl apply --server-side --force-conflicts -k "$ROOT/deploy/overlays/local" > /dev/null
 kubectl wait --for=condition=Established crd --all --timeout=60s > /dev/null
 
+# Conversion webhooks: the DaemonSet and SidecarSet CRDs name Services daemonset-controller-webhook:19445 and
+# sidecarset-controller-webhook:19443 (deploy/overlays/local keeps them without a selector); the API server routes
+# to a Service's endpoints (--enable-aggregator-routing), which may not be 127.0.0.1, so the endpoint is this
+# host's first non-loopback address, where the local processes listen.
+host_ip=$(hostname -I 2>/dev/null | awk '{print $1}')
+if [ -z "$host_ip" ]; then host_ip=$(ip -4 -o addr show scope global | awk '{split($4, a, "/"); print a[1]; exit}'); fi
+for ep in daemonset-controller-webhook:19445 sidecarset-controller-webhook:19443; do
+  kubectl apply --server-side --force-conflicts -f - > /dev/null <<EP
+apiVersion: v1
+kind: Endpoints
+metadata: {name: ${ep%%:*}, namespace: $NS, labels: {app.kubernetes.io/part-of: flotilla}}
+subsets:
+- addresses: [{ip: "$host_ip"}]
+  ports: [{name: conversion, port: ${ep##*:}, protocol: TCP}]
+EP
+done
+
 server=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
 ca=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
 # Per-controller flags: the sidecarset webhook listens where deploy/overlays/local points the API server.
@@ -52,7 +69,10 @@ webhook_auth=
 if [ -s "$CLUSTER_DIR/admission/config.yaml" ]; then
   webhook_auth="--webhook-client-ca=$CLUSTER_DIR/pki/webhook-client-ca.crt --webhook-client-names=kube-apiserver-webhook-client"
 fi
-extra_args() { case $1 in sidecarset) echo "--webhook-host=127.0.0.1 --webhook-port=19443 $webhook_auth" ;;
+# sidecarset and daemonset also serve their CRDs' conversion, which the API server reaches through their Service
+# (the CRDs' stanza, as in a cluster) and its endpoint on this host's address (below): they listen on every address.
+extra_args() { case $1 in sidecarset) echo "--webhook-port=19443 $webhook_auth" ;;
+  daemonset) echo "--webhook-port=19445 $webhook_auth" ;;
   pub) echo "--webhook-host=127.0.0.1 --webhook-port=19444 $webhook_auth" ;;
   # PodProbeMarkerGate needs KruiseDaemon (a node agent); the probe component ships probe-agent, so its
   # controller runs with the gate on, here as in deploy/components/probe.
