@@ -101,7 +101,7 @@ var (
 	resultsMu sync.Mutex
 	results   []row
 	order     = map[string]int{"scale-up": 1, "restart": 2, "in-place rollout": 3, "idle": 4, "statefulset scale-up": 5,
-		"daemonset create": 6, "daemonset rolling update": 7, "pod admission": 8, "sidecar upgrade": 9, "pub guard": 10}
+		"daemonset create": 6, "daemonset rolling update": 7, "pod admission": 8, "sidecar upgrade": 9, "pub guard": 10, "takeover": 11}
 )
 
 func record(r row) {
