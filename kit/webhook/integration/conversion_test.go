@@ -52,6 +52,12 @@ type thingKind struct {
 
 func newThingKind(t *testing.T, env *testenv.Env, conv *apiextensionsv1.CustomResourceConversion) *thingKind {
 	t.Helper()
+	return newThingKindStoredAt(t, env, conv, "v1beta1")
+}
+
+// newThingKindStoredAt is newThingKind with the storage version chosen.
+func newThingKindStoredAt(t *testing.T, env *testenv.Env, conv *apiextensionsv1.CustomResourceConversion, storage string) *thingKind {
+	t.Helper()
 	ns := env.Namespace(t) // a unique name: the group is derived from it
 	k := &thingKind{group: ns + ".conversion.test.flotilla.dev"}
 	k.crd = "things." + k.group
@@ -74,8 +80,8 @@ func newThingKind(t *testing.T, env *testenv.Env, conv *apiextensionsv1.CustomRe
 			Group: k.group, Scope: apiextensionsv1.NamespaceScoped,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "things", Singular: "thing", Kind: "Thing", ListKind: "ThingList"},
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
-				version("v1alpha1", false, map[string]apiextensionsv1.JSONSchemaProps{"old": str}),
-				version("v1beta1", true, map[string]apiextensionsv1.JSONSchemaProps{"new": str, "only": str}),
+				version("v1alpha1", storage == "v1alpha1", map[string]apiextensionsv1.JSONSchemaProps{"old": str}),
+				version("v1beta1", storage == "v1beta1", map[string]apiextensionsv1.JSONSchemaProps{"new": str, "only": str}),
 			},
 			Conversion: conv,
 		},
@@ -504,4 +510,58 @@ func hostIP(t *testing.T) string {
 	}
 	t.Skip("no non-loopback IPv4 address on this host")
 	return ""
+}
+
+// Why the storage version should be the preferred one (the highest, v1beta1):
+// the namespace controller lists every namespaced kind at its preferred
+// version when it empties a namespace. With v1alpha1 stored and v1beta1
+// preferred, deleting a namespace that holds such an object needs the
+// conversion webhook: while it is down the namespace stays Terminating,
+// its condition naming the conversion failure, and it goes once the webhook
+// is back. (Stored at the preferred version it goes at once:
+// TestConversionWebhookDown.)
+func TestNamespaceDeletionWaitsForConversionUnlessStoredAtThePreferredVersion(t *testing.T) {
+	env := testenv.Get(t)
+	url, caBundle, stop := startConversionServer(t, nil)
+	k := newThingKindStoredAt(t, env, urlConversion(url, caBundle), "v1alpha1")
+	ctx := context.Background()
+	doomed, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		GenerateName: "e2e-conversion-preferred-", Labels: map[string]string{"flotilla.dev/e2e": "true"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = env.Kube.CoreV1().Namespaces().Delete(context.Background(), doomed.Name, metav1.DeleteOptions{})
+	})
+	_, err = env.Dynamic().Resource(k.alpha).Namespace(doomed.Name).Create(ctx, thing(k.group+"/v1alpha1", "b", map[string]any{"old": "x"}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	stop()
+
+	require.NoError(t, env.Kube.CoreV1().Namespaces().Delete(ctx, doomed.Name, metav1.DeleteOptions{}))
+	var msg string
+	testenv.Eventually(t, time.Minute, func() (bool, error) {
+		ns, err := env.Kube.CoreV1().Namespaces().Get(ctx, doomed.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range ns.Status.Conditions {
+			if c.Status == corev1.ConditionTrue && strings.Contains(c.Message, "conversion webhook") {
+				msg = string(c.Type) + ": " + c.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	t.Logf("namespace %s stays Terminating: %s", doomed.Name, msg)
+
+	// The webhook back (a new replica): the namespace goes.
+	url2, caBundle2, _ := startConversionServer(t, nil)
+	crds := k.crdsAPI.ApiextensionsV1().CustomResourceDefinitions()
+	cur, err := crds.Get(ctx, k.crd, metav1.GetOptions{})
+	require.NoError(t, err)
+	cur.Spec.Conversion = urlConversion(url2, caBundle2)
+	_, err = crds.Update(ctx, cur, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	testenv.Eventually(t, 3*time.Minute, func() (bool, error) {
+		_, err := env.Kube.CoreV1().Namespaces().Get(ctx, doomed.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
 }
