@@ -31,6 +31,7 @@ func TestMinimalObjectsGetDefaults(t *testing.T) {
 	ctx := context.Background()
 	for i, k := range fixtures.Kinds {
 		t.Run(k.APIVersion()+"/"+k.Kind, func(t *testing.T) {
+			h.skipWithoutConversion(t, k)
 			name := objName(k, i)
 			obj := jsonRoundTrip(t, fixtures.Minimal(k, name, h.ns))
 			created, err := h.resource(k).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{FieldValidation: "Strict"})
@@ -60,6 +61,7 @@ func TestInvalidSpecsAreRejected(t *testing.T) {
 			obj = jsonRoundTrip(t, obj)
 			var err error
 			if c.Update != nil {
+				h.skipWithoutConversion(t, k)
 				created, cerr := h.resource(k).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
 				require.NoError(t, cerr, "the object before the update must be valid")
 				if !k.Namespaced {
