@@ -169,7 +169,7 @@ imagePullSecrets: {{- toYaml . | nindent 2 }}
 {{- fail (printf "%s.replicas: %v is not a number" $name $r) -}}
 {{- end -}}
 {{- if and $s.webhook (lt (int $r) 1) -}}
-{{- fail (printf "%s.replicas: %v, but %s serves admission webhooks: at least 1 (with failurePolicy Fail, no replica means every request in the webhooks' scope is refused; to run no %s, set %s.enabled=false)" $name $r $s.binary $s.binary $s.feature) -}}
+{{- fail (printf "%s.replicas: %v, but %s serves webhooks (admission or CRD conversion): at least 1 (with no replica, every request they decide is refused; to run no %s, set %s.enabled=false)" $name $r $s.binary $s.binary $s.feature) -}}
 {{- end -}}
 {{- if lt (int $r) 0 -}}
 {{- fail (printf "%s.replicas: %v is negative" $name $r) -}}

@@ -190,6 +190,11 @@ func (g *generator) shared(overlay, switchValue, file string) error {
 		ann[keepPolicy] = "keep"
 		md["annotations"] = ann
 		d := &doc{obj: obj}
+		if obj["kind"] == "CustomResourceDefinition" {
+			if err := conversionAnnotations(d); err != nil {
+				return err
+			}
+		}
 		// The controllers' namespace: on the host network (manager.hostNetwork) its pods break Pod Security
 		// "baseline", so it enforces "privileged" then instead of the overlay's level.
 		if obj["kind"] == "Namespace" && md["name"] == "flotilla-system" {
@@ -543,4 +548,23 @@ func gomemlimit(d *doc, c map[string]any, sec string) error {
 		}
 	}
 	return fmt.Errorf("no GOMEMLIMIT env")
+}
+
+// conversionAnnotations gives a CRD converted by a webhook the annotations of webhook configurations
+// (externalCerts.annotations, cert-manager's CA injection): its caBundle comes from the same certificates.
+func conversionAnnotations(d *doc) error {
+	svc := getMap(d.obj, "spec", "conversion", "webhook", "clientConfig", "service")
+	if svc == nil {
+		return nil
+	}
+	name, _ := svc["name"].(string)
+	binary, ok := strings.CutSuffix(name, "-webhook")
+	if !ok {
+		return fmt.Errorf("%s: conversion Service %q is not <binary>-webhook", describe(d.obj), name)
+	}
+	ann := getMap(d.obj, "metadata", "annotations")
+	ann[d.Line(func(indent int) string {
+		return fmt.Sprintf("{{- with (include \"flotilla.webhookAnnotations\" (dict \"root\" $ \"binary\" %q)) }}{{ . | nindent %d }}{{- end }}\n", binary, indent)
+	})] = nil
+	return nil
 }

@@ -42,7 +42,8 @@ cloneset's keep their UIDs) and uninstalls (no webhook configuration left).
 ## Switches and what they install
 
 Each ` + "`<feature>.enabled`" + ` installs what ` + "`deploy/overlays/<feature>`" + ` installs: the controller's ServiceAccount, RBAC, Lease,
-Deployment, and for ` + "`sidecarset`" + ` and ` + "`pub`" + ` the webhook Service, webhook configurations and PodDisruptionBudget; ` + "`probe`" + `
+Deployment, and for a feature serving webhooks (admission: ` + "`sidecarset`" + `, ` + "`pub`" + `; CRD conversion: those the overlays
+label ` + "`flotilla.dev/webhook`" + `) its webhook Service, webhook configurations and PodDisruptionBudget; ` + "`probe`" + `
 adds the node agent (probe-agent DaemonSet in ` + "`flotilla-node`" + `, settings under ` + "`daemon`" + `) and ` + "`probe`" + ` and ` + "`pub`" + ` their
 ValidatingAdmissionPolicies. Turning a feature off in an upgrade removes those objects and nothing else.
 

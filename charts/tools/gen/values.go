@@ -92,7 +92,7 @@ certificates:
 {{ .Name }}:
   # -- Install {{ .Feature }} (everything deploy/overlays/{{ .Feature }} installs{{ if eq .Feature "probe" }}, the node agent included{{ end }}).
   enabled: true
-  # -- Replicas of {{ .Binary }}{{ if .WebhookPort }} (at least 1: every replica serves the webhook; with failurePolicy Fail no replica means refused requests){{ else }} (one leads; others stand by){{ end }}.
+  # -- Replicas of {{ .Binary }}{{ if .WebhookPort }} (at least 1: every replica serves its webhooks, admission or CRD conversion; with none, the requests they decide are refused){{ else }} (one leads; others stand by){{ end }}.
   replicas: {{ .Replicas }}
 {{- else }}
 # The node agent (probe-agent, one per node), installed with probe (OpenKruise: kruise-daemon).

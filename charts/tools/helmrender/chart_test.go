@@ -367,9 +367,11 @@ func TestValues(t *testing.T) {
 	t.Run("host network, ports", func(t *testing.T) {
 		vals := map[string]any{"manager": map[string]any{"hostNetwork": true}}
 		for i, f := range gen.Features {
-			vals[f] = map[string]any{"metrics": map[string]any{"port": 18080 + 10*i}, "healthProbe": map[string]any{"port": 18081 + 10*i}}
+			vals[f] = map[string]any{"metrics": map[string]any{"port": 18080 + 10*i}, "healthProbe": map[string]any{"port": 18081 + 10*i},
+				"webhook": map[string]any{"port": 18082 + 10*i}}
 		}
 		vals["pub"] = merge(vals["pub"], map[string]any{"webhook": map[string]any{"port": 19443}})
+		vals["sidecarset"] = merge(vals["sidecarset"], map[string]any{"webhook": map[string]any{"port": 9443}})
 		objs := render(t, vals)
 		pub := podSpec(t, objs, "Deployment flotilla-system/pub-controller")
 		if pub["hostNetwork"] != true || pub["dnsPolicy"] != "ClusterFirstWithHostNet" {
