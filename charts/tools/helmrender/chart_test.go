@@ -109,6 +109,29 @@ func TestChartIsGenerated(t *testing.T) {
 	}
 }
 
+// TestSharedObjectsAreKept: the CRDs and namespaces carry helm.sh/resource-policy: keep, so `helm uninstall` (and an
+// upgrade turning crds.managed or installation.createNamespace off) leaves them, as the overlays do.
+func TestSharedObjectsAreKept(t *testing.T) {
+	objs, err := helmrender.Render(chartDir(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, o := range objs {
+		if k := o["kind"]; k == "CustomResourceDefinition" || k == "Namespace" {
+			n++
+			if got := dig(o, "metadata", "annotations", "helm.sh/resource-policy"); got != "keep" {
+				t.Errorf("%s: helm.sh/resource-policy %v", helmrender.Key(o), got)
+			}
+		} else if got := dig(o, "metadata", "annotations", "helm.sh/resource-policy"); got != nil {
+			t.Errorf("%s is a feature's object, removed with it, but has helm.sh/resource-policy %v", helmrender.Key(o), got)
+		}
+	}
+	if n < 3 {
+		t.Errorf("only %d CRDs and namespaces rendered", n)
+	}
+}
+
 // TestLint is `helm lint --strict` through the library, with the defaults and with every certificate mode.
 func TestLint(t *testing.T) {
 	dir := chartDir(t)
