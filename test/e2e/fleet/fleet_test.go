@@ -115,6 +115,16 @@ func TestControllerRBACIsLeastPrivilege(t *testing.T) {
 		{"statefulset", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "nodes"}, false},
 		{"daemonset", authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"}, true},
 		{"daemonset", authorizationv1.ResourceAttributes{Verb: "update", Resource: "nodes"}, false},
+		// The conversion webhooks (issue 23): each controller patches its own CRD's stanza, by name, nothing else.
+		{"daemonset", authorizationv1.ResourceAttributes{Verb: "patch", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "daemonsets.apps.kruise.io"}, true},
+		{"daemonset", authorizationv1.ResourceAttributes{Verb: "patch", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "sidecarsets.apps.kruise.io"}, false},
+		{"daemonset", authorizationv1.ResourceAttributes{Verb: "update", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "daemonsets.apps.kruise.io"}, false},
+		{"daemonset", authorizationv1.ResourceAttributes{Verb: "list", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, false},
+		{"daemonset", authorizationv1.ResourceAttributes{Verb: "update", Resource: "secrets", Name: "daemonset-controller-webhook-certs", Namespace: framework.SystemNamespace}, true},
+		{"daemonset", authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Name: "sidecarset-controller-webhook-certs", Namespace: framework.SystemNamespace}, false},
+		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "patch", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "sidecarsets.apps.kruise.io"}, true},
+		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "patch", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "daemonsets.apps.kruise.io"}, false},
+		{"cronjob", authorizationv1.ResourceAttributes{Verb: "patch", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "advancedcronjobs.apps.kruise.io"}, false},
 		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Namespace: "default"}, false},
 		// The webhook: its own configurations and certificate Secret, by name, nothing else.
 		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-sidecarset"}, true},
