@@ -123,7 +123,8 @@ func (e *env) buildImages() {
 func (e *env) run(name string, args ...string) {
 	e.t.Helper()
 	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.kubeconfig)
+	// GOWORK="": make builds the images in the repository's workspace (this module is built with GOWORK=off).
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.kubeconfig, "GOWORK=")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		e.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
@@ -188,15 +189,64 @@ func (e *env) uids(objs []map[string]any) map[string]string {
 	return out
 }
 
-// clean deletes leftovers of the objects (e.g. RBAC and Leases that other packages' runs of deploy/overlays/local
-// left), which Helm would refuse to take over.
-func (e *env) clean(objs []map[string]any) {
+// owned lists the objects that exist and belong to the release (Helm's meta.helm.sh/release-name): other packages'
+// runs of deploy/overlays/local may create objects of the same names meanwhile, and those are not the release's.
+func (e *env) owned(objs []map[string]any) []string {
+	var out []string
 	for _, o := range objs {
-		err := e.resource(o).Delete(context.Background(), (&unstructured.Unstructured{Object: o}).GetName(), metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
+		got, err := e.resource(o).Get(context.Background(), (&unstructured.Unstructured{Object: o}).GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		must(e.t, err)
+		if got.GetDeletionTimestamp() == nil && got.GetAnnotations()["meta.helm.sh/release-name"] == releaseName {
+			out = append(out, helmrender.Key(o))
+		}
+	}
+	return out
+}
+
+// clean deletes what exists of the objects (e.g. RBAC and Leases that other packages' runs of deploy/overlays/local
+// applied), which Helm would refuse to take over, and puts them back when the test ends (after the uninstall): a
+// test process that applied the local overlay once keeps its RBAC.
+func (e *env) clean(objs []map[string]any) {
+	ctx := context.Background()
+	var saved []*unstructured.Unstructured
+	for _, o := range objs {
+		ri, name := e.resource(o), (&unstructured.Unstructured{Object: o}).GetName()
+		live, err := ri.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		must(e.t, err)
+		saved = append(saved, live)
+		if err := ri.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			e.t.Fatalf("delete leftover %s: %v", helmrender.Key(o), err)
 		}
 	}
+	e.t.Cleanup(func() {
+		for _, live := range saved {
+			obj := &unstructured.Unstructured{Object: map[string]any{}}
+			for k, v := range live.Object {
+				if k != "metadata" && k != "status" {
+					obj.Object[k] = v
+				}
+			}
+			obj.SetName(live.GetName())
+			obj.SetNamespace(live.GetNamespace())
+			obj.SetLabels(live.GetLabels())
+			obj.SetAnnotations(live.GetAnnotations())
+			data, err := obj.MarshalJSON()
+			if err == nil {
+				_, err = e.resource(live.Object).Patch(ctx, live.GetName(), "application/apply-patch+yaml", data,
+					metav1.PatchOptions{FieldManager: "flotilla-e2e", Force: ptrTrue()})
+			}
+			if err != nil {
+				e.t.Errorf("put back %s/%s %s: %v", live.GetNamespace(), live.GetName(), live.GetKind(), err)
+			}
+		}
+		e.t.Logf("put back %d objects that were there before the test", len(saved))
+	})
 	e.eventually(time.Minute, "leftovers gone", func() (bool, string) {
 		left := e.uids(objs)
 		return len(left) == 0, fmt.Sprint(left)
@@ -263,10 +313,22 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	ch, err := loader.Load(e.chart)
 	must(t, err)
 
+	// A release left by an interrupted run goes first; this run's goes whatever happens.
+	uninstall := func() error {
+		u := action.NewUninstall(e.cfg)
+		u.IgnoreNotFound = true
+		u.WaitStrategy = kube.HookOnlyStrategy
+		u.Timeout = 2 * time.Minute
+		_, err := u.Run(releaseName)
+		return err
+	}
+	must(t, uninstall())
 	uninstalled := false
 	t.Cleanup(func() {
 		if !uninstalled {
-			_, _ = action.NewUninstall(e.cfg).Run(releaseName)
+			if err := uninstall(); err != nil {
+				t.Errorf("helm uninstall %s: %v", releaseName, err)
+			}
 		}
 	})
 
@@ -327,7 +389,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	_, err = upgrade.Run(releaseName, ch, e.values("cloneset"))
 	must(t, err)
 	e.eventually(time.Minute, "pub's objects gone", func() (bool, string) {
-		left := e.uids(pub)
+		left := e.owned(pub)
 		return len(left) == 0, fmt.Sprint(left)
 	})
 	t.Logf("helm upgrade (pub off): pub's %d objects gone %.1f s after the start", len(pub), time.Since(start).Seconds())
@@ -336,18 +398,26 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	}
 	e.waitAvailable("cloneset-controller")
 
-	// Uninstall: the rest goes, no webhook configuration of the release is left; CRDs, namespace and CloneSet stay.
-	_, err = action.NewUninstall(e.cfg).Run(releaseName)
+	// pub back on, then uninstall: everything of the release goes, its webhook configuration first (no failurePolicy
+	// Fail left pointing at a Service without endpoints); CRDs, namespace and the CloneSet stay.
+	upgrade = action.NewUpgrade(e.cfg)
+	upgrade.Namespace = releaseNS
+	upgrade.WaitStrategy = kube.HookOnlyStrategy
+	upgrade.Timeout = 2 * time.Minute
+	_, err = upgrade.Run(releaseName, ch, e.values("cloneset", "pub"))
 	must(t, err)
+	e.waitAvailable("pub-controller")
+	if got := e.owned(both); len(got) != len(both) {
+		t.Fatalf("after pub is back %d of the %d rendered objects are the release's: %v", len(got), len(both), got)
+	}
+	must(t, uninstall())
 	uninstalled = true
-	e.eventually(time.Minute, "cloneset's objects gone", func() (bool, string) {
-		left := e.uids(cloneset)
+	e.eventually(time.Minute, "the release's objects gone", func() (bool, string) {
+		left := e.owned(both)
 		return len(left) == 0, fmt.Sprint(left)
 	})
-	for _, name := range []string{"flotilla-pub", "flotilla-sidecarset"} {
-		if _, err := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("ValidatingWebhookConfiguration %s after uninstall: %v", name, err)
-		}
+	if w, err := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "flotilla-pub", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ValidatingWebhookConfiguration flotilla-pub after uninstall: %v (annotations %v)", err, w.GetAnnotations())
 	}
 	if _, err := e.kube.CoreV1().Namespaces().Get(ctx, systemNamespace, metav1.GetOptions{}); err != nil {
 		t.Errorf("namespace %s: %v", systemNamespace, err)
@@ -359,7 +429,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 
 // TestServerAcceptsRenderedObjects sends every object the chart renders (every feature, CRDs and namespaces; in the
 // self-managed and secret certificate modes, and with the placement and host-network values) to the API server as a
-// server-side-apply dry run: schemas, defaulting and admission accept them, and nothing on the cluster changes, so
+// dry run (create, or replace what exists): schemas, defaulting and admission accept them, and nothing on the cluster changes, so
 // it needs no gate beyond a control plane.
 func TestServerAcceptsRenderedObjects(t *testing.T) {
 	kc := os.Getenv(envKubeconfig)
@@ -410,11 +480,19 @@ func TestServerAcceptsRenderedObjects(t *testing.T) {
 			}
 			for _, o := range objs {
 				u := &unstructured.Unstructured{Object: o}
-				data, err := u.MarshalJSON()
-				must(t, err)
 				warnings.take()
-				_, err = e.resource(o).Patch(context.Background(), u.GetName(), "application/apply-patch+yaml", data,
-					metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "chart-dry-run", Force: ptrTrue()})
+				// Create, or replace what exists (e.g. the local overlay's URL webhook configurations): the object
+				// as the chart has it is validated, not a merge with another manager's fields.
+				ri, dry := e.resource(o), []string{metav1.DryRunAll}
+				live, err := ri.Get(context.Background(), u.GetName(), metav1.GetOptions{})
+				switch {
+				case apierrors.IsNotFound(err):
+					_, err = ri.Create(context.Background(), u.DeepCopy(), metav1.CreateOptions{DryRun: dry, FieldManager: "chart-dry-run"})
+				case err == nil:
+					c := u.DeepCopy()
+					c.SetResourceVersion(live.GetResourceVersion())
+					_, err = ri.Update(context.Background(), c, metav1.UpdateOptions{DryRun: dry, FieldManager: "chart-dry-run"})
+				}
 				if err != nil {
 					t.Errorf("%s: %v", helmrender.Key(o), err)
 				}
