@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mods=$(find . -name go.mod -not -path './bin/*' -not -path './.cluster/*' -not -path './hack/cluster/wrapper' -not -path './hack/cluster/wrapper/*' \
-  -not -path './charts/tools' \
+  -not -path './charts/tools/*' \
   | sed 's|/go.mod$||' | sort)
 {
   echo "go 1.26.0"
