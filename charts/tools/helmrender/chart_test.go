@@ -450,6 +450,14 @@ func TestValues(t *testing.T) {
 				if dig(c, "spec", "secretName") != "my-pub-tls" || dig(c, "spec", "dnsNames", 0) != "pub-controller-webhook.flotilla-system.svc" {
 					t.Errorf("Certificate %v", c["spec"])
 				}
+				// A CRD converted by a webhook gets its caBundle from the same certificates.
+				for _, o := range objs {
+					if svc, ok := dig(o, "spec", "conversion", "webhook", "clientConfig", "service", "name").(string); ok && o["kind"] == "CustomResourceDefinition" {
+						if got := dig(o, "metadata", "annotations", "cert-manager.io/inject-ca-from"); got != "flotilla-system/"+svc {
+							t.Errorf("%s converted by %s: inject-ca-from %v", helmrender.Key(o), svc, got)
+						}
+					}
+				}
 			} else if ann != nil || hasCert {
 				t.Errorf("secret: annotation %v, Certificate %v", ann, hasCert)
 			}
