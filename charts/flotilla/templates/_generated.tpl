@@ -21,3 +21,7 @@ probe: {feature: probe, binary: probe-controller, webhook: false}
 cronjob: {feature: cronjob, binary: cronjob-controller, webhook: false}
 daemon: {feature: probe, binary: probe-agent, webhook: false}
 {{- end -}}
+{{- /* Values standing for a variant overlay (gen.Variants): namespace names, checked to be DNS-1123 labels. */ -}}
+{{- define "flotilla.variantValues" -}}
+- sidecarset.revisionNamespace
+{{- end -}}

@@ -159,6 +159,13 @@ imagePullSecrets: {{- toYaml . | nindent 2 }}
 {{- if or (not (kindIs "float64" $t | or (kindIs "int" $t) (kindIs "int64" $t))) (lt (int $t) 1) (gt (int $t) 30) -}}
 {{- fail (printf "webhookConfiguration.timeoutSeconds: %v is not a number of seconds from 1 to 30" $t) -}}
 {{- end -}}
+{{- range (include "flotilla.variantValues" . | fromYamlArray) -}}
+{{- $p := splitList "." . -}}
+{{- $x := index $v (first $p) | dig (last $p) "" -}}
+{{- if and $x (or (not (kindIs "string" $x)) (gt (len $x) 63) (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" $x))) -}}
+{{- fail (printf "%s: %q is not a namespace name (a DNS-1123 label: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit)" . (toString $x)) -}}
+{{- end -}}
+{{- end -}}
 {{- $ports := dict -}}
 {{- range $name, $s := $sections -}}
 {{- $on := (index $v $s.feature).enabled -}}

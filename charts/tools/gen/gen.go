@@ -112,7 +112,21 @@ func (g *generator) run() error {
 		if err != nil {
 			return err
 		}
-		text, err := g.feature(f, objs)
+		edits := map[int][]variantEdit{}
+		for _, v := range variantsOf(f) {
+			vobjs, err := Render(g.root, v.Overlay)
+			if err != nil {
+				return err
+			}
+			es, err := variantEdits(v, objs, vobjs)
+			if err != nil {
+				return err
+			}
+			for i, e := range es {
+				edits[i] = append(edits[i], e...)
+			}
+		}
+		text, err := g.feature(f, objs, edits)
 		if err != nil {
 			return fmt.Errorf("feature %s: %w", f, err)
 		}
@@ -128,7 +142,7 @@ func (g *generator) run() error {
 	if err != nil {
 		return err
 	}
-	g.files[filepath.Join("templates", "_generated.tpl")] = gates + g.sectionsTpl()
+	g.files[filepath.Join("templates", "_generated.tpl")] = gates + g.sectionsTpl() + variantsTpl()
 	values, err := g.values()
 	if err != nil {
 		return err
@@ -216,8 +230,9 @@ func (g *generator) shared(overlay, switchValue, file string) error {
 	return nil
 }
 
-// feature turns the objects of deploy/overlays/<f> into templates/<f>.yaml, all behind <f>.enabled.
-func (g *generator) feature(f string, objs []map[string]any) (string, error) {
+// feature turns the objects of deploy/overlays/<f> into templates/<f>.yaml, all behind <f>.enabled, with the
+// variants' edits (per index into objs) in.
+func (g *generator) feature(f string, objs []map[string]any, edits map[int][]variantEdit) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, header, "deploy/overlays/"+f)
 	fmt.Fprintf(&b, "{{- if .Values.%s.enabled }}\n", f)
@@ -228,7 +243,7 @@ func (g *generator) feature(f string, objs []map[string]any) (string, error) {
 			webhookBinary = getMap(obj, "metadata")["name"].(string)
 		}
 	}
-	for _, obj := range objs {
+	for i, obj := range objs {
 		d := &doc{obj: obj}
 		var err error
 		switch obj["kind"] {
@@ -238,6 +253,11 @@ func (g *generator) feature(f string, objs []map[string]any) (string, error) {
 			err = g.agent(d, f)
 		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
 			err = g.webhookConfiguration(d, f, webhookBinary)
+		}
+		for _, e := range edits[i] {
+			if err == nil {
+				err = e.apply(d)
+			}
 		}
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", describe(obj), err)

@@ -72,7 +72,8 @@ those Secrets (issued by ` + "`certificates.certManager.issuerRef`" + `, or a se
 certificates; ` + "`replicas`" + ` below 1 for a webhook feature (with failurePolicy Fail no replica would refuse every request in the
 webhooks' scope; turn the feature off instead); an image with neither tag nor digest, or a malformed digest; a
 failurePolicy other than Fail/Ignore; timeoutSeconds outside 1–30; a memory limit not in Mi or Gi (GOMEMLIMIT is derived
-from it); with ` + "`manager.hostNetwork`" + `, two enabled controllers on the same port.
+from it); with ` + "`manager.hostNetwork`" + `, two enabled controllers on the same port; a ` + "`sidecarset.revisionNamespace`" + ` that is not a
+namespace name (DNS-1123 label).
 
 ## Differences from OpenKruise's chart
 
@@ -97,6 +98,13 @@ Settings both charts have use OpenKruise's names (` + "`openkruise/charts`" + `,
 | — | ` + "`daemon.maxConcurrentExecs`" + ` | probe-agent's limit on exec probes running at once |
 | ` + "`manager.nodeAffinity`" + `, ` + "`daemon.affinity`" + `, ` + "`daemon.extraEnvs`" + `, ` + "`daemon.credentialProvider`" + `, ` + "`serviceAccount.annotations`" + `, ` + "`manager.pprofAddr`" + `, ` + "`enableKubeCacheMutationDetector`" + ` | — | not offered yet (nodeSelector and tolerations are); the agent pulls no images |
 | ` + "`helmHooks`" + ` (pre-delete Job refusing uninstall while workloads exist) | — | ` + "`helm uninstall`" + ` keeps the CRDs and so the workloads; nothing to refuse |
+
+**Taking over from OpenKruise** (issue 23): set ` + "`sidecarset.revisionNamespace=kruise-system`" + ` (kruise-system must exist; keep it
+when uninstalling OpenKruise), so that SidecarSet's ControllerRevisions and the ` + "`kruise-configuration`" + ` whitelist are read and
+written where kruise-manager left them. The chart then installs what ` + "`deploy/overlays/sidecarset-kruise-system`" + ` installs:
+` + "`--revision-namespace=kruise-system`" + ` and the revisions Role and RoleBinding in kruise-system, bound to the ServiceAccount in
+` + "`flotilla-system`" + ` (generated from that overlay's difference to ` + "`deploy/overlays/sidecarset`" + `; ` + "`TestChartMatchesOverlays`" + `
+compares them). controllers/sidecarset/README.md, "Taking over from OpenKruise", says what is reused on the switch.
 
 ## Values
 

@@ -122,6 +122,10 @@ daemon:
     # -- Secret with tls.crt, tls.key and ca.crt for certificates.mode secret and cert-manager ("": {{ .Binary }}-webhook-tls).
     certSecretName: ""
 {{- end }}
+{{- range variants .Name }}
+  # -- {{ comment .Description }}
+  {{ .Value }}: ""
+{{- end }}
 {{- if eq .Name "daemon" }}
   # -- The CRI socket on the node, for exec probes (containerd's default; CRI-O: /var/run/crio/crio.sock).
   socketPath: {{ .SocketPath }}
@@ -155,7 +159,7 @@ func (g *generator) values() (string, error) {
 	t, err := template.New("values").Funcs(template.FuncMap{"json": func(v any) (string, error) {
 		b, err := json.Marshal(v)
 		return string(b), err
-	}}).Parse(valuesTemplate)
+	}, "variants": variantsOf, "comment": comment}).Parse(valuesTemplate)
 	if err != nil {
 		return "", err
 	}
@@ -255,4 +259,24 @@ func Readme(values string) (string, error) {
 			strings.NewReplacer("|", "\\|", "<", "&lt;", ">", "&gt;").Replace(r.Description))
 	}
 	return strings.Replace(readmeText, "<!-- VALUES -->", strings.TrimSuffix(t.String(), "\n"), 1), nil
+}
+
+// comment wraps a description into the lines of a values.yaml comment at indent 2 (the first line's "# -- " is the
+// template's).
+func comment(text string) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > 110 {
+			lines = append(lines, line)
+			line = w
+			continue
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	lines = append(lines, line)
+	return strings.Join(lines, "\n  # ")
 }

@@ -41,7 +41,8 @@ func stripKeep(objs []map[string]any) {
 }
 
 // TestChartMatchesOverlays renders the chart with its defaults, one feature at a time (and all, and the namespace and
-// CRD switches alone), and compares it object by object with `kubectl kustomize` of the corresponding overlay.
+// CRD switches alone), and with each variant's value (gen.Variants, e.g. sidecarset.revisionNamespace=kruise-system),
+// and compares it object by object with `kubectl kustomize` of the corresponding overlay.
 func TestChartMatchesOverlays(t *testing.T) {
 	root, dir := repoRoot(t), chartDir(t)
 	cases := map[string]map[string]any{
@@ -51,6 +52,14 @@ func TestChartMatchesOverlays(t *testing.T) {
 	}
 	for _, f := range gen.Features {
 		cases[f] = only([]string{f}, nil)
+	}
+	// Variant overlays: the feature alone with the variant's value set to what the overlay sets. Taking over from
+	// OpenKruise (issue 23) is named here, not only through gen.Variants, so that dropping it from the generator fails.
+	cases["sidecarset-kruise-system"] = only([]string{"sidecarset"}, map[string]any{"sidecarset": map[string]any{"revisionNamespace": "kruise-system"}})
+	for _, v := range gen.Variants {
+		if _, ok := cases[v.Overlay]; !ok {
+			cases[v.Overlay] = only([]string{v.Feature}, map[string]any{v.Feature: map[string]any{v.Value: v.Example}})
+		}
 	}
 	for overlay, vals := range cases {
 		t.Run(overlay, func(t *testing.T) {
@@ -192,6 +201,12 @@ func TestBadValuesFailTheRender(t *testing.T) {
 			[]string{"manager.loggingFormat", "text"}},
 		"memory limit unit": {map[string]any{"cronjob": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "1G"}}}},
 			[]string{"cronjob.resources.limits.memory", "Mi or Gi"}},
+		"revision namespace not a DNS-1123 label": {map[string]any{"sidecarset": map[string]any{"revisionNamespace": "Kruise_System"}},
+			[]string{"sidecarset.revisionNamespace", `"Kruise_System"`, "DNS-1123"}},
+		"revision namespace too long": {map[string]any{"sidecarset": map[string]any{"revisionNamespace": strings.Repeat("k", 64)}},
+			[]string{"sidecarset.revisionNamespace", "DNS-1123"}},
+		"revision namespace not a string": {map[string]any{"sidecarset": map[string]any{"revisionNamespace": 7}},
+			[]string{"sidecarset.revisionNamespace", `"7"`}},
 		"host network with shared ports": {map[string]any{"manager": map[string]any{"hostNetwork": true}},
 			[]string{"manager.hostNetwork", ".metrics.port"}},
 	} {
@@ -417,6 +432,29 @@ func TestValues(t *testing.T) {
 		}
 		if strings.Contains(strings.Join(args(t, objs, "Deployment flotilla-system/sidecarset-controller"), " "), "--webhook-port") {
 			t.Error("sidecarset on the default port gets no --webhook-port")
+		}
+	})
+
+	t.Run("sidecarset revision namespace", func(t *testing.T) {
+		objs := render(t, map[string]any{"sidecarset": map[string]any{"revisionNamespace": "legacy-kruise"}})
+		as := args(t, objs, "Deployment flotilla-system/sidecarset-controller")
+		if n := len(as); n == 0 || as[n-1] != "--revision-namespace=legacy-kruise" {
+			t.Errorf("sidecarset-controller args %v: want --revision-namespace=legacy-kruise last", as)
+		}
+		find(t, objs, "Role legacy-kruise/flotilla:sidecarset-controller:revisions")
+		rb := find(t, objs, "RoleBinding legacy-kruise/flotilla:sidecarset-controller:revisions")
+		want := []any{map[string]any{"kind": "ServiceAccount", "name": "sidecarset-controller", "namespace": "flotilla-system"}}
+		if d := cmp.Diff(want, rb["subjects"]); d != "" {
+			t.Errorf("RoleBinding subjects (-want +got):\n%s", d)
+		}
+		// The webhook's Role (its certificate Secret) stays with the controller.
+		find(t, objs, "Role flotilla-system/flotilla:sidecarset-controller:webhook")
+		objs = render(t, nil)
+		find(t, objs, "Role flotilla-system/flotilla:sidecarset-controller:revisions")
+		for _, a := range args(t, objs, "Deployment flotilla-system/sidecarset-controller") {
+			if strings.HasPrefix(a, "--revision-namespace") {
+				t.Errorf("default: %s", a)
+			}
 		}
 	})
 
