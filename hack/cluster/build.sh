@@ -3,7 +3,8 @@
 #   kube-apiserver, kube-controller-manager, kube-scheduler (k8s.io/kubernetes v1.37.1),
 #   etcd (go.etcd.io/etcd/server/v3 v3.7.0), kwok (sigs.k8s.io/kwok v0.8.0, with
 #   wrapper/kwok-newest-pod.patch: stages play the newest copy of a pod),
-#   local-provisioner (test/e2e/cmd/local-provisioner, this repo).
+#   local-provisioner (test/e2e/cmd/local-provisioner, this repo),
+#   local-convert (test/e2e/cmd/local-convert, this repo: the CRD conversion endpoint, local-convert.sh).
 #
 # Everything comes from the Go module proxy. The five upstream binaries are built by ONE
 # `go build` in the wrapper module (hack/cluster/wrapper): sharing one build graph is ~25%
@@ -15,6 +16,7 @@
 # provisioner does not trigger the 5-minute control-plane build:
 #   controlplane=<k8s>/<etcd>/<kwok>/<go>/<sha256 of wrapper go.mod+go.sum+ldflags+kwok patch>
 #   provisioner=<go>/<sha256 of provisioner sources + test/e2e go.mod/go.sum>
+#   convert=<go>/<sha256 of its sources, kit/webhook's, apis/apps's + test/e2e go.mod/go.sum>
 #
 # Env:
 #   FORCE=1        rebuild everything regardless of the stamp
@@ -133,6 +135,26 @@ if [ -d "$PROV_DIR" ]; then
   fi
 else
   echo "build.sh: $PROV_DIR missing, skipping local-provisioner" >&2
+fi
+
+# --- 2b. CRD conversion endpoint (this repo) -------------------------------------
+CONV_DIRS=("$REPO/test/e2e/cmd/local-convert" "$REPO/kit/webhook" "$REPO/apis/apps")
+conv_key() {
+  local h
+  h=$( { find "${CONV_DIRS[@]}" -type f -name '*.go' ! -name '*_test.go' -print0 | sort -z | xargs -0 cat
+         cat "$REPO/test/e2e/go.mod" "$REPO/test/e2e/go.sum" 2>/dev/null || true; } | sha256sum | cut -c1-16)
+  echo "convert=$GOVERSION/$h"
+}
+KEY=$(conv_key)
+if [ "${FORCE:-}" != 1 ] && stamp_has "$KEY" && all_present local-convert; then
+  echo "build.sh: local-convert up to date"
+else
+  t=$(date +%s.%N)
+  ( cd "$REPO/test/e2e" && go build -trimpath -ldflags="-s -w" -o "$BIN/local-convert.tmp" ./cmd/local-convert )
+  mv -f "$BIN/local-convert.tmp" "$BIN/local-convert"
+  stamp_set convert "$KEY"
+  echo "build.sh: local-convert built in $(elapsed "$t") s"
+  built=1
 fi
 
 # --- 3. real node (REAL_NODES>0 or BUILD_NODE=1): kubelet, containerd, registry ---------

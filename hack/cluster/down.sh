@@ -15,9 +15,10 @@ running() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1; [[ $s != 
 "$CLUSTER_HACK/node-down.sh"
 
 stopped=0
-for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
-  c=${COMPONENTS[$i]}
-  [ -f "$RUN/$c.pid" ] || continue
+# stop_one NAME: SIGTERM the process of run/NAME.pid if it is still ours, SIGKILL after 10 s.
+stop_one() {
+  local c=$1 pid
+  [ -f "$RUN/$c.pid" ] || return 0
   if pid=$(pid_of "$c"); then
     kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 200); do running "$pid" || break; sleep 0.05; done
@@ -31,5 +32,11 @@ for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
     log "$c: stale pid file (process gone or not ours), removing it"
   fi
   rm -f "$RUN/$c.pid"
+}
+# The conversion endpoint (local-convert.sh) is a client of the API server: before it.
+stop_one local-convert
+rm -f "$RUN/local-convert.addr"
+for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
+  stop_one "${COMPONENTS[$i]}"
 done
 log "stopped $stopped processes in $CLUSTER_DIR (logs kept in $LOGS)"

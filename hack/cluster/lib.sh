@@ -15,6 +15,9 @@ ETCD_PEER_PORT=${ETCD_PEER_PORT:-2380}
 KCM_PORT=${KCM_PORT:-10257}
 SCHEDULER_PORT=${SCHEDULER_PORT:-10259}
 KWOK_PORT=${KWOK_PORT:-10247}
+# The CRD conversion endpoint (local-convert.sh) listens on this host's non-loopback address at this port.
+LOCAL_CONVERT_PORT=${LOCAL_CONVERT_PORT:-19446}
+LOCAL_CONVERT_NAMESPACE=${LOCAL_CONVERT_NAMESPACE:-flotilla-local}
 
 # Client-side rate limits of kcm and scheduler. The upstream defaults (20/30 and 50/100) make a
 # 1000-replica workload take ~50 s instead of ~6 s on this kind of machine.
@@ -60,6 +63,14 @@ wait_for() {
     if [ "$(date +%s)" -ge "$deadline" ]; then echo "[cluster] timed out after ${timeout}s waiting for $what" >&2; return 1; fi
     sleep 0.05
   done
+}
+
+# host_address: this host's first non-loopback IPv4 address (a Service endpoint may not be 127.0.0.1).
+host_address() {
+  local ip
+  ip=$(hostname -I 2>/dev/null | awk '{print $1}')
+  [ -n "$ip" ] || ip=$(ip -4 -o addr show scope global | awk '{split($4, a, "/"); print a[1]; exit}')
+  echo "$ip"
 }
 
 kc() { kubectl --kubeconfig "$CLUSTER_DIR/kubeconfig" "$@"; }

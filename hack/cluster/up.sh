@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # up.sh [--nodes N] — start the local control plane (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kwok, local-provisioner) on 127.0.0.1 and create N fake kwok nodes (default 3).
+# kube-scheduler, kwok, local-provisioner) on 127.0.0.1, create N fake kwok nodes (default 3) and start the CRD
+# conversion endpoint (local-convert.sh; also on an already running cluster, when it is not running).
 #
 # Idempotent: if the cluster in $CLUSTER_DIR is already up and healthy it says so and exits 0;
 # a half-dead cluster is stopped (down.sh) and started afresh. etcd starts from an empty data dir
 # every time (bootstrap takes ~2 s, so there is nothing worth keeping), unless KEEP_ETCD=1.
 #
 # Env (defaults in lib.sh): CLUSTER_DIR CLUSTER_BIN APISERVER_PORT ETCD_CLIENT_PORT ETCD_PEER_PORT
-#   KCM_PORT SCHEDULER_PORT KWOK_PORT KUBE_API_QPS KUBE_API_BURST SERVICE_CIDR POD_CIDR
+#   KCM_PORT SCHEDULER_PORT KWOK_PORT LOCAL_CONVERT_PORT LOCAL_CONVERT_NAMESPACE KUBE_API_QPS KUBE_API_BURST SERVICE_CIDR POD_CIDR
 #   NODES            node count (same as --nodes)
 #   AUDIT=1          audit log to $CLUSTER_DIR/logs/audit.log, policy level AUDIT_LEVEL (Metadata)
 #   KEEP_ETCD=1      reuse the etcd data dir of the previous run
@@ -48,6 +49,8 @@ if [ "$alive" = "${#COMPONENTS[@]}" ] && [ -f "$PKI/ca.crt" ] && readyz; then
   log "already up and healthy ($CLUSTER_DIR, https://127.0.0.1:$APISERVER_PORT); KUBECONFIG=$CLUSTER_DIR/kubeconfig"
   # Real nodes join a running control plane too (make run, then make test with REAL_NODES=1).
   "$CLUSTER_HACK/node-up.sh"
+  # The CRD conversion endpoint too (started when missing, e.g. on a cluster from before it existed).
+  "$CLUSTER_HACK/local-convert.sh"
   exit 0
 fi
 if [ "$alive" -gt 0 ]; then
@@ -303,6 +306,7 @@ wait_for "$READY_TIMEOUT" "default ServiceAccount" kc get serviceaccount default
   fail kube-controller-manager "ServiceAccount default/default not created"
 for c in "${COMPONENTS[@]}"; do pid_of "$c" >/dev/null || fail "$c" "$c exited"; done
 
+"$CLUSTER_HACK/local-convert.sh" || fail local-convert "the CRD conversion endpoint did not start"
 "$CLUSTER_HACK/node-up.sh" || fail kubelet-0 "real nodes did not start (logs/kubelet-*.log, logs/containerd-*.log)"
 log "ready in $(since "$T0") s: $NODES kwok nodes, $REAL_NODES real nodes, https://127.0.0.1:$APISERVER_PORT"
 log "export KUBECONFIG=$CLUSTER_DIR/kubeconfig"

@@ -29,12 +29,16 @@
 //
 // In both modes every CustomResourceDefinition under <repo>/deploy/base/crds is applied
 // (server-side apply) and waited for until Established before the tests run; if any of them is
-// rejected or never becomes Established, Main reports all such CRDs and exits 1.
+// rejected or never becomes Established, Main reports all such CRDs and exits 1. On a cluster of
+// hack/cluster, a CRD converted by a webhook Service (DaemonSet, SidecarSet) is pointed at the
+// cluster's own conversion endpoint (hack/cluster/local-convert.sh: namespace flotilla-local, the
+// cluster CA), found in the cluster directory (the private one, or the shared kubeconfig's).
 package testenv
 
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -311,6 +315,10 @@ func (e *Env) installCRDs(ctx context.Context) error {
 	if err != nil || len(crds) == 0 {
 		return err
 	}
+	local := e.localConversion()
+	for _, crd := range crds {
+		local.point(crd)
+	}
 	client := e.dynamic.Resource(crdGVR)
 	// Apply all of them and report every failure at once (one broken CRD must not hide others).
 	var errs []error
@@ -348,6 +356,50 @@ func (e *Env) installCRDs(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// localConversion is the CRD conversion endpoint of a hack/cluster control plane (hack/cluster/local-convert.sh):
+// the namespace of its Services and the CA of its certificate. Zero when the cluster has none running (a cluster
+// not started by hack/cluster: the CRDs are applied as shipped).
+type localConversion struct {
+	namespace string
+	caBundle  []byte
+}
+
+// localConversion finds the endpoint in the cluster directory: the private cluster's, or the one holding the shared
+// cluster's kubeconfig (<repo>/.cluster/kubeconfig).
+func (e *Env) localConversion() localConversion {
+	dir := e.ClusterDir
+	if dir == "" {
+		dir = filepath.Dir(e.KubeconfigPath)
+	}
+	addr, err := os.ReadFile(filepath.Join(dir, "run", "local-convert.addr")) // "<ip>:<port>/<namespace>"
+	if err != nil {
+		return localConversion{}
+	}
+	ca, err := os.ReadFile(filepath.Join(dir, "pki", "local-convert", "ca.crt"))
+	if err != nil {
+		return localConversion{}
+	}
+	_, ns, ok := strings.Cut(strings.TrimSpace(string(addr)), "/")
+	if !ok || ns == "" {
+		return localConversion{}
+	}
+	return localConversion{namespace: ns, caBundle: ca}
+}
+
+// point makes a CRD's conversion webhook Service (deploy/base/crds names flotilla-system, where installed
+// controllers serve it) the local endpoint's, with its CA: on the local control plane the controllers run as
+// processes or not at all, and v1alpha1 clients (controllers, tests) need the conversion all the same.
+func (l localConversion) point(crd *unstructured.Unstructured) {
+	if l.namespace == "" {
+		return
+	}
+	if _, found, _ := unstructured.NestedMap(crd.Object, "spec", "conversion", "webhook", "clientConfig", "service"); !found {
+		return
+	}
+	_ = unstructured.SetNestedField(crd.Object, l.namespace, "spec", "conversion", "webhook", "clientConfig", "service", "namespace")
+	_ = unstructured.SetNestedField(crd.Object, base64.StdEncoding.EncodeToString(l.caBundle), "spec", "conversion", "webhook", "clientConfig", "caBundle")
 }
 
 func repoRoot() (string, error) {
@@ -391,7 +443,7 @@ func startPrivate(root string) (*privateCluster, error) {
 		if err != nil {
 			return nil, err
 		}
-		ports, err := freePorts(8)
+		ports, err := freePorts(9)
 		if err != nil {
 			return nil, err
 		}
@@ -407,6 +459,8 @@ func startPrivate(root string) (*privateCluster, error) {
 			// also takes KUBELET_PORT+2i+1; up.sh says so if it is taken.
 			"REGISTRY_PORT="+strconv.Itoa(ports[6]),
 			"KUBELET_PORT="+strconv.Itoa(ports[7]),
+			// The CRD conversion endpoint (hack/cluster/local-convert.sh) listens on this host's address.
+			"LOCAL_CONVERT_PORT="+strconv.Itoa(ports[8]),
 			"NODES="+nodes,
 		)}
 		pc.startWatchdog()
