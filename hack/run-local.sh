@@ -43,21 +43,14 @@ stop_all
 kubectl apply --server-side --force-conflicts -k "$ROOT/deploy/overlays/local" > /dev/null
 kubectl wait --for=condition=Established crd --all --timeout=60s > /dev/null
 
-# Conversion webhooks: the DaemonSet and SidecarSet CRDs name Services daemonset-controller-webhook:19445 and
-# sidecarset-controller-webhook:19443 (deploy/overlays/local keeps them without a selector); the API server routes
-# to a Service's endpoints (--enable-aggregator-routing), which may not be 127.0.0.1, so the endpoint is this
-# host's first non-loopback address, where the local processes listen.
-host_ip=$(hostname -I 2>/dev/null | awk '{print $1}')
-if [ -z "$host_ip" ]; then host_ip=$(ip -4 -o addr show scope global | awk '{split($4, a, "/"); print a[1]; exit}'); fi
-for ep in daemonset-controller-webhook:19445 sidecarset-controller-webhook:19443; do
-  kubectl apply --server-side --force-conflicts -f - > /dev/null <<EP
-apiVersion: v1
-kind: Endpoints
-metadata: {name: ${ep%%:*}, namespace: $NS, labels: {app.kubernetes.io/part-of: flotilla}}
-subsets:
-- addresses: [{ip: "$host_ip"}]
-  ports: [{name: conversion, port: ${ep##*:}, protocol: TCP}]
-EP
+# Conversion webhooks: the DaemonSet and SidecarSet CRDs store v1beta1 and convert by webhook; deploy/overlays/local
+# points their stanza at flotilla-local, where the cluster's own endpoint serves it (hack/cluster/local-convert.sh,
+# started by up.sh), so that it is there also when no controller runs. Its CA reaches a re-applied CRD within
+# seconds: wait for it, the controllers read at v1alpha1.
+CLUSTER_DIR="$CLUSTER_DIR" "$ROOT/hack/cluster/local-convert.sh"
+for crd in daemonsets.apps.kruise.io sidecarsets.apps.kruise.io; do
+  wait_for "the local conversion CA in CRD $crd" 30 bash -c \
+    "[ \"\$(kubectl get crd $crd -o jsonpath='{.spec.conversion.webhook.clientConfig.caBundle}')\" = \"$(base64 -w0 < "$CLUSTER_DIR/pki/local-convert/ca.crt")\" ]"
 done
 
 server=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
@@ -69,10 +62,10 @@ webhook_auth=
 if [ -s "$CLUSTER_DIR/admission/config.yaml" ]; then
   webhook_auth="--webhook-client-ca=$CLUSTER_DIR/pki/webhook-client-ca.crt --webhook-client-names=kube-apiserver-webhook-client"
 fi
-# sidecarset and daemonset also serve their CRDs' conversion, which the API server reaches through their Service
-# (the CRDs' stanza, as in a cluster) and its endpoint on this host's address (below): they listen on every address.
-extra_args() { case $1 in sidecarset) echo "--webhook-port=19443 $webhook_auth" ;;
-  daemonset) echo "--webhook-port=19445 $webhook_auth" ;;
+# sidecarset and daemonset also serve their CRDs' conversion, but the CRDs' stanza is the cluster's conversion
+# endpoint's (above): --webhook-external-crd-conversion, so that they never re-point it at themselves.
+extra_args() { case $1 in sidecarset) echo "--webhook-host=127.0.0.1 --webhook-port=19443 --webhook-external-crd-conversion $webhook_auth" ;;
+  daemonset) echo "--webhook-host=127.0.0.1 --webhook-port=19445 --webhook-external-crd-conversion $webhook_auth" ;;
   pub) echo "--webhook-host=127.0.0.1 --webhook-port=19444 $webhook_auth" ;;
   # PodProbeMarkerGate needs KruiseDaemon (a node agent); the probe component ships probe-agent, so its
   # controller runs with the gate on, here as in deploy/components/probe.

@@ -46,6 +46,13 @@ type Options struct {
 	// the overlays' NetworkPolicy is what keeps pods away (see README).
 	ClientCAFile string
 	ClientNames  []string
+	// ExternalCRDConversion: the conversion stanza of the CRDs this binary
+	// converts is kept by something else (on the local control plane,
+	// hack/cluster/local-convert.sh, which every v1alpha1 client needs also
+	// while no controller runs): ServeConversion serves conversion but
+	// never writes the stanza, so the two never fight over its Service and
+	// CA.
+	ExternalCRDConversion bool
 }
 
 // DefaultOptions for binary name: Secret <name>-webhook-certs and Service
@@ -70,6 +77,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Disabled, "webhook-disable", o.Disabled, "Do not serve admission webhooks.")
 	fs.StringVar(&o.ClientCAFile, "webhook-client-ca", o.ClientCAFile, "PEM file of the CAs signing the client certificate the API server presents to webhooks (its AdmissionConfiguration kubeConfigFile); when set, callers without such a certificate are refused. Empty: callers are not authenticated.")
 	fs.StringSliceVar(&o.ClientNames, "webhook-client-names", o.ClientNames, "Accepted webhook client identities (certificate CN or DNS name), with --webhook-client-ca; empty: any certificate the CA signed.")
+	fs.BoolVar(&o.ExternalCRDConversion, "webhook-external-crd-conversion", o.ExternalCRDConversion, "Serve CRD conversion but never write the CRDs' conversion stanza (Service, caBundle): something else keeps it (the local control plane's conversion endpoint, hack/cluster/local-convert.sh).")
 }
 
 // Validate reports invalid options.
@@ -162,10 +170,13 @@ func New(opts Options, client kubernetes.Interface, reg prometheus.Registerer, c
 // (metrics label name, e.g. "daemonset-convert") and keeps the
 // spec.conversion of the CRDs named crdNames calling this binary's Service
 // (--webhook-service-name in --webhook-secret-namespace, port 443) with
-// its CA bundle (PlanConversion). Call it once, before Run; fieldManager is
-// the binary's name.
+// its CA bundle (PlanConversion), unless Options.ExternalCRDConversion.
+// Call it once, before Run; fieldManager is the binary's name.
 func (c *Component) ServeConversion(crds apiextensionsclient.CustomResourceDefinitionInterface, fieldManager, name string, convert ConvertFunc, crdNames ...string) {
 	c.Server.RegisterConversion(ConversionPath, name, convert)
+	if c.opts.ExternalCRDConversion {
+		return
+	}
 	svc := ConversionService{Namespace: c.opts.Namespace, Name: c.opts.ServiceName, Path: ConversionPath, Port: 443}
 	c.Conversion = NewCRDConversion(crds, svc, fieldManager, c.certs.CABundle, crdNames...)
 	c.Conversion.Refresh = c.certs.Ensure

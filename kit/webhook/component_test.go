@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -69,4 +70,26 @@ func TestComponentWithCertDir(t *testing.T) {
 	assert.NoError(t, rc.Ready())
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// --webhook-external-crd-conversion: conversion is served, the CRDs' stanza is
+// left to whoever keeps it (hack/cluster/local-convert.sh); without it the
+// component keeps the stanza (CRDConversion).
+func TestServeConversionExternalStanza(t *testing.T) {
+	for _, external := range []bool{false, true} {
+		o := DefaultOptions("x-controller")
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		var args []string
+		if external {
+			args = []string{"--webhook-external-crd-conversion"}
+		}
+		require.NoError(t, fs.Parse(args))
+		o.CertDir = t.TempDir()
+		c, err := New(o, fake.NewClientset(), prometheus.NewRegistry(), nil)
+		require.NoError(t, err)
+		c.ServeConversion(nil, "x-controller", "x-convert", func(*unstructured.Unstructured, string) error { return nil }, "xs.example.com")
+		assert.Contains(t, c.Server.Paths(), ConversionPath, "external=%v: conversion served", external)
+		assert.Equal(t, external, c.Conversion == nil, "external=%v: stanza kept by the component", external)
+	}
 }

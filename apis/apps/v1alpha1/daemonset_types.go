@@ -193,16 +193,13 @@ type DaemonSetStatus struct {
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="CONTAINERS",type="string",priority=1,JSONPath=".spec.template.spec.containers[*].name",description="The containers of the pod template."
 // +kubebuilder:printcolumn:name="IMAGES",type="string",priority=1,JSONPath=".spec.template.spec.containers[*].image",description="The images of the pod template."
-// +kubebuilder:storageversion
 
 // DaemonSet (Advanced DaemonSet) runs a pod on every eligible node, with
 // partitioned, selective, surging and in-place rolling updates.
 //
-// v1beta1 is served too, converted by apis/apps/conversion. The storage
-// version stays v1alpha1 until the CRD's conversion strategy is Webhook:
-// with strategy None the API server would prune the fields the two
-// versions do not share. Then the storageversion marker moves to v1beta1
-// (issue 23).
+// v1beta1 is served too and is the storage version (as OpenKruise v1.9
+// stores it); the CRD converts with strategy Webhook (apis/apps/conversion,
+// served by the controller; issue 23).
 type DaemonSet struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

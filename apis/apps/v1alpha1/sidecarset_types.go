@@ -359,16 +359,13 @@ type SidecarSetStatus struct {
 // +kubebuilder:printcolumn:name="UPDATED",type="integer",JSONPath=".status.updatedPods",description="The number of pods matched and updated."
 // +kubebuilder:printcolumn:name="READY",type="integer",JSONPath=".status.readyPods",description="The number of pods matched and ready."
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
-// +kubebuilder:storageversion
 
 // SidecarSet injects sidecar containers into matching pods and updates
 // them in place.
 //
-// v1beta1 is served too, converted by apis/apps/conversion. The storage
-// version stays v1alpha1 until the CRD's conversion strategy is Webhook:
-// with strategy None the API server would prune the fields the two
-// versions do not share. Then the storageversion marker moves to v1beta1
-// (issue 23).
+// v1beta1 is served too and is the storage version (as OpenKruise v1.9
+// stores it); the CRD converts with strategy Webhook (apis/apps/conversion,
+// served by the controller; issue 23).
 type SidecarSet struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -210,6 +210,7 @@ type DaemonSetStatus struct {
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="CONTAINERS",type="string",priority=1,JSONPath=".spec.template.spec.containers[*].name",description="The containers of the pod template."
 // +kubebuilder:printcolumn:name="IMAGES",type="string",priority=1,JSONPath=".spec.template.spec.containers[*].image",description="The images of the pod template."
+// +kubebuilder:storageversion
 
 // DaemonSet (Advanced DaemonSet) runs a pod on every eligible node, with
 // partitioned, selective, surging and in-place rolling updates. v1alpha1 is

@@ -364,6 +364,7 @@ type SidecarSetStatus struct {
 // +kubebuilder:printcolumn:name="UPDATED",type="integer",JSONPath=".status.updatedPods",description="The number of pods matched and updated."
 // +kubebuilder:printcolumn:name="READY",type="integer",JSONPath=".status.readyPods",description="The number of pods matched and ready."
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:storageversion
 
 // SidecarSet injects sidecar containers into matching pods and updates
 // them in place. v1alpha1 is served too,

@@ -30,11 +30,9 @@ import (
 // DaemonSet (Advanced DaemonSet) runs a pod on every eligible node, with
 // partitioned, selective, surging and in-place rolling updates.
 //
-// v1beta1 is served too, converted by apis/apps/conversion. The storage
-// version stays v1alpha1 until the CRD's conversion strategy is Webhook:
-// with strategy None the API server would prune the fields the two
-// versions do not share. Then the storageversion marker moves to v1beta1
-// (issue 23).
+// v1beta1 is served too and is the storage version (as OpenKruise v1.9
+// stores it); the CRD converts with strategy Webhook (apis/apps/conversion,
+// served by the controller; issue 23).
 type DaemonSetApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
