@@ -153,9 +153,24 @@ func TestServedVersions(t *testing.T) {
 				assert.Equal(t, a.AdditionalPrinterColumns, b.AdditionalPrinterColumns)
 				return
 			}
-			// Until the CRD's conversion is Webhook, the storage version stays
-			// v1alpha1 (see apis/apps/v1alpha1's DaemonSet and SidecarSet).
-			assert.True(t, a.Storage, "v1alpha1 stays the storage version while conversion is not wired")
+			// The versions differ: the CRD converts by webhook (the
+			// controller's Service, apis/crd-patches) and stores v1beta1, the
+			// preferred version, as OpenKruise v1.9 does, so the garbage
+			// collector and namespace deletion never need the webhook.
+			require.NotNil(t, crd.Spec.Conversion)
+			assert.Equal(t, apiextensionsv1.WebhookConverter, crd.Spec.Conversion.Strategy)
+			if assert.NotNil(t, crd.Spec.Conversion.Webhook) && assert.NotNil(t, crd.Spec.Conversion.Webhook.ClientConfig) &&
+				assert.NotNil(t, crd.Spec.Conversion.Webhook.ClientConfig.Service) {
+				svc := crd.Spec.Conversion.Webhook.ClientConfig.Service
+				assert.Equal(t, "flotilla-system", svc.Namespace)
+				assert.Equal(t, strings.ToLower(kind)+"-controller-webhook", svc.Name)
+				if assert.NotNil(t, svc.Path) {
+					assert.Equal(t, "/convert", *svc.Path)
+				}
+			}
+			assert.Equal(t, []string{"v1"}, crd.Spec.Conversion.Webhook.ConversionReviewVersions)
+			assert.True(t, b.Storage, "v1beta1 is the storage version, as in OpenKruise v1.9")
+			assert.False(t, a.Storage)
 			assert.ElementsMatch(t, mapped[kind], onlyInOne(a.Schema.OpenAPIV3Schema, b.Schema.OpenAPIV3Schema))
 		})
 	}
