@@ -10,7 +10,9 @@
 //   - there, the selector-less Services daemonset-controller-webhook (port 19445) and
 //     sidecarset-controller-webhook (port 19443), the ports of the CRDs' stanza, with Endpoints to itself;
 //   - the caBundle of each of the two CRDs whose stanza names a Service in --namespace (a stanza naming another
-//     namespace belongs to controllers installed there, which write it themselves: left alone).
+//     namespace belongs to controllers installed there, which write it themselves: left alone), and points at
+//     --namespace a stanza naming a Service of --adopt-namespace (flotilla-system) that does not exist (the
+//     shipped CRDs re-applied by an install since uninstalled).
 //
 // No leader election: one instance per local cluster.
 package main
@@ -58,22 +60,23 @@ var targets = []target{
 const fieldManager = "flotilla-local-convert"
 
 func main() {
-	var kubeconfig, certDir, bind, namespace string
+	var kubeconfig, certDir, bind, namespace, adopt string
 	var resync time.Duration
 	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the local cluster")
 	flag.StringVar(&certDir, "cert-dir", "", "directory with tls.crt, tls.key and ca.crt (the cluster CA)")
 	flag.StringVar(&bind, "bind-address", "", "host:port to serve on; the host is the Services' endpoint (not loopback)")
 	flag.StringVar(&namespace, "namespace", "flotilla-local", "namespace of the Services the CRDs' stanza names")
+	flag.StringVar(&adopt, "adopt-namespace", "flotilla-system", "a stanza naming a Service in this namespace that does not exist is pointed here (empty: never)")
 	flag.DurationVar(&resync, "resync", 5*time.Second, "how often the Services, Endpoints and caBundles are re-asserted")
 	klog.InitFlags(nil)
 	flag.Parse()
-	if err := run(kubeconfig, certDir, bind, namespace, resync); err != nil {
+	if err := run(kubeconfig, certDir, bind, namespace, adopt, resync); err != nil {
 		klog.ErrorS(err, "local-convert failed")
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, certDir, bind, namespace string, resync time.Duration) error {
+func run(kubeconfig, certDir, bind, namespace, adopt string, resync time.Duration) error {
 	host, portStr, err := net.SplitHostPort(bind)
 	if err != nil {
 		return fmt.Errorf("--bind-address %q: %w", bind, err)
@@ -120,7 +123,7 @@ func run(kubeconfig, certDir, bind, namespace string, resync time.Duration) erro
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Run(ctx) }()
 
-	k := &keeper{kube: kube, ext: ext, namespace: namespace, ip: ip.String(), port: int32(port), bundle: certs.CABundle}
+	k := &keeper{kube: kube, ext: ext, namespace: namespace, adopt: adopt, ip: ip.String(), port: int32(port), bundle: certs.CABundle}
 	t := time.NewTicker(resync)
 	defer t.Stop()
 	for {
@@ -143,6 +146,7 @@ type keeper struct {
 	kube      kubernetes.Interface
 	ext       apiextensionsclient.Interface
 	namespace string
+	adopt     string // see syncCRD
 	ip        string
 	port      int32
 	bundle    func() []byte
@@ -210,26 +214,56 @@ func (k *keeper) syncCRD(ctx context.Context, t target) error {
 		return fmt.Errorf("reading CRD %s: %w", t.crd, err)
 	}
 	if !namesNamespace(crd.Spec.Conversion, k.namespace) {
-		return nil
+		// The shipped stanza (deploy/base/crds names flotilla-system) whose Service is gone: re-applied by an
+		// install that is uninstalled since (test/e2e/install, the Helm install test), it converts nothing, and every
+		// v1alpha1 client of the kind fails until something points it back. While the Service exists, the
+		// controllers installed there serve and keep the stanza: left alone, as is a stanza naming any other
+		// namespace (another product's, or an operator's).
+		if !namesNamespace(crd.Spec.Conversion, k.adopt) || k.adopt == "" {
+			return nil
+		}
+		svcRef := crd.Spec.Conversion.Webhook.ClientConfig.Service
+		_, err := k.kube.CoreV1().Services(svcRef.Namespace).Get(ctx, svcRef.Name, metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return err // nil: it is served there
+		}
+		return k.repoint(ctx, crd.Name, crd.ResourceVersion, crd.Spec.Conversion, t)
 	}
 	svc := webhook.ConversionService{Namespace: k.namespace, Name: t.service, Path: webhook.ConversionPath, Port: t.port}
 	want, changed := webhook.PlanConversion(crd.Spec.Conversion, svc, k.bundle())
 	if !changed {
 		return nil
 	}
+	return k.patch(ctx, t.crd, crd.ResourceVersion, want, "Wrote the local conversion endpoint's CA into the CRD")
+}
+
+// repoint points a stanza at the local endpoint's Service (its namespace, name and port) with its CA.
+func (k *keeper) repoint(ctx context.Context, name, resourceVersion string, cur *apiextensionsv1.CustomResourceConversion, t target) error {
+	want := cur.DeepCopy()
+	want.Webhook.ClientConfig.Service = &apiextensionsv1.ServiceReference{Namespace: k.namespace, Name: t.service,
+		Path: ptrString(webhook.ConversionPath), Port: ptrInt32(t.port)}
+	want.Webhook.ClientConfig.CABundle = k.bundle()
+	return k.patch(ctx, name, resourceVersion, want, "Pointed the CRD's conversion at the local endpoint: the Service it named is gone")
+}
+
+func ptrString(s string) *string { return &s }
+func ptrInt32(i int32) *int32    { return &i }
+
+func (k *keeper) patch(ctx context.Context, name, resourceVersion string, want *apiextensionsv1.CustomResourceConversion, msg string) error {
 	// A merge patch of the stanza on the version judged (a CRD re-pointed meanwhile is a conflict, judged again
 	// at the next pass).
 	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": crd.ResourceVersion},
+		"metadata": map[string]any{"resourceVersion": resourceVersion},
 		"spec":     map[string]any{"conversion": want},
 	})
 	if err != nil {
 		return err
 	}
-	if _, err := crds.Patch(ctx, t.crd, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
-		return fmt.Errorf("writing the caBundle of CRD %s: %w", t.crd, err)
+	crds := k.ext.ApiextensionsV1().CustomResourceDefinitions()
+	if _, err := crds.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
+		return fmt.Errorf("writing the conversion stanza of CRD %s: %w", name, err)
 	}
-	klog.FromContext(ctx).Info("Wrote the local conversion endpoint's CA into the CRD", "crd", t.crd)
+	klog.FromContext(ctx).Info(msg, "crd", name)
 	return nil
 }
 
