@@ -78,7 +78,9 @@ spec:
 	}
 	_, err = env.Dynamic().Resource(alpha("daemonsets")).Namespace(ns).Create(ctx, ds, metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = env.Dynamic().Resource(alpha("sidecarsets")).Delete(context.Background(), ssName, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.Dynamic().Resource(alpha("sidecarsets")).Delete(context.Background(), ssName, metav1.DeleteOptions{})
+	})
 	_, err = env.Dynamic().Resource(alpha("sidecarsets")).Create(ctx, ss, metav1.CreateOptions{})
 	require.NoError(t, err)
 
