@@ -35,6 +35,14 @@ type Options struct {
 	// <ServiceName>.<Namespace>.svc (and .cluster.local), plus localhost and
 	// 127.0.0.1 for a local process.
 	ServiceName string
+	// ConversionServiceName is the Service ServeConversion writes into the
+	// CRDs' conversion stanza (empty: ServiceName). A binary whose readiness
+	// waits on an informer of a converted kind needs its own Service here,
+	// one with publishNotReadyAddresses: a Service's endpoints hold only
+	// Ready pods, so conversion behind the admission Service would wait on
+	// the readiness that waits on conversion (issue 23). The serving
+	// certificate covers its DNS names too.
+	ConversionServiceName string
 	// ShutdownDelay: see ServerOptions (default 3s).
 	ShutdownDelay time.Duration
 	// Disabled turns the server off (no webhook configuration installed).
@@ -73,6 +81,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SecretName, "webhook-secret-name", o.SecretName, "Secret holding the self-managed webhook CA and serving certificate, shared by every replica.")
 	fs.StringVar(&o.Namespace, "webhook-secret-namespace", o.Namespace, "Namespace of the certificate Secret and the webhook Service (default: $POD_NAMESPACE, else flotilla-system).")
 	fs.StringVar(&o.ServiceName, "webhook-service-name", o.ServiceName, "Service in front of the webhook replicas; the serving certificate covers its DNS names.")
+	fs.StringVar(&o.ConversionServiceName, "webhook-conversion-service-name", o.ConversionServiceName, "Service the CRDs' conversion stanza names (one publishing not-ready addresses, when readiness waits on a converted kind); the serving certificate covers its DNS names too. Empty: --webhook-service-name.")
 	fs.DurationVar(&o.ShutdownDelay, "webhook-shutdown-delay", o.ShutdownDelay, "On shutdown, keep serving webhooks this long (not ready) so the API server stops calling this replica first.")
 	fs.BoolVar(&o.Disabled, "webhook-disable", o.Disabled, "Do not serve admission webhooks.")
 	fs.StringVar(&o.ClientCAFile, "webhook-client-ca", o.ClientCAFile, "PEM file of the CAs signing the client certificate the API server presents to webhooks (its AdmissionConfiguration kubeConfigFile); when set, callers without such a certificate are refused. Empty: callers are not authenticated.")
@@ -96,11 +105,30 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// CertPolicy is the certificate policy these options ask for.
+// conversionServiceName is the Service the CRDs' conversion stanza names:
+// --webhook-conversion-service-name, else --webhook-service-name.
+func (o *Options) conversionServiceName() string {
+	if o.ConversionServiceName != "" {
+		return o.ConversionServiceName
+	}
+	return o.ServiceName
+}
+
+// CertPolicy is the certificate policy these options ask for: the DNS
+// names of the webhook Service and, when it differs, of the conversion
+// Service (the API server checks the name it dials).
 func (o *Options) CertPolicy() CertPolicy {
-	svc := o.ServiceName + "." + o.Namespace + ".svc"
+	services := []string{o.ServiceName}
+	if cs := o.conversionServiceName(); cs != o.ServiceName {
+		services = append(services, cs)
+	}
+	var names []string
+	for _, name := range services {
+		svc := name + "." + o.Namespace + ".svc"
+		names = append(names, svc, svc+".cluster.local", name+"."+o.Namespace)
+	}
 	return CertPolicy{
-		DNSNames: []string{svc, svc + ".cluster.local", o.ServiceName + "." + o.Namespace, "localhost"},
+		DNSNames: append(names, "localhost"),
 		IPs:      []net.IP{net.ParseIP("127.0.0.1")},
 	}
 }
@@ -169,7 +197,8 @@ func New(opts Options, client kubernetes.Interface, reg prometheus.Registerer, c
 // ServeConversion serves CRD conversion with convert on ConversionPath
 // (metrics label name, e.g. "daemonset-convert") and keeps the
 // spec.conversion of the CRDs named crdNames calling this binary's Service
-// (--webhook-service-name in --webhook-secret-namespace, port 443) with
+// (--webhook-conversion-service-name, default --webhook-service-name, in
+// --webhook-secret-namespace, port 443 unless the CRD names one) with
 // its CA bundle (PlanConversion), unless Options.ExternalCRDConversion.
 // Call it once, before Run; fieldManager is the binary's name.
 func (c *Component) ServeConversion(crds apiextensionsclient.CustomResourceDefinitionInterface, fieldManager, name string, convert ConvertFunc, crdNames ...string) {
@@ -177,7 +206,7 @@ func (c *Component) ServeConversion(crds apiextensionsclient.CustomResourceDefin
 	if c.opts.ExternalCRDConversion {
 		return
 	}
-	svc := ConversionService{Namespace: c.opts.Namespace, Name: c.opts.ServiceName, Path: ConversionPath, Port: 443}
+	svc := ConversionService{Namespace: c.opts.Namespace, Name: c.opts.conversionServiceName(), Path: ConversionPath, Port: 443}
 	c.Conversion = NewCRDConversion(crds, svc, fieldManager, c.certs.CABundle, crdNames...)
 	c.Conversion.Refresh = c.certs.Ensure
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/fake"
@@ -41,6 +43,48 @@ func TestOptions(t *testing.T) {
 	assert.Contains(t, p.DNSNames, "x-controller-webhook.flotilla-system.svc")
 	assert.Contains(t, p.DNSNames, "x-controller-webhook.flotilla-system.svc.cluster.local")
 	assert.Equal(t, "127.0.0.1", p.IPs[0].String())
+	assert.NotContains(t, p.DNSNames, "x-controller-conversion.flotilla-system.svc")
+}
+
+// --webhook-conversion-service-name (issue 23): the serving certificate
+// covers the conversion Service's names as well as the webhook Service's
+// (the API server checks the name it dials), and ServeConversion writes it
+// into the CRD's stanza; unset, both are the webhook Service.
+func TestConversionServiceName(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantSvc string
+	}{
+		{nil, "x-controller-webhook"},
+		{[]string{"--webhook-conversion-service-name=x-controller-conversion"}, "x-controller-conversion"},
+	} {
+		o := DefaultOptions("x-controller")
+		o.Namespace = "ns"
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		require.NoError(t, fs.Parse(tc.args))
+		p := o.CertPolicy()
+		for _, svc := range []string{"x-controller-webhook", tc.wantSvc} {
+			for _, n := range []string{svc + ".ns.svc", svc + ".ns.svc.cluster.local", svc + ".ns"} {
+				assert.Contains(t, p.DNSNames, n, "%v", tc.args)
+			}
+		}
+		assert.Len(t, p.DNSNames, len(slices.Compact(slices.Sorted(slices.Values(p.DNSNames)))), "no name twice")
+
+		c, err := New(o, fake.NewClientset(), prometheus.NewRegistry(), nil)
+		require.NoError(t, err)
+		c.ServeConversion(nil, "x-controller", "x-convert", func(*unstructured.Unstructured, string) error { return nil }, "xs.example.com")
+		require.NotNil(t, c.Conversion)
+		assert.Equal(t, ConversionService{Namespace: "ns", Name: tc.wantSvc, Path: ConversionPath, Port: 443}, c.Conversion.Service, "%v", tc.args)
+		port := int32(19443)
+		cur := &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
+			ClientConfig: &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Namespace: "flotilla-system", Name: "x-controller-webhook", Port: &port}}}}
+		want, changed := PlanConversion(cur, c.Conversion.Service, []byte("ca"))
+		assert.True(t, changed)
+		assert.Equal(t, tc.wantSvc, want.Webhook.ClientConfig.Service.Name, "%v", tc.args)
+		assert.Equal(t, "ns", want.Webhook.ClientConfig.Service.Namespace)
+		assert.Equal(t, port, *want.Webhook.ClientConfig.Service.Port, "the manifest's port is kept")
+	}
 }
 
 // The component with external certificates: it serves the files, injects

@@ -23,8 +23,9 @@ import (
 const ConversionPath = "/convert"
 
 // ConversionService is the Service the API server calls for conversion: the
-// binary's webhook Service (--webhook-service-name in
-// --webhook-secret-namespace), port 443, path /convert.
+// binary's conversion Service (--webhook-conversion-service-name, default
+// --webhook-service-name, in --webhook-secret-namespace), port 443 unless
+// the CRD names one, path /convert.
 type ConversionService struct {
 	Namespace, Name string
 	Path            string
