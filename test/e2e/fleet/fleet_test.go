@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -219,4 +220,11 @@ func TestPodProbeMarkerRefusedWhileGateOff(t *testing.T) {
 		return err == nil && m.Status.ObservedGeneration == m.Generation, err
 	})
 	assert.Empty(t, got.Status.Conditions, "the reconciler drops the refusal once it runs")
+	// The running controller has put its finalizer on the marker: delete it while the controller still runs to
+	// release it, or the test's namespace would stay Terminating once the process stops.
+	require.NoError(t, client.AppsV1alpha1().PodProbeMarkers(f.ns).Delete(context.Background(), "off", metav1.DeleteOptions{}))
+	testenv.Eventually(t, time.Minute, func() (bool, error) {
+		_, err := client.AppsV1alpha1().PodProbeMarkers(f.ns).Get(context.Background(), "off", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
 }

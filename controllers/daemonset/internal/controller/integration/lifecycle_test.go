@@ -111,6 +111,12 @@ func TestPreDeleteScaleIn(t *testing.T) {
 	}))
 	placed := h.waitPlaced("fin", nodes, "")
 	ctx := context.Background()
+	t.Cleanup(func() { // every pod carries the finalizer: it would keep the namespace Terminating for good
+		pods, _ := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{})
+		for _, p := range pods.Items {
+			_, _ = h.env.Kube.CoreV1().Pods(h.ns).Patch(context.Background(), p.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		}
+	})
 	n, err := h.env.Kube.CoreV1().Nodes().Get(ctx, nodes[0], metav1.GetOptions{})
 	require.NoError(t, err)
 	n.Labels[h.nodeLabel] = "out"
@@ -120,9 +126,6 @@ func TestPreDeleteScaleIn(t *testing.T) {
 	p := h.preparing("fin")[0]
 	assert.Equal(t, placed[nodes[0]].UID, p.UID)
 	assert.Nil(t, p.DeletionTimestamp, "not deleted while the hook holds")
-	t.Cleanup(func() { // the finalizer would keep the namespace alive
-		_, _ = h.env.Kube.CoreV1().Pods(h.ns).Patch(context.Background(), p.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-	})
 	h.env.PatchPod(t, h.ns, p.Name, `{"metadata":{"finalizers":null}}`)
 	testenv.Eventually(t, waitTimeout, func() (bool, error) { return len(h.byNode("fin")[nodes[0]]) == 0, nil })
 	h.waitStatus("fin", "one node left", settled(1))
