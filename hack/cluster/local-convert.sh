@@ -4,7 +4,7 @@
 # every v1alpha1 read or write of them needs one, also when no controller runs (make test stops make run's):
 # $CLUSTER_BIN/local-convert (test/e2e/cmd/local-convert: kit/webhook's conversion handler over
 # apis/apps/conversion.Convert) serves it on this host's first non-loopback address, port LOCAL_CONVERT_PORT, and
-# keeps the selector-less Services daemonset-controller-webhook / sidecarset-controller-webhook in
+# keeps the selector-less Services daemonset-controller-webhook / sidecarset-controller-conversion in
 # LOCAL_CONVERT_NAMESPACE (flotilla-local) with Endpoints to itself, and the caBundle of the CRDs whose stanza names
 # that namespace (kit/testenv and deploy/overlays/local point the stanza there).
 #
@@ -34,13 +34,14 @@ fi
 
 # Serving certificate for the Services' names and the address.
 dir=$PKI/local-convert
-if [ "$(cat "$dir/san" 2>/dev/null)" != "$ip/$ns" ] || [ ! -s "$dir/tls.crt" ]; then
+services="daemonset-controller-webhook sidecarset-controller-conversion"
+if [ "$(cat "$dir/san" 2>/dev/null)" != "$ip/$ns/$services" ] || [ ! -s "$dir/tls.crt" ]; then
   mkdir -p "$dir"
   ( umask 077; cd "$dir"
     openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out tls.key 2>/dev/null
     openssl req -new -key tls.key -subj "/CN=flotilla-local-convert" -out tls.csr 2>/dev/null
     san="IP:$ip"
-    for s in daemonset-controller-webhook sidecarset-controller-webhook; do
+    for s in $services; do
       san+=",DNS:$s.$ns.svc,DNS:$s.$ns.svc.cluster.local"
     done
     printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
@@ -49,7 +50,7 @@ if [ "$(cat "$dir/san" 2>/dev/null)" != "$ip/$ns" ] || [ ! -s "$dir/tls.crt" ]; 
       -extfile tls.ext 2>/dev/null
     rm -f tls.csr tls.ext "$PKI"/*.srl
     cp "$PKI/ca.crt" ca.crt
-    echo "$ip/$ns" > san )
+    echo "$ip/$ns/$services" > san )
 fi
 
 mkdir -p "$LOGS" "$RUN"
@@ -70,6 +71,6 @@ tls_up() {
   [ "${code:-000}" != 000 ]
 }
 wait_for "$READY_TIMEOUT" local-convert tls_up || { tail -n 20 "$LOGS/local-convert.log" >&2; die "local-convert not serving"; }
-wait_for "$READY_TIMEOUT" local-convert kc -n "$ns" get endpoints sidecarset-controller-webhook ||
+wait_for "$READY_TIMEOUT" local-convert kc -n "$ns" get endpoints sidecarset-controller-conversion ||
   { tail -n 20 "$LOGS/local-convert.log" >&2; die "local-convert not up"; }
 log "local-convert: CRD conversion on https://$addr$( [ "$ns" = flotilla-local ] || echo " (namespace $ns)")"

@@ -45,8 +45,20 @@ type Options struct {
 	RevisionNamespace string
 }
 
+// ConversionServiceName is the Service the SidecarSet CRD's conversion
+// stanza names (deploy/components/sidecarset/webhook.yaml): one of its own,
+// publishing not-ready addresses, because a replica's readiness waits on its
+// SidecarSet informer, whose v1alpha1 list needs conversion; behind the
+// admission Service (Ready endpoints only) an install where SidecarSets
+// exist would never become ready (issue 23).
+const ConversionServiceName = Name + "-conversion"
+
 // NewOptions returns the defaults.
-func NewOptions() *Options { return &Options{Webhook: kitwebhook.DefaultOptions(Name)} }
+func NewOptions() *Options {
+	o := &Options{Webhook: kitwebhook.DefaultOptions(Name)}
+	o.Webhook.ConversionServiceName = ConversionServiceName
+	return o
+}
 
 // AddFlags registers the webhook flags and --revision-namespace.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {

@@ -40,3 +40,18 @@ func TestRevisionNamespace(t *testing.T) {
 	Binary().AddFlags(fs)
 	require.NotNil(t, fs.Lookup("revision-namespace"))
 }
+
+// The SidecarSet CRD's conversion goes through Service
+// sidecarset-controller-conversion (publishNotReadyAddresses, the manifests),
+// not the admission Service of Ready endpoints: a replica's readiness waits
+// on the SidecarSet informer, which needs conversion (issue 23). A default,
+// since controller-defaults replaces the Deployment's args.
+func TestConversionServiceDefault(t *testing.T) {
+	o := NewOptions()
+	fs := pflag.NewFlagSet(Name, pflag.ContinueOnError)
+	o.AddFlags(fs)
+	require.NoError(t, fs.Parse(nil))
+	assert.Equal(t, "sidecarset-controller-conversion", o.Webhook.ConversionServiceName)
+	assert.Equal(t, "sidecarset-controller-webhook", o.Webhook.ServiceName, "admission keeps its Service")
+	assert.Contains(t, o.Webhook.CertPolicy().DNSNames, "sidecarset-controller-conversion."+o.Webhook.Namespace+".svc")
+}

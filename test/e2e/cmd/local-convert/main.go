@@ -8,7 +8,9 @@
 // certificate of the cluster CA, and keeps, every --resync:
 //   - namespace --namespace (flotilla-local: never the flotilla-system that installs create and delete);
 //   - there, the selector-less Services daemonset-controller-webhook (port 19445) and
-//     sidecarset-controller-webhook (port 19443), the ports of the CRDs' stanza, with Endpoints to itself;
+//     sidecarset-controller-conversion (port 19443), the names and ports of the CRDs' stanza, with Endpoints to
+//     itself; a stanza in --namespace naming another Service (e.g. sidecarset-controller-webhook, before issue 23)
+//     is pointed at these;
 //   - the caBundle of each of the two CRDs whose stanza names a Service in --namespace (a stanza naming another
 //     namespace belongs to controllers installed there, which write it themselves: left alone), and points at
 //     --namespace a stanza naming a Service of --adopt-namespace (flotilla-system) that does not exist (the
@@ -54,7 +56,7 @@ type target struct {
 
 var targets = []target{
 	{"daemonsets.apps.kruise.io", "daemonset-controller-webhook", 19445},
-	{"sidecarsets.apps.kruise.io", "sidecarset-controller-webhook", 19443},
+	{"sidecarsets.apps.kruise.io", "sidecarset-controller-conversion", 19443},
 }
 
 const fieldManager = "flotilla-local-convert"
@@ -202,8 +204,9 @@ func (k *keeper) syncService(ctx context.Context, t target, opts metav1.PatchOpt
 	return nil
 }
 
-// syncCRD writes the caBundle of a CRD whose stanza names a Service in k.namespace (PlanConversion keeps the
-// rest of the stanza: Service name and port as shipped).
+// syncCRD writes the caBundle and the Service name of a CRD whose stanza names a Service in k.namespace
+// (PlanConversion keeps the port as shipped; the name is the target's, so a stanza applied before the SidecarSet
+// CRD named sidecarset-controller-conversion is pointed at it).
 func (k *keeper) syncCRD(ctx context.Context, t target) error {
 	crds := k.ext.ApiextensionsV1().CustomResourceDefinitions()
 	crd, err := crds.Get(ctx, t.crd, metav1.GetOptions{})

@@ -109,8 +109,32 @@ func TestKeeperRepairsDrift(t *testing.T) {
 	k := &keeper{kube: kube, ext: extfake.NewClientset(), namespace: "flotilla-local", ip: "192.0.2.7", port: 19446,
 		bundle: func() []byte { return []byte("local-ca") }}
 	require.NoError(t, k.sync(ctx))
-	require.NoError(t, kube.CoreV1().Endpoints("flotilla-local").Delete(ctx, "sidecarset-controller-webhook", metav1.DeleteOptions{})) //nolint:staticcheck
+	require.NoError(t, kube.CoreV1().Endpoints("flotilla-local").Delete(ctx, "sidecarset-controller-conversion", metav1.DeleteOptions{})) //nolint:staticcheck
 	require.NoError(t, k.sync(ctx))
-	_, err := kube.CoreV1().Endpoints("flotilla-local").Get(ctx, "sidecarset-controller-webhook", metav1.GetOptions{}) //nolint:staticcheck
+	_, err := kube.CoreV1().Endpoints("flotilla-local").Get(ctx, "sidecarset-controller-conversion", metav1.GetOptions{}) //nolint:staticcheck
+	require.NoError(t, err)
+}
+
+// The SidecarSet CRD converts through Service sidecarset-controller-conversion (issue 23: the admission Service
+// holds Ready pods only, and a replica's readiness needs conversion): the keeper serves behind that name, and a
+// local stanza still naming sidecarset-controller-webhook (a CRD applied before the change) is pointed at it,
+// port and path kept.
+func TestKeeperSidecarSetConversionService(t *testing.T) {
+	const ss = "sidecarsets.apps.kruise.io"
+	ctx := context.Background()
+	kube := fake.NewClientset()
+	ext := extfake.NewClientset(crdConverting(ss, apiextensionsv1.WebhookConverter, "flotilla-local", "sidecarset-controller-webhook", 19443, "old"))
+	k := &keeper{kube: kube, ext: ext, namespace: "flotilla-local", adopt: "flotilla-system", ip: "192.0.2.7", port: 19446,
+		bundle: func() []byte { return []byte("local-ca") }}
+	require.NoError(t, k.sync(ctx))
+	got, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, ss, metav1.GetOptions{})
+	require.NoError(t, err)
+	cc := got.Spec.Conversion.Webhook.ClientConfig
+	assert.Equal(t, "flotilla-local", cc.Service.Namespace)
+	assert.Equal(t, "sidecarset-controller-conversion", cc.Service.Name)
+	assert.Equal(t, int32(19443), *cc.Service.Port)
+	assert.Equal(t, "/convert", *cc.Service.Path)
+	assert.Equal(t, "local-ca", string(cc.CABundle))
+	_, err = kube.CoreV1().Endpoints("flotilla-local").Get(ctx, "sidecarset-controller-conversion", metav1.GetOptions{}) //nolint:staticcheck
 	require.NoError(t, err)
 }
