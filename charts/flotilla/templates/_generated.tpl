@@ -10,16 +10,16 @@ probe-controller: [EnablePodProbeMarkerOnServerless, KruiseDaemon, PodProbeMarke
 cronjob-controller: []
 probe-agent: []
 {{- end -}}
-{{- /* Per values section: the feature switching it, its binary, whether it serves admission webhooks. */ -}}
+{{- /* Per values section: the feature switching it, its binary, whether it serves webhooks, the Services in front of it. */ -}}
 {{- define "flotilla.sections" -}}
-cloneset: {feature: cloneset, binary: cloneset-controller, webhook: false}
-statefulset: {feature: statefulset, binary: statefulset-controller, webhook: false}
-daemonset: {feature: daemonset, binary: daemonset-controller, webhook: true}
-sidecarset: {feature: sidecarset, binary: sidecarset-controller, webhook: true}
-pub: {feature: pub, binary: pub-controller, webhook: true}
-probe: {feature: probe, binary: probe-controller, webhook: false}
-cronjob: {feature: cronjob, binary: cronjob-controller, webhook: false}
-daemon: {feature: probe, binary: probe-agent, webhook: false}
+cloneset: {feature: cloneset, binary: cloneset-controller, webhook: false, services: []}
+statefulset: {feature: statefulset, binary: statefulset-controller, webhook: false, services: []}
+daemonset: {feature: daemonset, binary: daemonset-controller, webhook: true, services: [daemonset-controller-webhook]}
+sidecarset: {feature: sidecarset, binary: sidecarset-controller, webhook: true, services: [sidecarset-controller-conversion, sidecarset-controller-webhook]}
+pub: {feature: pub, binary: pub-controller, webhook: true, services: [pub-controller-webhook]}
+probe: {feature: probe, binary: probe-controller, webhook: false, services: []}
+cronjob: {feature: cronjob, binary: cronjob-controller, webhook: false, services: []}
+daemon: {feature: probe, binary: probe-agent, webhook: false, services: []}
 {{- end -}}
 {{- /* Values standing for a variant overlay (gen.Variants): namespace names, checked to be DNS-1123 labels. */ -}}
 {{- define "flotilla.variantValues" -}}

@@ -70,14 +70,17 @@ type defaults struct {
 
 type section struct {
 	Name, Feature, Binary string
-	Replicas              any
-	Repository, Tag       string
-	Resources             any
-	MetricsPort           any
-	HealthPort            any
-	WebhookPort           any // nil: no webhook
-	SocketPath            string
-	MaxConcurrentExecs    string
+	// Services selecting the binary's pods: the cert-manager Certificate covers their DNS names (the admission
+	// Service and, for sidecarset-controller, its conversion Service).
+	Services           []string
+	Replicas           any
+	Repository, Tag    string
+	Resources          any
+	MetricsPort        any
+	HealthPort         any
+	WebhookPort        any // nil: no webhook
+	SocketPath         string
+	MaxConcurrentExecs string
 }
 
 // Generate writes the chart under root/charts/flotilla.
@@ -267,6 +270,13 @@ func (g *generator) feature(f string, objs []map[string]any, edits map[int][]var
 			return "", err
 		}
 		b.WriteString("---\n" + text)
+	}
+	if sec := g.d.Sections[f]; sec != nil {
+		for _, obj := range objs {
+			if obj["kind"] == "Service" && getMap(obj, "spec", "selector")["app.kubernetes.io/name"] == sec.Binary {
+				sec.Services = append(sec.Services, getMap(obj, "metadata")["name"].(string))
+			}
+		}
 	}
 	b.WriteString("{{- end }}\n")
 	return b.String(), nil
@@ -542,17 +552,17 @@ func knownGates(root string) (string, error) {
 	return b.String(), nil
 }
 
-// sectionsTpl defines flotilla.sections: per values section, its feature, binary and whether it serves webhooks (the
-// validation and the cert-manager Certificates go over them).
+// sectionsTpl defines flotilla.sections: per values section, its feature, binary, whether it serves webhooks and the
+// Services in front of it (the validation and the cert-manager Certificates go over them).
 func (g *generator) sectionsTpl() string {
 	var b strings.Builder
-	b.WriteString("{{- /* Per values section: the feature switching it, its binary, whether it serves admission webhooks. */ -}}\n")
+	b.WriteString("{{- /* Per values section: the feature switching it, its binary, whether it serves webhooks, the Services in front of it. */ -}}\n")
 	b.WriteString("{{- define \"flotilla.sections\" -}}\n")
 	names := append([]string{}, Features...)
 	names = append(names, AgentSection)
 	for _, n := range names {
 		s := g.d.Sections[n]
-		fmt.Fprintf(&b, "%s: {feature: %s, binary: %s, webhook: %t}\n", n, s.Feature, s.Binary, s.WebhookPort != nil)
+		fmt.Fprintf(&b, "%s: {feature: %s, binary: %s, webhook: %t, services: [%s]}\n", n, s.Feature, s.Binary, s.WebhookPort != nil, strings.Join(s.Services, ", "))
 	}
 	b.WriteString("{{- end -}}\n")
 	return b.String()
@@ -578,9 +588,14 @@ func conversionAnnotations(d *doc) error {
 		return nil
 	}
 	name, _ := svc["name"].(string)
+	// <binary>-webhook, or <binary>-conversion: a Service of its own publishing not-ready addresses (issue 23); the
+	// same certificates either way (the Certificate <binary>-webhook covers both).
 	binary, ok := strings.CutSuffix(name, "-webhook")
 	if !ok {
-		return fmt.Errorf("%s: conversion Service %q is not <binary>-webhook", describe(d.obj), name)
+		binary, ok = strings.CutSuffix(name, "-conversion")
+	}
+	if !ok {
+		return fmt.Errorf("%s: conversion Service %q is not <binary>-webhook or <binary>-conversion", describe(d.obj), name)
 	}
 	ann := getMap(d.obj, "metadata", "annotations")
 	ann[d.Line(func(indent int) string {

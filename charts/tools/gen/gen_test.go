@@ -33,6 +33,16 @@ func TestConversionAnnotations(t *testing.T) {
 		t.Errorf("rendered:\n%s\nwant it to contain:\n%s", out, want)
 	}
 
+	// A conversion Service of its own (issue 23): the binary's certificates all the same.
+	d = &doc{obj: crd(map[string]any{"strategy": "Webhook", "webhook": map[string]any{"clientConfig": map[string]any{
+		"service": map[string]any{"name": "sidecarset-controller-conversion", "namespace": "flotilla-system", "port": 19443}}}})}
+	if err := conversionAnnotations(d); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = d.render(); err != nil || !strings.Contains(out, `"binary" "sidecarset-controller"`) {
+		t.Errorf("conversion Service sidecarset-controller-conversion: err %v, rendered:\n%s", err, out)
+	}
+
 	d = &doc{obj: crd(map[string]any{"strategy": "None"})}
 	if err := conversionAnnotations(d); err != nil || len(d.tokens) != 0 {
 		t.Errorf("no webhook conversion: tokens %d, err %v", len(d.tokens), err)

@@ -64,7 +64,8 @@ failurePolicy Fail is left pointing at a Service with no endpoints.
 **Certificates** (` + "`certificates.mode`" + `): ` + "`self-managed`" + ` — each webhook binary keeps a CA and serving certificate in Secret
 ` + "`<binary>-webhook-certs`" + ` and writes the caBundle (the overlays' way); ` + "`secret`" + ` — a kubernetes.io/tls Secret per webhook binary
 (` + "`<feature>.webhook.certSecretName`" + `, default ` + "`<binary>-webhook-tls`" + `, with ` + "`ca.crt`" + `, which the binary injects as the caBundle)
-is mounted and passed as ` + "`--webhook-cert-dir`" + `; ` + "`cert-manager`" + ` — the same, the chart creating cert-manager Certificates into
+is mounted and passed as ` + "`--webhook-cert-dir`" + ` (its certificate must cover ` + "`<service>.flotilla-system.svc`" + ` of each Service in front of
+the binary: sidecarset-controller's ` + "`sidecarset-controller-webhook`" + ` and ` + "`sidecarset-controller-conversion`" + `); ` + "`cert-manager`" + ` — the same, the chart creating cert-manager Certificates into
 those Secrets (issued by ` + "`certificates.certManager.issuerRef`" + `, or a self-signed CA of its own) and the
 ` + "`cert-manager.io/inject-ca-from`" + ` annotation.
 

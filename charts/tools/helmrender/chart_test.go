@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -491,8 +492,16 @@ func TestValues(t *testing.T) {
 				// A CRD converted by a webhook gets its caBundle from the same certificates.
 				for _, o := range objs {
 					if svc, ok := dig(o, "spec", "conversion", "webhook", "clientConfig", "service", "name").(string); ok && o["kind"] == "CustomResourceDefinition" {
-						if got := dig(o, "metadata", "annotations", "cert-manager.io/inject-ca-from"); got != "flotilla-system/"+svc {
+						// The binary's Certificate (<binary>-webhook), whichever of its Services converts, and it
+						// covers that Service's name (sidecarset-controller-conversion: issue 23).
+						binary := strings.TrimSuffix(strings.TrimSuffix(svc, "-webhook"), "-conversion")
+						if got := dig(o, "metadata", "annotations", "cert-manager.io/inject-ca-from"); got != "flotilla-system/"+binary+"-webhook" {
 							t.Errorf("%s converted by %s: inject-ca-from %v", helmrender.Key(o), svc, got)
+						}
+						cert := find(t, objs, "Certificate flotilla-system/"+binary+"-webhook")
+						names, _ := dig(cert, "spec", "dnsNames").([]any)
+						if !slices.Contains(names, any(svc+".flotilla-system.svc")) {
+							t.Errorf("Certificate of %s: dnsNames %v lack the conversion Service %s", binary, names, svc)
 						}
 					}
 				}
