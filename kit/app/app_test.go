@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 	"net/http"
 	"net/url"
+	"reflect"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -621,4 +622,66 @@ func TestSetGCPercent(t *testing.T) {
 	assert.Equal(t, DefaultGCPercent, debug.SetGCPercent(100), "GOGC unset: the default")
 	setGCPercent("200") // the runtime read GOGC itself: nothing to do
 	assert.Equal(t, 100, debug.SetGCPercent(100), "GOGC set: left alone")
+}
+
+// blockedFactory is a replica informer factory whose caches sync only once
+// release is closed: a cache that needs the conversion webhook an Early
+// component serves.
+type blockedFactory struct{ release chan struct{} }
+
+func (f blockedFactory) Start(<-chan struct{}) {}
+func (f blockedFactory) WaitForCacheSync(stop <-chan struct{}) map[reflect.Type]bool {
+	select {
+	case <-f.release:
+		return map[reflect.Type]bool{reflect.TypeOf(f): true}
+	case <-stop:
+		return map[reflect.Type]bool{reflect.TypeOf(f): false}
+	}
+}
+
+// An Early replica component (a CRD conversion webhook) runs before the
+// replica caches sync, since they may need it; the others wait for them, and
+// ReplicaSyncedFrom tells the early one when they synced.
+func TestEarlyReplicaComponentStartsBeforeCachesSync(t *testing.T) {
+	release := make(chan struct{})
+	early, late := make(chan func() bool, 1), make(chan struct{})
+	h := startHarness(t, testBinary(func(_ context.Context, env *Env) error {
+		env.AddReplicaInformerFactory(blockedFactory{release: release})
+		env.AddReplicaComponent(ReplicaComponent{Name: "convert", Early: true, Run: func(ctx context.Context) error {
+			early <- ReplicaSyncedFrom(ctx)
+			<-ctx.Done()
+			return nil
+		}})
+		env.AddReplicaComponent(ReplicaComponent{Name: "admit", Run: func(ctx context.Context) error {
+			close(late)
+			<-ctx.Done()
+			return nil
+		}})
+		return nil
+	}), "--leader-elect=false")
+	var synced func() bool
+	select {
+	case synced = <-early:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the early component did not start while the caches were not synced")
+	}
+	require.NotNil(t, synced)
+	assert.False(t, synced(), "the caches have not synced")
+	assert.Never(t, func() bool {
+		select {
+		case <-late:
+			return true
+		default:
+			return false
+		}
+	}, 300*time.Millisecond, 10*time.Millisecond, "the other components wait for the caches")
+	assert.Equal(t, http.StatusInternalServerError, h.status("/readyz"), "not ready before the caches synced")
+	close(release)
+	select {
+	case <-late:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the other component did not start once the caches synced")
+	}
+	assert.True(t, synced())
+	require.NoError(t, h.stop())
 }

@@ -61,6 +61,23 @@ type ReplicaComponent struct {
 	// Ready is the component's /readyz check (e.g. "webhook serving");
 	// nil means ready once the replica informers synced.
 	Ready func() error
+	// Early starts the component at once instead of after the replica
+	// informers synced: for a component those informers depend on, such as
+	// the CRD conversion webhook of a kind they read at a version other than
+	// the stored one (waiting would deadlock a fresh start). /readyz still
+	// waits for the caches; ReplicaSyncedFrom(ctx) tells the component when
+	// they synced, so it can hold back work that needs them.
+	Early bool
+}
+
+type replicaSyncedKey struct{}
+
+// ReplicaSyncedFrom returns the function that reports whether the replica
+// informers have synced, from the ctx a ReplicaComponent's Run receives; nil
+// outside kit/app.
+func ReplicaSyncedFrom(ctx context.Context) func() bool {
+	f, _ := ctx.Value(replicaSyncedKey{}).(func() bool)
+	return f
 }
 
 // Env is what a binary's Setup receives: configuration, clients and
@@ -203,8 +220,8 @@ func (e *Env) shutdown() {
 	}
 }
 
-// startReplica starts the replica factories and, once they synced, the
-// replica components; it swaps the readiness checks so that a standby is
+// startReplica starts the Early replica components and the replica
+// factories and, once they synced, the other replica components; it swaps the readiness checks so that a standby is
 // ready too. It returns nil when there is nothing to run; otherwise a channel
 // that yields the first component failure (or nil per component stopped at
 // shutdown) and is closed once all stopped.
@@ -241,11 +258,34 @@ func (e *Env) startReplica(ctx context.Context, health *Health) <-chan error {
 
 	out := make(chan error, len(components)+1)
 	logger := klog.FromContext(ctx)
+	ctx = context.WithValue(ctx, replicaSyncedKey{}, synced.Load)
+	var wg sync.WaitGroup
+	run := func(c ReplicaComponent) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := c.Run(ctx)
+			if err == nil && ctx.Err() == nil {
+				err = fmt.Errorf("replica component %s stopped unexpectedly", c.Name)
+			} else if err != nil {
+				err = fmt.Errorf("replica component %s: %w", c.Name, err)
+			}
+			out <- err
+		}()
+	}
+	var late []ReplicaComponent
+	for _, c := range components {
+		if c.Early {
+			run(c)
+		} else {
+			late = append(late, c)
+		}
+	}
 	for _, f := range factories {
 		f.Start(ctx.Done())
 	}
 	go func() {
-		defer close(out)
+		defer func() { wg.Wait(); close(out) }()
 		syncCtx, cancel := context.WithTimeout(ctx, e.Options.CacheSyncTimeout)
 		defer cancel()
 		for _, f := range factories {
@@ -259,22 +299,10 @@ func (e *Env) startReplica(ctx context.Context, health *Health) <-chan error {
 			}
 		}
 		synced.Store(true)
-		logger.Info("Replica informer caches synced; starting replica components", "components", len(components))
-		var wg sync.WaitGroup
-		for _, c := range components {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				err := c.Run(ctx)
-				if err == nil && ctx.Err() == nil {
-					err = fmt.Errorf("replica component %s stopped unexpectedly", c.Name)
-				} else if err != nil {
-					err = fmt.Errorf("replica component %s: %w", c.Name, err)
-				}
-				out <- err
-			}()
+		logger.Info("Replica informer caches synced; starting replica components", "components", len(late))
+		for _, c := range late {
+			run(c)
 		}
-		wg.Wait()
 	}()
 	return out
 }

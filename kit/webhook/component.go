@@ -219,6 +219,9 @@ func (c *Component) CABundle() []byte { return c.certs.CABundle() }
 // current and serves until ctx is done.
 func (c *Component) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
+	if synced := kitapp.ReplicaSyncedFrom(ctx); synced != nil {
+		c.Server.HoldAdmissionUntil(synced)
+	}
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: 30 * time.Second, Steps: 1 << 30}
 	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 		if err := c.certs.Ensure(ctx); err != nil {
@@ -245,7 +248,10 @@ func (c *Component) Run(ctx context.Context) error {
 func (c *Component) Ready() error { return c.Server.Ready() }
 
 // ReplicaComponent registers the component with kit/app so it runs on every
-// replica and gates /readyz.
+// replica and gates /readyz. A component serving CRD conversion starts before
+// the replica informers sync (Early): they may read the kind it converts, and
+// the stanza it keeps (Service, caBundle) may be another's until it runs —
+// OpenKruise's after a takeover. Its admission paths wait for the caches.
 func (c *Component) ReplicaComponent() kitapp.ReplicaComponent {
-	return kitapp.ReplicaComponent{Name: "webhook", Run: c.Run, Ready: c.Ready}
+	return kitapp.ReplicaComponent{Name: "webhook", Run: c.Run, Ready: c.Ready, Early: c.Server.servesConversion()}
 }

@@ -120,6 +120,8 @@ type Server struct {
 	addr       net.Addr
 	serving    atomic.Bool
 	listener   net.Listener
+	// admissionOpen, when set, holds the admission paths (HoldAdmissionUntil).
+	admissionOpen atomic.Pointer[func() bool]
 }
 
 // NewServer returns a server presenting certs' certificate.
@@ -151,6 +153,7 @@ func (s *Server) Register(path, name string, h Handler) {
 	}
 	s.paths[path] = name
 	var handler http.Handler = &reviewHandler{name: name, h: h, metrics: s.metrics, clock: s.opts.Clock}
+	handler = s.heldUntilOpen(handler)
 	if s.opts.ClientAuth != nil {
 		handler = requireClientCert(handler)
 	}
@@ -259,6 +262,24 @@ func (s *Server) servesConversion() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.conversion
+}
+
+// HoldAdmissionUntil makes the admission paths answer 503 (a failed call:
+// the configuration's failurePolicy decides) until open reports true, while
+// conversion is served at once. A server started before its informers
+// synced (it converts the versions they read) must not admit from empty
+// caches; behind a Service only Ready replicas are called anyway, but a
+// configuration by URL (make run) reaches the process directly.
+func (s *Server) HoldAdmissionUntil(open func() bool) { s.admissionOpen.Store(&open) }
+
+func (s *Server) heldUntilOpen(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if open := s.admissionOpen.Load(); open != nil && !(*open)() {
+			http.Error(w, "webhook caches are still syncing", http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Ready is the "webhook serving" readiness check.

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -198,4 +200,27 @@ func TestServerDrainsBeforeShutdown(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("server did not stop after the delay")
 	}
+}
+
+// A server started before its caches synced (it converts what they read)
+// converts at once but answers its admission paths 503 until they synced.
+func TestHoldAdmissionUntil(t *testing.T) {
+	metrics, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	s := NewServer(ServerOptions{MaxConversionBytes: 4096}, nil, metrics)
+	s.RegisterConversion("/convert", "things-convert", testConvert)
+	s.Register("/validate", "things-validate", HandlerFunc(func(context.Context, Request) Response { return Allowed("") }))
+	var open atomic.Bool
+	s.HoldAdmissionUntil(open.Load)
+	post := func(path string, body []byte) int {
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+		return rec.Code
+	}
+	admission := review(t, admissionv1.Create, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}})
+	conv := conversionReview("example.com/v1beta1", object("example.com/v1alpha1", "a", map[string]any{"old": "x"}))
+	assert.Equal(t, http.StatusServiceUnavailable, post("/validate", admission), "admission held while the caches sync")
+	assert.Equal(t, http.StatusOK, post("/convert", conv), "conversion served at once")
+	open.Store(true)
+	assert.Equal(t, http.StatusOK, post("/validate", admission))
 }
