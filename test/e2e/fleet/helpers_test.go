@@ -63,11 +63,6 @@ func (f *fleet) start(t *testing.T, controller string, extraArgs ...string) *fra
 		// running in parallel (cronjob-controller already has reconcilers).
 		"--namespace=" + f.ns,
 	}, extraArgs...)
-	if controller == "daemonset" || controller == "sidecarset" {
-		// They serve their CRD's conversion; on the shared control plane the CRDs' stanza is
-		// hack/cluster/local-convert.sh's (kit/testenv points it there), which every other test needs: never
-		// re-point it at this process.
-		args = append(args, "--webhook-external-crd-conversion")
-	}
+	args = append(args, framework.ConversionArgs(controller)...)
 	return framework.Start(t, framework.Binary(t, f.env, controller), args...)
 }

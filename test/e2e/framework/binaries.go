@@ -228,12 +228,24 @@ func StartScopedBinary(t testing.TB, env *testenv.Env, bin, controller, ns strin
 		"--namespace=" + ns,
 		"--log-format=console",
 	}, extra...)
+	args = append(args, ConversionArgs(controller)...)
 	p := Start(t, bin, args...)
 	testenv.Eventually(t, time.Minute, func() (bool, error) { return p.Status("/readyz") == 200 || !p.Running(), nil })
 	if !p.Running() {
 		t.Fatalf("%s-controller exited:\n%s", controller, p.Log())
 	}
 	return p
+}
+
+// ConversionArgs are the flags a test gives a controller that serves its CRD's conversion (daemonset,
+// sidecarset): on the local control plane the CRDs' stanza is hack/cluster/local-convert.sh's (kit/testenv points
+// it there), which every other test needs, so the process serves conversion but never re-points the stanza at
+// itself.
+func ConversionArgs(controller string) []string {
+	if controller == "daemonset" || controller == "sidecarset" {
+		return []string{"--webhook-external-crd-conversion"}
+	}
+	return nil
 }
 
 // RenderOverlay renders deploy/overlays/<name> of the checkout at root with kubectl's kustomize and returns its
