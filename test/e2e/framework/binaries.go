@@ -240,9 +240,13 @@ func StartScopedBinary(t testing.TB, env *testenv.Env, bin, controller, ns strin
 // ConversionArgs are the flags a test gives a controller that serves its CRD's conversion (daemonset,
 // sidecarset): on the local control plane the CRDs' stanza is hack/cluster/local-convert.sh's (kit/testenv points
 // it there), which every other test needs, so the process serves conversion but never re-points the stanza at
-// itself.
+// itself. daemonset-controller's server serves only conversion, which nothing calls there: it listens on a free
+// port of 127.0.0.1 (sidecarset's callers choose its port: the local overlay's webhooks call it by URL).
 func ConversionArgs(controller string) []string {
-	if controller == "daemonset" || controller == "sidecarset" {
+	switch controller {
+	case "daemonset":
+		return []string{"--webhook-external-crd-conversion", "--webhook-host=127.0.0.1", "--webhook-port=0"}
+	case "sidecarset":
 		return []string{"--webhook-external-crd-conversion"}
 	}
 	return nil
