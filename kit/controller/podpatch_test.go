@@ -14,7 +14,12 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 )
+
+// The pod patch (kit/podcontrol) is tested here, over the slimmed pods this
+// package makes: a patch of the difference must never touch what the slim
+// cache dropped.
 
 // applyPatch is what the API server does with a strategic-merge patch.
 func applyPatch(t *testing.T, pod *corev1.Pod, patch []byte) *corev1.Pod {
@@ -69,7 +74,7 @@ func TestPodPatchFromSlimPod(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			next := slim.DeepCopy()
 			tc.change(next)
-			patch, err := PodPatch(slim, next)
+			patch, err := podcontrol.PodPatch(slim, next)
 			require.NoError(t, err)
 			require.NotNil(t, patch)
 			var meta struct {
@@ -81,7 +86,7 @@ func TestPodPatchFromSlimPod(t *testing.T) {
 		})
 	}
 
-	patch, err := PodPatch(slim, slim.DeepCopy())
+	patch, err := podcontrol.PodPatch(slim, slim.DeepCopy())
 	require.NoError(t, err)
 	assert.Nil(t, patch, "no change, no patch")
 }
@@ -92,7 +97,7 @@ func TestPatchPod(t *testing.T) {
 	client := fake.NewClientset(full.DeepCopy())
 	next := full.DeepCopy()
 	next.Status.Conditions[1].Status = corev1.ConditionFalse
-	out, err := PatchPod(ctx, client, full, next, "status")
+	out, err := podcontrol.New(client).PatchStatus(ctx, full, next)
 	require.NoError(t, err)
 	assert.Equal(t, corev1.ConditionFalse, out.Status.Conditions[1].Status)
 	require.Len(t, client.Actions(), 1)
@@ -100,7 +105,7 @@ func TestPatchPod(t *testing.T) {
 	assert.Equal(t, "status", a.GetSubresource())
 
 	client.ClearActions()
-	same, err := PatchPod(ctx, client, full, full.DeepCopy())
+	same, err := podcontrol.New(client).Patch(ctx, full, full.DeepCopy())
 	require.NoError(t, err)
 	assert.Same(t, full, same)
 	assert.Empty(t, client.Actions(), "nothing to write: no request")
@@ -117,7 +122,7 @@ func BenchmarkPodPatch(b *testing.B) {
 	next.Status.Conditions = append(next.Status.Conditions, corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue})
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := PodPatch(pod, next); err != nil {
+		if _, err := podcontrol.PodPatch(pod, next); err != nil {
 			b.Fatal(err)
 		}
 	}

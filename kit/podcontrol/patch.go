@@ -1,15 +1,11 @@
-package controller
+package podcontrol
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/client-go/kubernetes"
 )
 
 // podPatchMeta is the strategic-merge schema of a pod (merge keys of
@@ -27,7 +23,7 @@ var podPatchMeta = func() strategicpatch.LookupPatchMeta {
 // changes nothing.
 //
 // Writing the difference instead of the whole object is what lets a cache
-// hold slimmed pods (SlimPod): fields the cache dropped are absent from both
+// hold slimmed pods (kit/controller.SlimPod): fields the cache dropped are absent from both
 // sides, so the patch never touches them. The resourceVersion makes the
 // patch fail with Conflict exactly where an update would, so decisions
 // computed from the cached pod are never applied to a newer one.
@@ -60,15 +56,4 @@ func PodPatch(pod, next *corev1.Pod) ([]byte, error) {
 		meta["resourceVersion"] = pod.ResourceVersion
 	}
 	return json.Marshal(patch)
-}
-
-// PatchPod writes next over pod as PodPatch's patch, to the pod or to one
-// of its subresources ("status"). When nothing changes it makes no request
-// and returns pod.
-func PatchPod(ctx context.Context, client kubernetes.Interface, pod, next *corev1.Pod, subresources ...string) (*corev1.Pod, error) {
-	patch, err := PodPatch(pod, next)
-	if err != nil || patch == nil {
-		return pod, err
-	}
-	return client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, subresources...)
 }

@@ -1,0 +1,30 @@
+// Package podcontrol is the one seam through which Flotilla controllers
+// write pods. Nothing else under controllers/ or kit/ calls the clientset's
+// pod Create, Delete, Update, UpdateStatus, Patch or Evict (a lint test,
+// TestNoDirectPodWrites, holds the line), so the house rules are kept in one
+// place:
+//
+//   - patches carry only the difference between the cached pod and the
+//     desired one (PodPatch), guarded by the cached resourceVersion, so a
+//     slimmed cache never clears what it dropped and a stale decision fails
+//     with Conflict;
+//   - deletes carry the pod's UID as a precondition, so a namesake created
+//     meanwhile is never deleted;
+//   - adoption and release patch only the ownerReference, guarded by UID;
+//   - creates and deletes raise the owner's expectations before the request
+//     and lower them when it certainly did nothing (Expectations; Scale and
+//     NodeExpectations adapt kit/expectations), so callers never do it by
+//     hand.
+//
+// Use:
+//
+//	pods := podcontrol.New(kube) // in the controller's New
+//	_, err := pods.Create(ctx, pod, podcontrol.Scale(c.scaleExp, key))
+//	err = pods.Delete(ctx, pod, podcontrol.Scale(c.scaleExp, key))
+//	next := pod.DeepCopy(); next.Labels["x"] = "y"
+//	out, err := pods.Patch(ctx, pod, next)        // no request when nothing changes
+//	out, err = pods.PatchStatus(ctx, pod, next)   // status subresource
+//
+// In a sync test, give the controller podcontrol.NewFake() and assert on
+// its Actions (verb, namespace, name, patch bytes or created pod).
+package podcontrol
