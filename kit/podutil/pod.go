@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	"github.com/flotilla-dev/flotilla/kit/inplace"
 )
 
 // IsTerminating reports whether the pod has been asked to go away: its
@@ -52,6 +53,48 @@ func IsReady(pod *corev1.Pod) bool {
 // Ready condition is True.
 func IsRunningAndReady(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodRunning && IsReady(pod)
+}
+
+// IsActiveAndReady reports whether the pod is Running, its Ready condition
+// is True, and it is not terminating: a pod that serves and is not on its
+// way out (SidecarSet's, Advanced StatefulSet's and PUB's "ready").
+func IsActiveAndReady(pod *corev1.Pod) bool {
+	return !IsTerminating(pod) && IsRunningAndReady(pod)
+}
+
+// IsInPlaceUpdateReady reports whether the pod has no InPlaceUpdateReady
+// condition or has it True: no in-place update holds it back. A condition
+// that is False or Unknown does.
+func IsInPlaceUpdateReady(pod *corev1.Pod) bool {
+	c := GetCondition(pod, pub.InPlaceUpdateReady)
+	return c == nil || c.Status == corev1.ConditionTrue
+}
+
+// IsInPlaceUpdateNotReady reports whether the pod's InPlaceUpdateReady
+// condition is False: an in-place update has started (the workload turned it
+// False before changing the spec). It is not the negation of
+// IsInPlaceUpdateReady: an Unknown condition is neither.
+func IsInPlaceUpdateNotReady(pod *corev1.Pod) bool {
+	c := GetCondition(pod, pub.InPlaceUpdateReady)
+	return c != nil && c.Status == corev1.ConditionFalse
+}
+
+// IsWorkloadReady is readiness as CloneSet counts readyReplicas: Running,
+// Ready, and not IsInPlaceUpdateNotReady. An Unknown InPlaceUpdateReady does
+// not make the pod unready here (only IsWorkloadAvailable is that strict).
+func IsWorkloadReady(pod *corev1.Pod) bool {
+	return IsRunningAndReady(pod) && !IsInPlaceUpdateNotReady(pod)
+}
+
+// IsInPlaceUpdateCompleted reports whether the in-place update recorded on
+// the pod (apps.kruise.io/inplace-update-state) has finished on its
+// containers (inplace.UpdateCompleted); a pod with no recorded update has.
+// An annotation that does not decode is never completed: what the update
+// changed is unknown. A grace annotation without a recorded state is not
+// looked at.
+func IsInPlaceUpdateCompleted(pod *corev1.Pod) bool {
+	state, err := inplace.DecodeState(pod)
+	return err == nil && inplace.UpdateCompleted(pod, state)
 }
 
 // ReadySince returns when the pod last became ready — the lastTransitionTime
@@ -157,11 +200,8 @@ func IsLifecycleNormal(pod *corev1.Pod) bool {
 // not available even while the kubelet still reports it Ready. With
 // minReadySeconds 0 it is the "ready" OpenKruise limits deletions with.
 func IsWorkloadAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	if pod.Status.Phase != corev1.PodRunning || !IsAvailable(pod, minReadySeconds, now) || !IsLifecycleNormal(pod) {
-		return false
-	}
-	c := GetCondition(pod, pub.InPlaceUpdateReady)
-	return c == nil || c.Status == corev1.ConditionTrue
+	return pod.Status.Phase == corev1.PodRunning && IsAvailable(pod, minReadySeconds, now) &&
+		IsLifecycleNormal(pod) && IsInPlaceUpdateReady(pod)
 }
 
 // AddReadinessGate adds readiness gate t to pod (being built, not from a

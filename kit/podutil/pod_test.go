@@ -214,3 +214,59 @@ func TestIsWorkloadAvailable(t *testing.T) {
 		})
 	}
 }
+
+// The ready vocabulary over the same pods: which word holds for which pod.
+func TestReadyVocabulary(t *testing.T) {
+	running := []podOpt{phase(corev1.PodRunning), readyAt(ago(time.Minute))}
+	for _, tc := range []struct {
+		name                                              string
+		opts                                              []podOpt
+		activeReady, workloadReady, ipuReady, ipuNotReady bool
+	}{
+		{"running and ready", running, true, true, true, false},
+		{"running, not ready", []podOpt{phase(corev1.PodRunning), notReady()}, false, false, true, false},
+		{"ready but Pending", []podOpt{phase(corev1.PodPending), readyAt(ago(time.Minute))}, false, false, true, false},
+		{"running, ready, terminating", with(running, deleting()), false, true, true, false},
+		{"InPlaceUpdateReady True", with(running, condition(pub.InPlaceUpdateReady, corev1.ConditionTrue, ago(time.Minute))), true, true, true, false},
+		{"InPlaceUpdateReady False", with(running, condition(pub.InPlaceUpdateReady, corev1.ConditionFalse, ago(time.Second))), true, false, false, true},
+		{"InPlaceUpdateReady Unknown", with(running, condition(pub.InPlaceUpdateReady, corev1.ConditionUnknown, ago(time.Second))), true, true, false, false},
+		{"InPlaceUpdateReady False, not ready", []podOpt{phase(corev1.PodRunning), condition(pub.InPlaceUpdateReady, corev1.ConditionFalse, ago(time.Second))}, false, false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := newPod("p", tc.opts...)
+			assert.Equal(t, tc.activeReady, IsActiveAndReady(pod), "IsActiveAndReady")
+			assert.Equal(t, tc.workloadReady, IsWorkloadReady(pod), "IsWorkloadReady")
+			assert.Equal(t, tc.ipuReady, IsInPlaceUpdateReady(pod), "IsInPlaceUpdateReady")
+			assert.Equal(t, tc.ipuNotReady, IsInPlaceUpdateNotReady(pod), "IsInPlaceUpdateNotReady")
+		})
+	}
+}
+
+func TestIsInPlaceUpdateCompleted(t *testing.T) {
+	state := func(v string) podOpt { return annotation(pub.InPlaceUpdateStateKey, v) }
+	const recorded = `{"revision":"r2","lastContainerStatuses":{"app":{"imageID":"sha-old"}}}`
+	image := func(spec, status, id string) podOpt {
+		return func(p *corev1.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "app", Image: spec})
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: "app", Image: status, ImageID: id})
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		opts []podOpt
+		want bool
+	}{
+		{"no update recorded", nil, true},
+		{"grace without state is not looked at", []podOpt{annotation(pub.InPlaceUpdateGraceKey, "{}")}, true},
+		{"undecodable state", []podOpt{state("{")}, false},
+		{"container still on the old image", []podOpt{state(recorded), image("app:v2", "app:v1", "sha-old")}, false},
+		{"container runs a new image", []podOpt{state(recorded), image("app:v2", "app:v2", "sha-new")}, true},
+		{"recorded container without status", []podOpt{state(recorded)}, false},
+		{"new image, grace pending", []podOpt{state(recorded), image("app:v2", "app:v2", "sha-new"), annotation(pub.InPlaceUpdateGraceKey, "{}")}, false},
+		{"a later batch pending", []podOpt{state(`{"revision":"r2","nextContainerImages":{"app":"app:v3"}}`)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, IsInPlaceUpdateCompleted(newPod("p", tc.opts...)))
+		})
+	}
+}
