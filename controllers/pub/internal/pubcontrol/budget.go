@@ -19,7 +19,6 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/apis/policy/v1alpha1"
-	"github.com/flotilla-dev/flotilla/kit/inplace"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
 
@@ -62,25 +61,12 @@ func HasUnavailableLabel(l map[string]string) bool {
 	return false
 }
 
-// IsPodReady is Running, Ready and not marked unavailable.
-func IsPodReady(pod *corev1.Pod) bool {
-	return podutil.IsRunningAndReady(pod) && !HasUnavailableLabel(pod.Labels)
-}
-
-// IsPodStateConsistent reports that no in-place update is in flight on the
-// pod (its spec and its containers agree). SidecarSet in-place upgrades
-// are not checked (see the README).
-func IsPodStateConsistent(pod *corev1.Pod) bool {
-	state, err := inplace.DecodeState(pod)
-	if err != nil {
-		return false
-	}
-	return inplace.UpdateCompleted(pod, state)
-}
-
-// Available is what the budget counts: active, ready and consistent.
+// Available is what the budget counts: Running, Ready, not terminating, not
+// marked unavailable, and no in-place update in flight (its spec and its
+// containers agree). SidecarSet in-place upgrades are not checked (see the
+// README).
 func Available(pod *corev1.Pod) bool {
-	return podutil.IsActive(pod) && IsPodReady(pod) && IsPodStateConsistent(pod)
+	return podutil.IsActiveAndReady(pod) && !HasUnavailableLabel(pod.Labels) && podutil.IsInPlaceUpdateCompleted(pod)
 }
 
 // ProtectOperations are the operations a PUB protects: the annotation
@@ -188,7 +174,7 @@ func CalculateStatus(p *policyv1alpha1.PodUnavailableBudget, o Observed) (Result
 				recheck(at)
 			}
 		}
-		if !recorded && IsPodReady(pod) && IsPodStateConsistent(pod) {
+		if !recorded && Available(pod) {
 			current++
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/apis/policy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
@@ -33,7 +32,7 @@ func Exempt(pod *corev1.Pod, p *policyv1alpha1.PodUnavailableBudget, op policyv1
 	switch {
 	case NoProtect(pod):
 		return ExemptNoProtect
-	case !podutil.IsActive(pod) || !IsPodReady(pod) || !IsPodStateConsistent(pod):
+	case !Available(pod):
 		return ExemptNotAvailable
 	case p.Status.DesiredAvailable == 0:
 		return ExemptNoDesired
@@ -200,10 +199,5 @@ func guaranteed(r corev1.ResourceRequirements) bool {
 // unavailable, so the guard takes the budget there (OpenKruise's CloneSet
 // asks the budget in-process at the same point).
 func InPlaceUpdateStart(oldPod, newPod *corev1.Pod) bool {
-	return inPlaceUpdateNotReady(newPod) && !inPlaceUpdateNotReady(oldPod)
-}
-
-func inPlaceUpdateNotReady(pod *corev1.Pod) bool {
-	c := podutil.GetCondition(pod, pub.InPlaceUpdateReady)
-	return c != nil && c.Status == corev1.ConditionFalse
+	return podutil.IsInPlaceUpdateNotReady(newPod) && !podutil.IsInPlaceUpdateNotReady(oldPod)
 }
