@@ -8,14 +8,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
-	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
@@ -24,11 +23,12 @@ import (
 // of this package, shared by the workloads. Pods handed to it (typically from
 // an informer cache) are never modified; every write is a patch of the
 // difference between the pod and a modified deep copy (so pods from a slimmed
-// cache can be written, see controller.SlimPod) and carries the pod's
+// cache can be written, see kit/controller.SlimPod) and carries the pod's
 // resourceVersion, so a concurrent change makes it fail with Conflict, after
 // which the pod is read again and the change recomputed.
 type Control struct {
-	client kubernetes.Interface
+	client kubernetes.Interface // reads the pod again after a Conflict
+	pods   podcontrol.PodControl
 	clock  clock.PassiveClock
 }
 
@@ -38,7 +38,7 @@ func NewControl(client kubernetes.Interface, clk clock.PassiveClock) *Control {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Control{client: client, clock: clk}
+	return &Control{client: client, pods: podcontrol.New(client), clock: clk}
 }
 
 // UpdateRequest is one in-place update of a pod.
@@ -101,7 +101,7 @@ func (c *Control) Update(ctx context.Context, pod *corev1.Pod, req UpdateRequest
 			}
 			st := cur.DeepCopy()
 			st.Status.Conditions = conds
-			if cur, err = controller.PatchPod(ctx, c.client, cur, st, "status"); err != nil {
+			if cur, err = c.pods.PatchStatus(ctx, cur, st); err != nil {
 				if apierrors.IsConflict(err) {
 					cur = nil
 				}
@@ -111,7 +111,7 @@ func (c *Control) Update(ctx context.Context, pod *corev1.Pod, req UpdateRequest
 				return err
 			}
 		}
-		out, err = controller.PatchPod(ctx, c.client, cur, next)
+		out, err = c.pods.Patch(ctx, cur, next)
 		if apierrors.IsConflict(err) {
 			cur = nil
 		}
@@ -149,11 +149,7 @@ func (c *Control) dryRun(ctx context.Context, pod, next *corev1.Pod, req UpdateR
 			return err
 		}
 	}
-	patch, err := controller.PodPatch(pod, next)
-	if err != nil || patch == nil {
-		return err
-	}
-	_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+	err := c.pods.DryRunPatch(ctx, pod, next)
 	if err != nil && !apierrors.IsConflict(err) {
 		return fmt.Errorf("the API server refuses the pod write (dry run; the pod is left in service): %w", err)
 	}
@@ -258,7 +254,7 @@ func (c *Control) Refresh(ctx context.Context, pod *corev1.Pod) (RefreshResult, 
 	_, conds = podreadiness.RecomputeReady(pod, conds, now)
 	cp := pod.DeepCopy()
 	cp.Status.Conditions = conds
-	out, err := controller.PatchPod(ctx, c.client, pod, cp, "status")
+	out, err := c.pods.PatchStatus(ctx, pod, cp)
 	if err != nil {
 		return RefreshResult{Pod: pod}, fmt.Errorf("mark pod %s/%s InPlaceUpdateReady: %w", pod.Namespace, pod.Name, err)
 	}
@@ -290,7 +286,7 @@ func (c *Control) finishGrace(ctx context.Context, pod *corev1.Pod, state *pub.I
 }
 
 func (c *Control) writePod(ctx context.Context, pod, next *corev1.Pod) (RefreshResult, error) {
-	out, err := controller.PatchPod(ctx, c.client, pod, next)
+	out, err := c.pods.Patch(ctx, pod, next)
 	if err != nil {
 		return RefreshResult{Pod: next}, fmt.Errorf("update pod %s/%s in place: %w", next.Namespace, next.Name, err)
 	}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
@@ -28,7 +28,7 @@ type Writer interface {
 // the labels, annotation and finalizers as one strategic merge patch. If the
 // status write fails nothing else is written and the caller retries later.
 type ClientWriter struct {
-	client    kubernetes.Interface
+	pods      podcontrol.PodControl
 	readiness *podreadiness.Writer
 }
 
@@ -37,7 +37,7 @@ var _ Writer = (*ClientWriter)(nil)
 // NewWriter returns a ClientWriter using client; clk stamps the
 // KruisePodReady lastTransitionTime (nil: the real clock).
 func NewWriter(client kubernetes.Interface, clk clock.PassiveClock) *ClientWriter {
-	return &ClientWriter{client: client, readiness: podreadiness.NewWriter(client, clk)}
+	return &ClientWriter{pods: podcontrol.New(client), readiness: podreadiness.NewWriter(client, clk)}
 }
 
 // Patch implements Writer.
@@ -51,7 +51,7 @@ func (w *ClientWriter) Patch(ctx context.Context, pod *corev1.Pod, p Patch) (*co
 		written = got
 	}
 	if body := p.MetadataPatch(); body != nil {
-		got, err := w.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
+		got, err := w.pods.PatchBytes(ctx, pod, types.StrategicMergePatchType, body)
 		if err != nil {
 			return written, fmt.Errorf("patching lifecycle of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 
-	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 )
 
 // Writer applies key changes to pods through the pods/status subresource.
@@ -18,13 +18,14 @@ import (
 // It computes the new conditions with Apply from the pod it is given
 // (typically straight from an informer cache; it is never modified) and
 // writes them as a pods/status patch guarded by the pod's resourceVersion
-// (controller.PatchPod): a concurrent change by another writer of the shared
+// (podcontrol.PodControl.PatchStatus): a concurrent change by another writer of the shared
 // condition makes it fail with Conflict rather than lose that writer's key.
 // On Conflict it reads the pod from the API server, recomputes and retries
 // (client-go's retry.DefaultRetry back-off). When nothing would change, no
 // request is made.
 type Writer struct {
-	client kubernetes.Interface
+	client kubernetes.Interface // reads the pod again after a Conflict
+	pods   podcontrol.PodControl
 	clock  clock.PassiveClock
 }
 
@@ -34,7 +35,7 @@ func NewWriter(client kubernetes.Interface, clk clock.PassiveClock) *Writer {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Writer{client: client, clock: clk}
+	return &Writer{client: client, pods: podcontrol.New(client), clock: clk}
 }
 
 // AddNotReadyKey holds the pod NotReady under key (see the package function).
@@ -64,7 +65,7 @@ func (w *Writer) Update(ctx context.Context, pod *corev1.Pod, add, remove []Key)
 		}
 		next := cur.DeepCopy()
 		next.Status.Conditions = conds
-		got, err := controller.PatchPod(ctx, w.client, cur, next, "status")
+		got, err := w.pods.PatchStatus(ctx, cur, next)
 		if apierrors.IsConflict(err) {
 			fresh, getErr := w.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 			if getErr != nil {
