@@ -72,19 +72,16 @@ func updateMaxUnavailable(ru *appsv1beta1.RollingUpdateStatefulSetStrategy, repl
 }
 
 // available: Running and Ready for minReadySeconds, not terminating,
-// lifecycle Normal, and no in-place update pending.
+// lifecycle Normal, and no in-place update pending (no grace period either,
+// even without a recorded state).
 func (st *syncState) available(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || !podutil.IsRunningAndReady(p) || !podutil.IsAvailable(p, st.minReadySeconds, st.now) {
-		return false
-	}
-	if s := lifecycle.State(p); s != "" && s != pub.LifecycleStateNormal {
+	if !podutil.IsActiveAndReady(p) || !podutil.IsAvailable(p, st.minReadySeconds, st.now) || !podutil.IsLifecycleNormal(p) {
 		return false
 	}
 	if _, grace := pub.GetInPlaceUpdateGrace(p); grace {
 		return false
 	}
-	state, err := inplace.DecodeState(p)
-	return err == nil && (state == nil || inplace.UpdateCompleted(p, state))
+	return podutil.IsInPlaceUpdateCompleted(p)
 }
 
 // updatePod deletes a specified-delete pod, or moves one pod to the update
