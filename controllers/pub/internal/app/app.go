@@ -5,7 +5,6 @@
 package app
 
 import (
-	"context"
 	"fmt"
 
 	"k8s.io/component-base/featuregate"
@@ -15,48 +14,44 @@ import (
 	"github.com/flotilla-dev/flotilla/controllers/pub/internal/workload"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/features"
-	kitwebhook "github.com/flotilla-dev/flotilla/kit/webhook"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // Name is the binary name: user agent, logger name and default Lease name.
 const Name = "pub-controller"
 
-// Gates are the feature gates pub-controller accepts in --feature-gates
-// (OpenKruise reference §1.0).
-func Gates() []featuregate.Feature {
-	return []featuregate.Feature{
-		features.PodUnavailableBudgetDeleteGate,
-		features.PodUnavailableBudgetUpdateGate,
-		features.InPlacePodVerticalScaling,
-		features.PodWebhook,
-		features.EnableExternalCerts,
-	}
-}
-
-// Binary describes pub-controller to the kit/app shell.
+// Binary describes pub-controller to the kit/app shell (kit/wiring.Webhook):
+// the PUB reconciler on the leader, the guard on every replica. Its feature
+// gates (OpenKruise reference §1.0) are the two PUB gates,
+// InPlacePodVerticalScaling and PodWebhook (EnableExternalCerts comes with
+// the shell).
 func Binary() kitapp.Binary {
-	wh := kitwebhook.DefaultOptions(Name)
-	return kitapp.Binary{
-		Name:     Name,
-		Gates:    Gates(),
-		AddFlags: wh.AddFlags,
-		Setup:    func(ctx context.Context, env *kitapp.Env) error { return setup(ctx, env, wh) },
-	}
+	return wiring.Webhook(wiring.WebhookBinary{
+		Name: Name,
+		Kind: "PodUnavailableBudget",
+		Gates: []featuregate.Feature{features.PodUnavailableBudgetDeleteGate, features.PodUnavailableBudgetUpdateGate,
+			features.InPlacePodVerticalScaling, features.PodWebhook},
+		Off:         off,
+		Reconcilers: addReconciler,
+		Webhooks:    webhook.Setup,
+	})
 }
 
-// setup registers the PUB reconciler (leader only) and the guard (every
-// replica). As in OpenKruise, with both PUB gates off (PodWebhook=false
-// forces them off) neither runs.
-func setup(ctx context.Context, env *kitapp.Env, wh kitwebhook.Options) error {
-	if !env.Gates.Enabled(features.PodUnavailableBudgetDeleteGate) && !env.Gates.Enabled(features.PodUnavailableBudgetUpdateGate) {
-		env.Logger.Info("PodUnavailableBudgetDeleteGate and PodUnavailableBudgetUpdateGate are off: nothing to run")
-		return nil
+// Gates are the feature gates pub-controller accepts in --feature-gates.
+func Gates() []featuregate.Feature { return Binary().Gates }
+
+// off: as in OpenKruise, with both PUB gates off (PodWebhook=false forces
+// them off) neither the reconciler nor the guard runs.
+func off(g featuregate.FeatureGate) string {
+	if !g.Enabled(features.PodUnavailableBudgetDeleteGate) && !g.Enabled(features.PodUnavailableBudgetUpdateGate) {
+		return "PodUnavailableBudgetDeleteGate and PodUnavailableBudgetUpdateGate are off"
 	}
-	cl, err := wiring.New(ctx, env)
-	if err != nil {
-		return err
-	}
+	return ""
+}
+
+// addReconciler registers the PUB reconciler (leader only), watching the
+// workloads PUBs select through.
+func addReconciler(env *kitapp.Env, cl *wiring.Clients) error {
 	finder, err := workload.New(env.RESTConfig)
 	if err != nil {
 		return err
@@ -66,11 +61,5 @@ func setup(ctx context.Context, env *kitapp.Env, wh kitwebhook.Options) error {
 		return fmt.Errorf("set up PodUnavailableBudget reconciler: %w", err)
 	}
 	env.AddController(c)
-	if env.Gates.Enabled(features.EnableExternalCerts) && wh.CertDir == "" {
-		return fmt.Errorf("EnableExternalCerts needs --webhook-cert-dir")
-	}
-	if err := webhook.Setup(env, cl, wh); err != nil {
-		return fmt.Errorf("set up PodUnavailableBudget webhook: %w", err)
-	}
 	return nil
 }

@@ -5,7 +5,6 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"os"
 
@@ -23,19 +22,6 @@ import (
 
 // Name is the binary name: user agent, logger name and default Lease name.
 const Name = "sidecarset-controller"
-
-// Gates are the feature gates sidecarset-controller accepts in --feature-gates
-// (OpenKruise reference §1.x "Gates").
-func Gates() []featuregate.Feature {
-	return []featuregate.Feature{
-		features.PodWebhook,
-		features.SidecarSetPatchPodMetadataDefaultsAllowed,
-		features.EnableSortSidecarContainerByName,
-		features.SidecarTerminator,
-		features.KruiseDaemon,
-		features.EnableExternalCerts,
-	}
-}
 
 // Options are sidecarset-controller's own flags.
 type Options struct {
@@ -63,46 +49,47 @@ func NewOptions() *Options {
 // AddFlags registers the webhook flags and --revision-namespace.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Webhook.AddFlags(fs)
+	o.addFlags(fs)
+}
+
+// addFlags registers --revision-namespace (the shell registers --webhook-*).
+func (o *Options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RevisionNamespace, "revision-namespace", o.RevisionNamespace,
 		"Namespace of the SidecarSet ControllerRevisions and of the kruise-configuration ConfigMap (patchPodMetadata whitelist), read by the reconciler and the pod webhook (default: $POD_NAMESPACE, else flotilla-system). kruise-system takes over the revisions and whitelist OpenKruise left there; the RBAC must grant that namespace (see the README).")
 }
 
-// Binary describes sidecarset-controller to the kit/app shell.
+// Binary describes sidecarset-controller to the kit/app shell
+// (kit/wiring.Webhook): the SidecarSet reconciler on the leader, the
+// admission webhooks on every replica (PodWebhook=false turns pod injection
+// off, as in OpenKruise, and keeps SidecarSet validation). Its feature gates
+// (OpenKruise reference §1.x "Gates"): EnableExternalCerts comes with the
+// shell.
 func Binary() kitapp.Binary {
 	o := NewOptions()
-	return kitapp.Binary{
-		Name:     Name,
-		Gates:    Gates(),
-		AddFlags: o.AddFlags,
-		Setup:    func(ctx context.Context, env *kitapp.Env) error { return setup(ctx, env, o) },
-	}
+	return wiring.Webhook(wiring.WebhookBinary{
+		Name: Name,
+		Kind: "SidecarSet",
+		Gates: []featuregate.Feature{features.PodWebhook, features.SidecarSetPatchPodMetadataDefaultsAllowed,
+			features.EnableSortSidecarContainerByName, features.SidecarTerminator, features.KruiseDaemon},
+		Webhook:     &o.Webhook,
+		AddFlags:    o.addFlags,
+		Reconcilers: func(env *kitapp.Env, cl *wiring.Clients) error { return addReconciler(env, cl, o.Namespace()) },
+		Webhooks:    o.addWebhooks,
+	})
 }
 
-// setup builds the clients and registers the SidecarSet reconciler (leader
-// only) and the admission webhooks (every replica; PodWebhook=false turns pod
-// injection off, as in OpenKruise, and keeps SidecarSet validation).
-func setup(ctx context.Context, env *kitapp.Env, o *Options) error {
-	cl, err := wiring.New(ctx, env)
-	if err != nil {
-		return err
-	}
-	ns := o.Namespace()
-	if err := addReconciler(env, cl, ns); err != nil {
-		return err
-	}
+// Gates are the feature gates sidecarset-controller accepts in --feature-gates.
+func Gates() []featuregate.Feature { return Binary().Gates }
+
+// addWebhooks registers the SidecarSet and pod webhooks (every replica).
+func (o *Options) addWebhooks(env *kitapp.Env, cl *wiring.Clients, wh kitwebhook.Options) error {
 	pods := env.Gates.Enabled(features.PodWebhook)
 	if !pods {
 		env.Logger.Info("PodWebhook is off: no sidecar injection (the pod webhook's scope stays false); SidecarSets are still validated")
 	}
-	wh := o.Webhook
-	if env.Gates.Enabled(features.EnableExternalCerts) && wh.CertDir == "" {
-		return fmt.Errorf("EnableExternalCerts needs --webhook-cert-dir")
-	}
+	ns := o.Namespace()
 	env.Logger.Info("SidecarSet revisions and kruise-configuration", "namespace", ns)
-	if err := webhook.Setup(env, cl, wh, ns, pods); err != nil {
-		return fmt.Errorf("set up SidecarSet webhook: %w", err)
-	}
-	return nil
+	return webhook.Setup(env, cl, wh, ns, pods)
 }
 
 // addReconciler registers the SidecarSet reconciler (leader only). Its
