@@ -72,24 +72,10 @@ func sortOldestFirst(pods []*corev1.Pod) {
 }
 
 // daemonAvailable is availability as the rolling update counts it: the
-// status's availability (statusAvailable) and not in PreparingDelete — a pod
-// its hook holds is on its way out, so the budget must not spend it twice.
+// status's availability (see calculateStatus) and not in PreparingDelete — a
+// pod its hook holds is on its way out, so the budget must not spend it twice.
 func daemonAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	return statusAvailable(p, minReadySeconds, now) && !isPreDeleting(p)
-}
-
-// statusAvailable is availability as status.numberAvailable counts it, as
-// OpenKruise does: ready for minReadySeconds and, with an InPlaceUpdateReady
-// condition, that condition True (an in-place update in progress makes the
-// pod unavailable before the kubelet notices). A PreparingDelete pod still
-// counts while it is Ready: it is still serving (markPodNotReady is how a
-// user takes it out, and then it is not Ready).
-func statusAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	if !podutil.IsAvailable(p, minReadySeconds, now) {
-		return false
-	}
-	c := podutil.GetCondition(p, pub.InPlaceUpdateReady)
-	return c == nil || c.Status == corev1.ConditionTrue
+	return podutil.IsAvailable(p, minReadySeconds, now) && podutil.IsInPlaceUpdateReady(p) && !isPreDeleting(p)
 }
 
 func isPreDeleting(p *corev1.Pod) bool {

@@ -41,7 +41,7 @@ type statusInput struct {
 
 // calculateStatus computes the DaemonSet's status as upstream does: per node
 // that should run the daemon, desired; with a pod, current; its oldest pod
-// ready, then available (statusAvailable: a Ready PreparingDelete pod
+// ready, then available (a Ready PreparingDelete pod
 // counts, as in OpenKruise); at the update revision, updated. A node that should
 // not run the daemon but has a pod is misscheduled. unavailable = desired −
 // available. daemonSetHash is the update revision's hash. Pure: the old
@@ -75,7 +75,12 @@ func calculateStatus(in statusInput) appsv1alpha1.DaemonSetStatus {
 		pod := st.pods[0]
 		if podutil.IsReady(pod) {
 			s.NumberReady++
-			if statusAvailable(pod, in.minReadySeconds, in.now) {
+			// Available as OpenKruise counts numberAvailable: ready for
+			// minReadySeconds and no InPlaceUpdateReady condition holding the
+			// pod back (an in-place update in progress makes it unavailable
+			// before the kubelet notices). A PreparingDelete pod still counts
+			// while Ready: it still serves (markPodNotReady takes it out).
+			if podutil.IsAvailable(pod, in.minReadySeconds, in.now) && podutil.IsInPlaceUpdateReady(pod) {
 				s.NumberAvailable++
 			}
 		}
