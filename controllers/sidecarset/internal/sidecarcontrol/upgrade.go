@@ -12,6 +12,7 @@ import (
 
 	appspub "github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
 
 // IsUpdated reports that pod runs set's current sidecars (hash recorded on the pod).
@@ -133,19 +134,7 @@ func Ready(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
 			return false
 		}
 	}
-	return podRunningAndReady(pod)
-}
-
-func podRunningAndReady(pod *corev1.Pod) bool {
-	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return podutil.IsActiveAndReady(pod)
 }
 
 // Upgrade returns a copy of pod moved in place to set's current version
