@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
@@ -56,7 +55,7 @@ func calculateStatus(in statusInput) appsv1alpha1.CloneSetStatus {
 	}
 	for _, p := range in.pods {
 		updated := revisionMatches(p, in.updateRevision)
-		ready := isReady(p)
+		ready := podutil.IsWorkloadReady(p)
 		available := ready && podutil.IsWorkloadAvailable(p, cs.Spec.MinReadySeconds, in.now)
 		s.Replicas++
 		s.ReadyReplicas += b2i(ready)
@@ -77,15 +76,6 @@ func calculateStatus(in statusInput) appsv1alpha1.CloneSetStatus {
 	conds = setProgressing(conds, in, s, in.now)
 	s.Conditions = conds
 	return s
-}
-
-// isReady: Running, Ready, and InPlaceUpdateReady not False.
-func isReady(p *corev1.Pod) bool {
-	if !podutil.IsRunningAndReady(p) {
-		return false
-	}
-	c := podutil.GetCondition(p, pub.InPlaceUpdateReady)
-	return c == nil || c.Status != corev1.ConditionFalse
 }
 
 func b2i(b bool) int32 {
