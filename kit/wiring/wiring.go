@@ -31,6 +31,7 @@ import (
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 )
 
 // Clients are a binary's clients, informer factories and event recorder. The
@@ -107,6 +108,9 @@ type Deps struct {
 	// ExpectationTimeout bounds how long a create or delete that never shows
 	// up in the cache may block its workload (0: expectations.DefaultTimeout).
 	ExpectationTimeout time.Duration
+	// PodControl writes pods (nil: kit/podcontrol over Kube); a sync fixture
+	// test passes podcontrol's Fake.
+	PodControl podcontrol.PodControl
 }
 
 // Deps returns the Deps of env's reconcilers, built on these clients.

@@ -5,9 +5,12 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
 
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+	"github.com/flotilla-dev/flotilla/kit/predownload"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // metricsRegistrar is a reconciler with collectors of its own.
@@ -43,4 +46,26 @@ func Workload[C kitapp.Controller](name string, gates []featuregate.Feature, kin
 		return nil
 	}
 	return kitapp.Binary{Name: name, Gates: gates, AddFlags: timeout.AddFlags, Setup: setup}
+}
+
+// Workload returns the Kubernetes side of d, what kit/workload's skeleton
+// is built from.
+func (d Deps) Workload() workload.Deps {
+	return workload.Deps{
+		Kube: d.Kube, KubeInformers: d.KubeInformers, Namespace: d.Namespace, Clock: d.Clock, Recorder: d.Recorder,
+		QueueOptions: d.QueueOptions, QueueConfig: d.QueueConfig, ExpectationTimeout: d.ExpectationTimeout, PodControl: d.PodControl,
+	}
+}
+
+// ImagePullJobs builds the ImagePullJob side of a workload's image
+// pre-download (kit/predownload) over d's clients and Flotilla informer
+// factory; watch (the reconciler's kit/workload Base.Watch) has the
+// reconciler wait for the ImagePullJob informer.
+func (d Deps) ImagePullJobs(watch func(cache.SharedIndexInformer, cache.ResourceEventHandler, string) error) (*predownload.Control, error) {
+	inf := d.Informers.Apps().V1alpha1().ImagePullJobs().Informer()
+	jobs, err := predownload.NewControl(d.Kube, func(ns string) predownload.JobClient { return d.Client.AppsV1alpha1().ImagePullJobs(ns) }, inf, d.Recorder)
+	if err != nil {
+		return nil, err
+	}
+	return jobs, watch(inf, nil, "ImagePullJobs")
 }

@@ -5,33 +5,14 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
-	"github.com/flotilla-dev/flotilla/kit/podutil"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
-
-// allPods returns every cached pod the CloneSet controls, terminating ones
-// included. Read-only.
-func (c *Controller) allPods(cs *appsv1alpha1.CloneSet) ([]*corev1.Pod, error) {
-	objs, err := controller.ByOwnerUID(c.pods, cs.UID)
-	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
-	}
-	out := make([]*corev1.Pod, 0, len(objs))
-	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok && metav1.IsControlledBy(p, cs) {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
 
 // ownedPVCs returns the cached PVCs the CloneSet controls. Read-only.
 func (c *Controller) ownedPVCs(cs *appsv1alpha1.CloneSet) ([]*corev1.PersistentVolumeClaim, error) {
@@ -51,53 +32,26 @@ func (c *Controller) ownedPVCs(cs *appsv1alpha1.CloneSet) ([]*corev1.PersistentV
 // claimPods returns the CloneSet's pods after releasing those that no longer
 // match its selector and adopting orphans (pods carrying the instance-id
 // label, active, without a controller) that do. A CloneSet being deleted
-// neither adopts nor releases.
+// neither adopts nor releases, nor does one whose selector was rejected at
+// admission (it must never claim the whole namespace).
 func (c *Controller) claimPods(ctx context.Context, cs *appsv1alpha1.CloneSet) ([]*corev1.Pod, error) {
-	owned, err := c.allPods(cs)
+	owned, err := c.OwnedPods(cs)
 	if err != nil {
 		return nil, err
 	}
-	if cs.DeletionTimestamp != nil {
+	sel, ok := workload.Selector(cs.Spec.Selector)
+	if cs.DeletionTimestamp != nil || !ok {
 		return owned, nil
 	}
-	sel, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
-	if err != nil || sel.Empty() {
-		// Rejected at admission; never claim the whole namespace.
-		return owned, nil
+	if owned, _, err = c.ReleaseUnselected(ctx, cs.UID, owned, sel, false); err != nil {
+		return nil, err
 	}
-	logger := klog.FromContext(ctx)
-	out := owned[:0:0]
-	for _, p := range owned {
-		if sel.Matches(labels.Set(p.Labels)) {
-			out = append(out, p)
-			continue
-		}
-		if err := controller.ReleasePod(ctx, c.kube, p, cs.UID); err != nil {
-			return nil, fmt.Errorf("release pod %s: %w", p.Name, err)
-		}
-		logger.Info("Released pod that no longer matches the selector", "pod", klog.KObj(p))
+	adopted, err := c.AdoptOrphans(ctx, cs.Namespace, controllerRef(cs), sel, nil)
+	if adopted > 0 {
+		// Act on them from the next sync, when the cache shows the adoption.
+		c.Queue.AddAfter(types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name}, 0)
 	}
-	objs, err := c.pods.ByIndex(controller.OrphanIndex, cs.Namespace)
-	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
-	}
-	ref := controllerRef(cs)
-	for _, o := range objs {
-		p := o.(*corev1.Pod)
-		if metav1.GetControllerOfNoCopy(p) != nil || !podutil.IsActive(p) || !sel.Matches(labels.Set(p.Labels)) {
-			continue
-		}
-		if err := controller.AdoptPod(ctx, c.kube, p, ref); err != nil {
-			if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
-				continue // gone, or adopted by someone else meanwhile
-			}
-			return nil, fmt.Errorf("adopt pod %s: %w", p.Name, err)
-		}
-		logger.Info("Adopted orphan pod", "pod", klog.KObj(p))
-		// Act on it from the next sync, when the cache shows the adoption.
-		c.queue.AddAfter(types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name}, 0)
-	}
-	return out, nil
+	return owned, err
 }
 
 // controllerRef is the ownerReference pods, PVCs and revisions carry.

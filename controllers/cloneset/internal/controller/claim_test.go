@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // A pod cache the owner lookup cannot use must stop the sync: taken for "no
@@ -22,7 +23,7 @@ func TestClaimPodsReportsAnUnusablePodIndex(t *testing.T) {
 
 	broken := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{controller.OrphanIndex: controller.IndexOrphanByNamespace})
 	require.NoError(t, broken.Add(p))
-	_, err := (&Controller{pods: broken}).claimPods(context.Background(), cs)
+	_, err := (&Controller{Base: &workload.Base{Pods: broken}}).claimPods(context.Background(), cs)
 	require.Error(t, err, "owner index missing")
 
 	ok := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
@@ -32,7 +33,7 @@ func TestClaimPodsReportsAnUnusablePodIndex(t *testing.T) {
 	other := testPod("other")
 	other.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ReplicationController", Name: "x", UID: "uid-x", Controller: new(true)}}
 	require.NoError(t, ok.Add(other))
-	pods, err := (&Controller{pods: ok}).claimPods(context.Background(), cs)
+	pods, err := (&Controller{Base: &workload.Base{Pods: ok}}).claimPods(context.Background(), cs)
 	require.NoError(t, err)
 	assert.Equal(t, []*corev1.Pod{p}, pods)
 }

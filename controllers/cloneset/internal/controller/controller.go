@@ -20,13 +20,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/featuregate"
-	"k8s.io/utils/clock"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
@@ -38,8 +35,8 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/inplace"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/predownload"
-	"github.com/flotilla-dev/flotilla/kit/revision"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // Name is the reconciler's name: queue name, log key, event source.
@@ -48,37 +45,27 @@ const Name = "cloneset"
 // Deps are the reconciler's collaborators (kit/wiring builds them).
 type Deps = wiring.Deps
 
-// Controller reconciles CloneSets.
+// Controller reconciles CloneSets: the workload skeleton (kit/workload)
+// and what only CloneSet has.
 type Controller struct {
-	kube       kubernetes.Interface
-	client     versioned.Interface
-	sets       appslisters.CloneSetLister
-	pods       cache.Indexer
-	pvcs       cache.Indexer
-	nodes      corelisters.NodeLister // labels only (keepNodeLabels): topology ranks on scale-in
-	jobs       *predownload.Control   // nil unless PreDownloadImageForInPlaceUpdate
-	revisions  *revision.Lister
-	revControl revision.Control
-	inplace    *inplace.Control
-	lifecycle  lifecycle.Writer
-	gates      featuregate.FeatureGate
-	clock      clock.WithTicker
-	recorder   record.EventRecorder
-	queue      *controller.Queue[types.NamespacedName]
-	loop       *controller.Loop[types.NamespacedName]
+	*workload.Base
+	client    versioned.Interface
+	sets      appslisters.CloneSetLister
+	pvcs      cache.Indexer
+	nodes     corelisters.NodeLister // labels only (keepNodeLabels): topology ranks on scale-in
+	jobs      *predownload.Control   // nil unless PreDownloadImageForInPlaceUpdate
+	inplace   *inplace.Control
+	lifecycle lifecycle.Writer
+	gates     featuregate.FeatureGate
 	// podQueue and podLoop: new pods' first write (newpods.go).
 	podQueue *controller.Queue[types.NamespacedName]
 	podLoop  *controller.Loop[types.NamespacedName]
 	scaleExp *expectations.Scale[types.NamespacedName]
-	rvExp    *expectations.ResourceVersion
 	// replayInitialList: dependents replayed from an informer's initial list
 	// enqueue their CloneSet (--disable-initial-list-delay; see handlers.go).
 	replayInitialList bool
 	// deletedNames: see podstodelete.go.
 	deletedNames deletedNames
-	// pacer spaces out counters-only status writes (pacer.go).
-	pacer  *controller.StatusPacer[types.NamespacedName]
-	synced []cache.InformerSynced
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -93,89 +80,50 @@ func New(d Deps) (*Controller, error) {
 	if d.Gates == nil {
 		d.Gates = features.MustNewGate()
 	}
-	expOpts := []expectations.Option{expectations.WithClock(d.Clock)}
-	if d.ExpectationTimeout > 0 {
-		expOpts = append(expOpts, expectations.WithTimeout(d.ExpectationTimeout))
+	c := &Controller{client: d.Client, gates: d.Gates, replayInitialList: d.QueueOptions.DisableInitialDelay}
+	base, err := workload.New(d.Workload(), workload.Spec{
+		Name: Name, Owner: Kind, PodLabel: pub.CloneSetInstanceID, Revisions: true, StatusInterval: statusInterval,
+	}, c.sync)
+	if err != nil {
+		return nil, err
 	}
+	c.Base, c.scaleExp = base, base.Scale()
 	setInf := d.Informers.Apps().V1alpha1().CloneSets()
-	podInf := d.KubeInformers.InformerFor(&corev1.Pod{}, labelledInformer(d.Namespace, coreinformers.NewFilteredPodInformer))
-	pvcInf := d.KubeInformers.InformerFor(&corev1.PersistentVolumeClaim{}, labelledInformer(d.Namespace, coreinformers.NewFilteredPersistentVolumeClaimInformer))
-	revInf := d.KubeInformers.Apps().V1().ControllerRevisions().Informer()
+	pvcInf := d.KubeInformers.InformerFor(&corev1.PersistentVolumeClaim{}, labelledClaims(d.Namespace))
 	nodeInf := d.KubeInformers.Core().V1().Nodes()
 	if err := nodeInf.Informer().SetTransform(keepNodeLabels); err != nil {
 		return nil, fmt.Errorf("set node informer transform: %w", err)
 	}
-	for _, inf := range []cache.SharedIndexInformer{podInf, pvcInf, revInf} {
-		if err := controller.AddOwnerUIDIndex(inf); err != nil {
-			return nil, err
-		}
+	if err := controller.AddOwnerUIDIndex(pvcInf); err != nil {
+		return nil, err
 	}
-	// Pods dominate the memory of this process: cache only what the
-	// controller reads (every pod write is a patch of the difference, so
-	// the fields left out are never written away), and never PVCs'
-	// managedFields, whatever transform the factory was built with.
-	if err := podInf.SetTransform(controller.SlimPod); err != nil {
-		return nil, fmt.Errorf("set pod informer transform: %w", err)
-	}
+	// Never cache PVCs' managedFields, whatever transform the factory was
+	// built with.
 	if err := pvcInf.SetTransform(controller.StripManagedFields); err != nil {
 		return nil, fmt.Errorf("set PVC informer transform: %w", err)
 	}
-
-	c := &Controller{
-		kube:       d.Kube,
-		client:     d.Client,
-		sets:       setInf.Lister(),
-		pods:       podInf.GetIndexer(),
-		pvcs:       pvcInf.GetIndexer(),
-		nodes:      nodeInf.Lister(),
-		revisions:  revision.NewLister(revInf.GetIndexer()),
-		revControl: revision.NewControl(d.Kube),
-		inplace:    inplace.NewControl(d.Kube, d.Clock),
-		lifecycle:  lifecycle.NewWriter(d.Kube, d.Clock),
-		gates:      d.Gates,
-		clock:      d.Clock,
-		recorder:   d.Recorder,
-		queue:      controller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
-		scaleExp:   expectations.NewScale[types.NamespacedName](expOpts...),
-		rvExp:      expectations.NewResourceVersion(expOpts...),
-		pacer:      &controller.StatusPacer[types.NamespacedName]{Interval: statusInterval},
-
-		replayInitialList: d.QueueOptions.DisableInitialDelay,
-	}
-	c.loop = controller.NewLoop(Name, c.queue, c.sync)
+	c.sets, c.pvcs, c.nodes = setInf.Lister(), pvcInf.GetIndexer(), nodeInf.Lister()
+	c.inplace, c.lifecycle = inplace.NewControl(d.Kube, d.Clock), lifecycle.NewWriter(d.Kube, d.Clock)
 	c.podQueue = controller.NewQueue[types.NamespacedName](podQueueName, d.QueueOptions, d.QueueConfig)
 	c.podLoop = controller.NewLoop(podQueueName, c.podQueue, c.syncNewPod)
-	informers := []cache.SharedIndexInformer{setInf.Informer(), podInf, pvcInf, revInf, nodeInf.Informer()}
 	if d.Gates.Enabled(features.PreDownloadImageForInPlaceUpdate) {
-		jobInf := d.Informers.Apps().V1alpha1().ImagePullJobs().Informer()
-		jobs, err := predownload.NewControl(d.Kube, func(ns string) predownload.JobClient { return d.Client.AppsV1alpha1().ImagePullJobs(ns) }, jobInf, d.Recorder)
-		if err != nil {
+		if c.jobs, err = d.ImagePullJobs(c.Watch); err != nil {
 			return nil, err
 		}
-		c.jobs = jobs
-		informers = append(informers, jobInf)
 	}
-	for _, inf := range informers {
-		c.synced = append(c.synced, inf.HasSynced)
-	}
-	if err := c.addHandlers(setInf.Informer(), podInf, pvcInf); err != nil {
+	if err := c.addHandlers(setInf.Informer(), pvcInf, nodeInf.Informer()); err != nil {
 		return nil, err
-	}
-	if _, err := podInf.AddEventHandler(c.newPodHandler()); err != nil {
-		return nil, fmt.Errorf("watch new pods: %w", err)
 	}
 	return c, nil
 }
 
-type filteredInformer func(kubernetes.Interface, string, time.Duration, cache.Indexers, internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer
-
-// labelledInformer builds an informer of objects carrying the CloneSet
-// instance-id label. The namespace is passed explicitly because a factory's
-// InformerFor does not pass its own on.
-func labelledInformer(namespace string, newInformer filteredInformer) func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
+// labelledClaims builds an informer of the PVCs carrying the CloneSet
+// instance-id label, indexed by owner UID. The namespace is passed
+// explicitly because a factory's InformerFor does not pass its own on.
+func labelledClaims(namespace string) func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
 	return func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return newInformer(client, namespace, resync,
-			cache.Indexers{controller.OwnerUIDIndex: controller.IndexByOwnerUID, controller.OrphanIndex: controller.IndexOrphanByNamespace},
+		return coreinformers.NewFilteredPersistentVolumeClaimInformer(client, namespace, resync,
+			cache.Indexers{controller.OwnerUIDIndex: controller.IndexByOwnerUID},
 			func(o *metav1.ListOptions) { o.LabelSelector = pub.CloneSetInstanceID })
 	}
 }
@@ -202,13 +150,6 @@ func (c *Controller) nodeLabels(name string) (map[string]string, bool) {
 	return n.Labels, true
 }
 
-// PodCache is the controller's pod cache (read-only: never modify what it
-// returns). For tests and debugging.
-func (c *Controller) PodCache() cache.Indexer { return c.pods }
-
-// Name implements kitapp.Controller.
-func (c *Controller) Name() string { return Name }
-
 // podWorkersPerWorker: each CloneSet worker comes with this many pod-loop
 // workers; their writes are small and independent, and the sooner a new
 // pod's gate conditions land after it is scheduled, the sooner it is Ready
@@ -220,7 +161,7 @@ const podWorkersPerWorker = 16
 // CloneSets, and new pods, until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	errs := make(chan error, 1)
-	go func() { errs <- c.podLoop.RunWhenSynced(ctx, workers*podWorkersPerWorker, c.synced...) }()
-	err := c.loop.RunWhenSynced(ctx, workers, c.synced...)
+	go func() { errs <- c.podLoop.RunWhenSynced(ctx, workers*podWorkersPerWorker, c.Synced()...) }()
+	err := c.Base.Run(ctx, workers)
 	return errors.Join(err, <-errs)
 }

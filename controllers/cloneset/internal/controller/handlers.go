@@ -1,18 +1,17 @@
 package controller
 
 import (
-	"fmt"
+	"errors"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // podUpdateBatch is how long pod and PVC update events are gathered before
@@ -22,24 +21,23 @@ const podUpdateBatch = 100 * time.Millisecond
 // Kind is the owner kind of the pods, PVCs and revisions a CloneSet controls.
 var Kind = controller.OwnerKind{Group: appsv1alpha1.SchemeGroupVersion.Group, Kind: "CloneSet"}
 
-func (c *Controller) addHandlers(sets, pods, pvcs cache.SharedIndexInformer) error {
-	if _, err := sets.AddEventHandler(controller.KeyHandler{Enqueue: c.queue.Enqueue, Deleted: c.forgetSet}); err != nil {
-		return fmt.Errorf("watch CloneSets: %w", err)
-	}
-	if _, err := pods.AddEventHandler(c.dependentHandler()); err != nil {
-		return fmt.Errorf("watch pods: %w", err)
-	}
-	if _, err := pvcs.AddEventHandler(c.dependentHandler()); err != nil {
-		return fmt.Errorf("watch PVCs: %w", err)
-	}
-	return nil
+func (c *Controller) addHandlers(sets, pvcs, nodes cache.SharedIndexInformer) error {
+	return errors.Join(
+		c.Watch(sets, c.OwnerHandler(func(_ any, key types.NamespacedName) { c.forget(key) }), "CloneSets"),
+		c.Watch(c.PodInformer, c.dependentHandler(), "pods"),
+		c.Watch(c.PodInformer, c.newPodHandler(), "new pods"),
+		c.Watch(pvcs, c.dependentHandler(), "PVCs"),
+		c.Watch(nodes, nil, "nodes"),
+	)
 }
 
-// forgetSet drops the expectations of a deleted CloneSet (the KeyHandler
-// then enqueues it); its pods and PVCs go with it through garbage collection.
-func (c *Controller) forgetSet(_ any, key types.NamespacedName) {
+// forget drops what the controller keeps for a deleted CloneSet (the
+// KeyHandler then enqueues it); its pods and PVCs go with it through garbage
+// collection.
+func (c *Controller) forget(key types.NamespacedName) {
 	c.scaleExp.Delete(key)
-	c.pacer.Forget(key)
+	c.Pacer.Forget(key)
+	c.deletedNames.drop(key)
 }
 
 // dependentHandler maps pod and PVC events to the controlling CloneSet and
@@ -49,7 +47,7 @@ func (c *Controller) forgetSet(_ any, key types.NamespacedName) {
 // per object, as before OpenKruise v1.3.
 func (c *Controller) dependentHandler() cache.ResourceEventHandler {
 	return controller.DependentHandler{
-		Owner: Kind, Queue: c.queue, Scale: c.scaleExp, RV: c.rvExp, FindOwners: c.findSets,
+		Owner: Kind, Queue: c.Queue, Scale: c.scaleExp, RV: c.RV, FindOwners: c.findSets,
 		ReplayInitialList: c.replayInitialList, UpdateDelay: podUpdateBatch,
 	}.Handler()
 }
@@ -57,21 +55,7 @@ func (c *Controller) dependentHandler() cache.ResourceEventHandler {
 // findSets returns the CloneSets whose selector matches an orphan's labels:
 // the ones that may adopt it.
 func (c *Controller) findSets(o metav1.Object) []types.NamespacedName {
-	if _, isPod := o.(*corev1.Pod); !isPod {
-		return nil
-	}
-	sets, err := c.sets.CloneSets(o.GetNamespace()).List(labels.Everything())
-	if err != nil {
-		// An event handler has no caller to return to; the orphan waits for
-		// its next event or the CloneSets' next sync.
-		utilruntime.HandleError(fmt.Errorf("find the CloneSets that may adopt pod %s/%s: %w", o.GetNamespace(), o.GetName(), err))
-		return nil
-	}
-	var out []types.NamespacedName
-	for _, cs := range sets {
-		if controller.SelectorMatches(cs.Spec.Selector, o.GetLabels()) {
-			out = append(out, types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name})
-		}
-	}
-	return out
+	return workload.Adopters("CloneSet", func(ns string) ([]*appsv1alpha1.CloneSet, error) {
+		return c.sets.CloneSets(ns).List(labels.Everything())
+	}, func(cs *appsv1alpha1.CloneSet) *metav1.LabelSelector { return cs.Spec.Selector }, nil)(o)
 }

@@ -16,6 +16,6 @@ func (c *Controller) RegisterMetrics(reg prometheus.Registerer) error {
 			Value: func() float64 { return float64(c.scaleExp.TimedOut()) }},
 		kitapp.Counter{Name: "cloneset_resource_version_expectation_timeouts_total",
 			Help:  "Own writes the informer cache did not show before the expectation timeout.",
-			Value: func() float64 { return float64(c.rvExp.TimedOut()) }},
+			Value: func() float64 { return float64(c.RV.TimedOut()) }},
 	)
 }

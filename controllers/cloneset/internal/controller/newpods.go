@@ -50,7 +50,7 @@ func (c *Controller) newPodHandler() cache.ResourceEventHandler {
 // syncNewPod writes a new pod's gate conditions, and its move to Normal when
 // that is due, in one pods/status write.
 func (c *Controller) syncNewPod(ctx context.Context, key types.NamespacedName) error {
-	obj, exists, err := c.pods.GetByKey(key.String())
+	obj, exists, err := c.Pods.GetByKey(key.String())
 	if err != nil || !exists {
 		return err
 	}
@@ -69,7 +69,7 @@ func (c *Controller) syncNewPod(ctx context.Context, key types.NamespacedName) e
 	if err != nil {
 		return err
 	}
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	next := podreadiness.WithGateConditions(p, now, gatedConditions...)
 	if next == nil {
 		return nil
@@ -85,7 +85,7 @@ func (c *Controller) syncNewPod(ctx context.Context, key types.NamespacedName) e
 	if err != nil {
 		return err
 	}
-	c.rvExp.Expect(out) // the pod's update event brings its CloneSet to count it
+	c.RV.Expect(out) // the pod's update event brings its CloneSet to count it
 	return nil
 }
 
@@ -105,7 +105,7 @@ func (c *Controller) initPod(ctx context.Context, p, next *corev1.Pod, decide fu
 	if combined {
 		dec.Patch.ApplyMetadata(next)
 	}
-	out, err := controller.PatchPod(ctx, c.kube, p, next, "status")
+	out, err := controller.PatchPod(ctx, c.Kube, p, next, "status")
 	if err != nil {
 		return nil, fmt.Errorf("initialise readiness conditions of pod %s: %w", p.Name, err)
 	}

@@ -103,14 +103,14 @@ func (c *Controller) truncatePodsToDelete(ctx context.Context, st *syncState) er
 		cp.Spec.ScaleStrategy.PodsToDelete = nil
 	}
 	if len(missing) > 0 {
-		c.recorder.Eventf(st.cs, corev1.EventTypeWarning, ReasonPodsToDeleteNotFound,
+		c.Recorder.Eventf(st.cs, corev1.EventTypeWarning, ReasonPodsToDeleteNotFound,
 			"spec.scaleStrategy.podsToDelete names pods this CloneSet does not have (%v); removed them from the list", missing)
 	}
 	out, err := c.client.AppsV1alpha1().CloneSets(cp.Namespace).Update(ctx, cp, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("trim podsToDelete: %w", err)
 	}
-	c.rvExp.Expect(out)
+	c.RV.Expect(out)
 	c.deletedNames.forget(st.key, drop)
 	klog.FromContext(ctx).V(2).Info("Trimmed podsToDelete", "missing", missing, "deleted", sets.List(st.deleted))
 	return nil

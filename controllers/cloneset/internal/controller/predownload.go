@@ -20,7 +20,7 @@ func (c *Controller) preDownload(ctx context.Context, st *syncState) {
 	}
 	cs := st.cs
 	w := predownload.Workload{Owner: cs, Kind: kindCloneSet, Selector: cs.Spec.Selector, Template: &cs.Spec.Template}
-	c.jobs.Reconcile(ctx, w, preDownloadInput(st), c.rvExp.Expect)
+	c.jobs.Reconcile(ctx, w, preDownloadInput(st), c.RV.Expect)
 }
 
 // preDownloadInput states the CloneSet's rollout in kit/predownload's terms:

@@ -50,7 +50,7 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 	}
 	st.requeue.After(res.RequeueAfter)
 	if res.Written {
-		c.rvExp.Expect(res.Pod)
+		c.RV.Expect(res.Pod)
 		return true, nil // the lifecycle step waits for the cache to show this write
 	}
 	dec, err := becomeNormal(st.cs, p, st.isUpdated(p), st.now)

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"hash/fnv"
 	"slices"
 	"strconv"
@@ -12,49 +11,38 @@ import (
 	"github.com/davecgh/go-spew/spew"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/revision"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // kindCloneSet is the GroupVersionKind revisions point their controllerRef at.
 var kindCloneSet = appsv1alpha1.SchemeGroupVersion.WithKind("CloneSet")
 
 // syncRevisions finds or creates the update revision (the CloneSet's current
-// template), re-using an equal older revision on rollback, and resolves the
-// current revision (status.currentRevision, or the update revision for a new
+// template, with OpenKruise's fingerprint of its volumeClaimTemplates),
+// re-using an equal older revision on rollback, and resolves the current
+// revision (status.currentRevision, or the update revision for a new
 // CloneSet).
 func (c *Controller) syncRevisions(ctx context.Context, st *syncState) error {
 	cs := st.cs
-	data, err := revision.TemplatePatch(&cs.Spec.Template)
-	if err != nil {
-		return fmt.Errorf("encode template: %w", err)
-	}
-	st.collisionCount = ptr.Deref(cs.Status.CollisionCount, 0)
-	want := revision.New(cs, kindCloneSet, cs.Spec.Template.Labels, data, revision.NextRevisionNumber(st.revisions), &st.collisionCount)
-	if want.Annotations == nil {
-		want.Annotations = map[string]string{}
-	}
-	want.Annotations[pub.CloneSetVolumeClaimTemplateHashKey] = vctHash(cs.Spec.VolumeClaimTemplates)
-	res, err := revision.Resolve(ctx, c.revControl, cs, want, st.revisions, &st.collisionCount)
+	r, err := c.SyncRevisions(ctx, workload.RevisionRequest{
+		Owner: cs, Kind: kindCloneSet, Template: &cs.Spec.Template,
+		CollisionCount: cs.Status.CollisionCount, CurrentRevision: cs.Status.CurrentRevision,
+		Annotations: map[string]string{pub.CloneSetVolumeClaimTemplateHashKey: vctHash(cs.Spec.VolumeClaimTemplates)},
+	})
 	if err != nil {
 		return err
 	}
-	st.update, st.revisions = res.Update, res.Revisions
-	if res.Written {
-		c.rvExp.Expect(st.update)
-	}
-	for _, r := range st.revisions {
-		if r.Name == cs.Status.CurrentRevision {
-			st.current = r
-		}
-	}
-	if st.current == nil {
-		st.current = st.update
-	}
+	st.revisions, st.current, st.update, st.collisionCount = r.All, r.Current, r.Update, r.CollisionCount
 	return nil
+}
+
+// revs is the history as kit/workload names it.
+func (st *syncState) revs() workload.Revisions {
+	return workload.Revisions{All: st.revisions, Current: st.current, Update: st.update, CollisionCount: st.collisionCount}
 }
 
 // revisionByName returns the CloneSet's revision of that name (or whose

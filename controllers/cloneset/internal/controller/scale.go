@@ -37,7 +37,7 @@ func (c *Controller) scale(ctx context.Context, st *syncState) (bool, error) {
 	d := calculateDiffs(st.diffInput())
 	if d.scaleUp > 0 {
 		if d.scaleUp > d.scaleUpLimit {
-			c.recorder.Eventf(st.cs, corev1.EventTypeWarning, "ScaleUpLimited",
+			c.Recorder.Eventf(st.cs, corev1.EventTypeWarning, "ScaleUpLimited",
 				"scaleStrategy.maxUnavailable allows %d of %d pod creations while pods are unavailable", d.scaleUpLimit, d.scaleUp)
 		}
 		// A pass that is short of pods deletes nothing, even when
@@ -118,7 +118,7 @@ func (c *Controller) cancelPreparingDelete(ctx context.Context, st *syncState) (
 			return wrote, err
 		}
 		klog.FromContext(ctx).Info("Cancelled deletion: replicas grew back", "pod", klog.KObj(p))
-		c.recorder.Eventf(st.cs, corev1.EventTypeNormal, "CancelledPreparingDelete", "pod %s is needed again and returns to PreparingNormal", p.Name)
+		c.Recorder.Eventf(st.cs, corev1.EventTypeNormal, "CancelledPreparingDelete", "pod %s is needed again and returns to PreparingNormal", p.Name)
 		wrote = true
 		short--
 	}
@@ -196,7 +196,7 @@ func (c *Controller) createPods(ctx context.Context, st *syncState, n, old int) 
 		// Only when nearly every id of the space is taken (27^5 of them:
 		// far more pods than a CloneSet may have, pub.MaxReplicas): the
 		// sync creates what it found and says so; the next one tries again.
-		c.recorder.Eventf(st.cs, corev1.EventTypeWarning, "InstanceIDsExhausted",
+		c.Recorder.Eventf(st.cs, corev1.EventTypeWarning, "InstanceIDsExhausted",
 			"found %d free instance ids of the %d needed: the id space of %d-character ids is nearly full", len(ids), n, instanceIDLength)
 		klog.FromContext(ctx).Info("Instance ids nearly exhausted", "needed", n, "found", len(ids))
 	}
@@ -241,10 +241,10 @@ func (c *Controller) createPod(ctx context.Context, st *syncState, id string, re
 	}
 	for _, pvc := range newPVCs(st.cs, id, existingPVCs) {
 		c.scaleExp.Expect(st.key, expectations.Create, pvc.Name)
-		if _, err := c.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		if _, err := c.Kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
 			c.scaleExp.Observe(st.key, expectations.Create, pvc.Name)
 			if !apierrors.IsAlreadyExists(err) {
-				c.recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedCreate", "failed to create pvc %s: %v", pvc.Name, err)
+				c.Recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedCreate", "failed to create pvc %s: %v", pvc.Name, err)
 				return fmt.Errorf("create pvc %s: %w", pvc.Name, err)
 			}
 		}
@@ -255,12 +255,12 @@ func (c *Controller) createPod(ctx context.Context, st *syncState, id string, re
 	}
 	pod.Annotations[pub.LifecycleTimestampKey] = st.now.UTC().Format(time.RFC3339)
 	c.scaleExp.Expect(st.key, expectations.Create, pod.Name)
-	if _, err := c.kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		c.scaleExp.Observe(st.key, expectations.Create, pod.Name)
-		c.recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedCreate", "failed to create pod %s: %v", pod.Name, err)
+		c.Recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedCreate", "failed to create pod %s: %v", pod.Name, err)
 		return fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}
-	c.recorder.Eventf(st.cs, corev1.EventTypeNormal, "SuccessfulCreate", "succeed to create pod %s", pod.Name)
+	c.Recorder.Eventf(st.cs, corev1.EventTypeNormal, "SuccessfulCreate", "succeed to create pod %s", pod.Name)
 	return nil
 }
 
@@ -277,7 +277,7 @@ func (c *Controller) deletePods(ctx context.Context, st *syncState, pods []*core
 				return wrote, err
 			}
 			if dec.Patch.State == pub.LifecycleStatePreparingDelete {
-				c.recorder.Eventf(st.cs, corev1.EventTypeNormal, "SuccessfulPreparingDelete", "succeed to update pod %s lifecycle to PreparingDelete", p.Name)
+				c.Recorder.Eventf(st.cs, corev1.EventTypeNormal, "SuccessfulPreparingDelete", "succeed to update pod %s lifecycle to PreparingDelete", p.Name)
 			}
 			wrote = true
 			continue
@@ -296,13 +296,13 @@ func (c *Controller) deletePods(ctx context.Context, st *syncState, pods []*core
 func (c *Controller) deletePod(ctx context.Context, st *syncState, p *corev1.Pod) error {
 	c.scaleExp.Expect(st.key, expectations.Delete, p.Name)
 	uid := p.UID
-	err := c.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := c.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		c.scaleExp.Observe(st.key, expectations.Delete, p.Name)
-		c.recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedDelete", "failed to delete pod %s: %v", p.Name, err)
+		c.Recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedDelete", "failed to delete pod %s: %v", p.Name, err)
 		return fmt.Errorf("delete pod %s: %w", p.Name, err)
 	}
-	c.recorder.Eventf(st.cs, corev1.EventTypeNormal, "SuccessfulDelete", "succeed to delete pod %s", p.Name)
+	c.Recorder.Eventf(st.cs, corev1.EventTypeNormal, "SuccessfulDelete", "succeed to delete pod %s", p.Name)
 	st.deleted.Insert(p.Name)
 	c.deletedNames.add(st.key, p.Name)
 	for _, pvc := range st.pvcs {
@@ -337,7 +337,7 @@ func (c *Controller) deleteUnusedPVCs(ctx context.Context, st *syncState) error 
 func (c *Controller) deletePVC(ctx context.Context, st *syncState, pvc *corev1.PersistentVolumeClaim) error {
 	c.scaleExp.Expect(st.key, expectations.Delete, pvc.Name)
 	uid := pvc.UID
-	err := c.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Delete(ctx, pvc.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := c.Kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Delete(ctx, pvc.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		c.scaleExp.Observe(st.key, expectations.Delete, pvc.Name)
 		return fmt.Errorf("delete pvc %s: %w", pvc.Name, err)
@@ -353,7 +353,7 @@ func (c *Controller) writeLifecycle(ctx context.Context, p *corev1.Pod, patch li
 		return fmt.Errorf("update lifecycle of pod %s: %w", p.Name, err)
 	}
 	if out != nil {
-		c.rvExp.Expect(out)
+		c.RV.Expect(out)
 	}
 	return nil
 }

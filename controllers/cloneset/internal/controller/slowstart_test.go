@@ -22,6 +22,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/revision"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // createPods creates in slow-start batches 1, 2, 4, … and stops after the
@@ -54,10 +55,12 @@ func TestCreatePodsSlowStart(t *testing.T) {
 			require.NoError(t, err)
 			rev := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: updateRev}, Data: runtime.RawExtension{Raw: data}}
 			c := &Controller{
-				kube:     kube,
-				pods:     cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{controller.OwnerUIDIndex: controller.IndexByOwnerUID}),
+				Base: &workload.Base{
+					Kube:     kube,
+					Pods:     cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{controller.OwnerUIDIndex: controller.IndexByOwnerUID}),
+					Recorder: record.NewFakeRecorder(100),
+				},
 				scaleExp: expectations.NewScale[types.NamespacedName](),
-				recorder: record.NewFakeRecorder(100),
 			}
 			st := &syncState{key: types.NamespacedName{Namespace: "ns", Name: "web"}, cs: cs, now: now, current: rev, update: rev, deleted: sets.New[string]()}
 			err = c.createPods(t.Context(), st, tc.n, 0)

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // Condition reasons this controller sets besides the reference's.
@@ -231,25 +231,17 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaled boo
 	if d := st.cs.Spec.ProgressDeadlineSeconds; d != nil && *d != math.MaxInt32 && status.UpdatedAvailableReplicas != ptr.Deref(st.cs.Spec.Replicas, 1) {
 		st.requeue.After(time.Duration(*d) * time.Second)
 	}
-	if apiequality.Semantic.DeepEqual(st.cs.Status, status) {
-		return nil
+	out, err := workload.WriteStatus(ctx, c.Base, workload.StatusWrite[appsv1alpha1.CloneSetStatus]{
+		Key: st.key, Now: st.now, Cur: st.cs.Status, Next: status, CountersOnly: countersOnly, Requeue: &st.requeue,
+	}, func(ctx context.Context, s appsv1alpha1.CloneSetStatus) (*appsv1alpha1.CloneSet, error) {
+		cp := st.cs.DeepCopy()
+		cp.Status = s
+		return c.client.AppsV1alpha1().CloneSets(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	})
+	if out != nil {
+		st.cs = out
 	}
-	if countersOnly(st.cs.Status, status) {
-		if d := c.pacer.Wait(st.key, st.now); d > 0 {
-			st.requeue.After(d) // the counters are written then, with whatever they are by that time
-			return nil
-		}
-	}
-	cp := st.cs.DeepCopy()
-	cp.Status = status
-	out, err := c.client.AppsV1alpha1().CloneSets(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-	if err != nil {
-		return fmt.Errorf("update status: %w", err)
-	}
-	c.rvExp.Expect(out)
-	c.pacer.Wrote(st.key, st.now)
-	st.cs = out
-	return nil
+	return err
 }
 
 // minReadyRequeue is when the next ready pod becomes available by

@@ -3,25 +3,21 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
-	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
 	"github.com/flotilla-dev/flotilla/kit/revision"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // writeConcurrency bounds the parallel pod writes of one sync (refreshing
@@ -55,32 +51,13 @@ type syncState struct {
 // sync reconciles one CloneSet: gather → refresh pods → scale, or else
 // update → status → housekeeping.
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
-	logger := klog.FromContext(ctx)
-	cs, err := c.sets.CloneSets(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		c.scaleExp.Delete(key)
-		c.deletedNames.drop(key)
-		return nil
-	}
-	if err != nil {
+	cs, ok, err := workload.Get(key, c.getSet, c.forget)
+	if !ok || c.ScaleInFlight(ctx, key, c.scaleExp) {
 		return err
 	}
-	if ok, age := c.scaleExp.Satisfied(key); !ok {
-		logger.V(4).Info("Waiting for pod creations/deletions to be observed", "pending", age)
-		c.queue.AddAfter(key, c.scaleExp.Timeout()-age)
-		return nil
-	} else if age > 0 {
-		logger.Info("Scale expectations timed out: an event was lost, acting on the cache", "after", age)
-	}
-
 	st, err := c.gather(ctx, key, cs)
-	if err != nil {
+	if err != nil || c.OwnWritesPending(ctx, key, slices.Values(st.pods), st.cs, st.update) {
 		return err
-	}
-	if wait := c.staleCache(st); wait > 0 {
-		logger.V(4).Info("Waiting for the cache to show our own writes", "wait", wait)
-		c.queue.AddAfter(key, wait)
-		return nil
 	}
 
 	var scaleErr, updateErr error
@@ -103,16 +80,12 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if err := c.housekeeping(ctx, st); err != nil {
 		return err
 	}
-	err = errors.Join(scaleErr, updateErr)
-	if controller.Retryable(err) != nil {
-		return err
-	}
-	if d := st.requeue.Earliest(); d > 0 {
-		c.queue.AddAfter(key, d)
-	}
-	// nil, or permanent (InPlaceOnly: reported in status and events): the
-	// loop does not retry it.
-	return err
+	// Permanent errors (InPlaceOnly) are reported in status and events.
+	return c.Finish(key, errors.Join(scaleErr, updateErr), &st.requeue)
+}
+
+func (c *Controller) getSet(namespace, name string) (*appsv1alpha1.CloneSet, error) {
+	return c.sets.CloneSets(namespace).Get(name)
 }
 
 // gather reads the CloneSet's pods, PVCs and revisions from the caches,
@@ -121,7 +94,7 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, cs *a
 	st := &syncState{
 		key:       key,
 		cs:        cs,
-		now:       c.clock.Now(),
+		now:       c.Clock.Now(),
 		shortHash: c.gates.Enabled(features.CloneSetShortHash),
 		rollback:  c.gates.Enabled(features.CloneSetPartitionRollback),
 		deleted:   c.deletedNames.get(key),
@@ -139,19 +112,10 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, cs *a
 	if st.pvcs, err = c.ownedPVCs(cs); err != nil {
 		return nil, err
 	}
-	if st.revisions, err = c.revisions.List(cs); err != nil {
-		return nil, fmt.Errorf("list revisions: %w", err)
-	}
 	if err := c.syncRevisions(ctx, st); err != nil {
 		return nil, err
 	}
 	return st, nil
-}
-
-// staleCache returns how long to wait when the cache does not yet show a
-// write this controller made to the update revision or to one of the pods.
-func (c *Controller) staleCache(st *syncState) time.Duration {
-	return expectations.WaitAll(c.rvExp, slices.Values(st.pods), st.cs, st.update)
 }
 
 // isUpdated reports whether the pod runs the update revision (its
@@ -185,21 +149,5 @@ func (c *Controller) housekeeping(ctx context.Context, st *syncState) error {
 	if err := c.truncatePodsToDelete(ctx, st); err != nil {
 		return err
 	}
-	live := sets.New(st.update.Name)
-	if st.current != nil {
-		live.Insert(st.current.Name)
-	}
-	all := st.all
-	for _, p := range all {
-		if h := p.Labels[pub.ControllerRevisionHashLabelKey]; h != "" {
-			live.Insert(h)
-		}
-	}
-	limit := int(ptr.Deref(st.cs.Spec.RevisionHistoryLimit, 10))
-	for _, r := range revision.Truncate(st.revisions, live, limit) {
-		if err := c.revControl.Delete(ctx, r); err != nil {
-			return fmt.Errorf("truncate history: %w", err)
-		}
-	}
-	return nil
+	return c.TruncateHistory(ctx, st.revs(), st.cs.Spec.RevisionHistoryLimit, slices.Values(st.all))
 }

@@ -129,18 +129,18 @@ func (c *Controller) updatePod(ctx context.Context, st *syncState, p *corev1.Pod
 			return c.updateInPlace(ctx, st, p, target, spec)
 		}
 		if us.Type == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType {
-			c.recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedUpdatePodInPlace",
+			c.Recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedUpdatePodInPlace",
 				"updateStrategy.type is InPlaceOnly but pod %s cannot be updated to %s in place: %s", p.Name, target.Name, why)
 			return fmt.Errorf("pod %s: %w: %s", p.Name, errInPlaceOnly, why)
 		}
 		klog.FromContext(ctx).V(2).Info("Cannot update in place, recreating", "pod", klog.KObj(p), "revision", target.Name, "reason", why)
 	}
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, pub.SpecifiedDeleteKey)
-	out, err := c.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	out, err := c.Kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil {
 		return fmt.Errorf("mark pod %s for recreation: %w", p.Name, err)
 	}
-	c.rvExp.Expect(out)
+	c.RV.Expect(out)
 	return nil
 }
 
@@ -171,7 +171,7 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1
 			return err
 		}
 		if dec.Patch.State != "" {
-			c.recorder.Eventf(st.cs, corev1.EventTypeNormal, "PodLifecycle", "pod %s lifecycle moved to %s", p.Name, dec.Patch.State)
+			c.Recorder.Eventf(st.cs, corev1.EventTypeNormal, "PodLifecycle", "pod %s lifecycle moved to %s", p.Name, dec.Patch.State)
 		}
 		return nil
 	case lifecycle.ActionRefuse:
@@ -197,11 +197,11 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1
 		GracePeriodSeconds: grace,
 	})
 	if err != nil {
-		c.recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "failed to update pod %s in-place: %v", p.Name, err)
+		c.Recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "failed to update pod %s in-place: %v", p.Name, err)
 		return err
 	}
-	c.rvExp.Expect(out)
-	c.recorder.Eventf(st.cs, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "successfully update pod %s in-place(revision %s)", p.Name, target.Name)
+	c.RV.Expect(out)
+	c.Recorder.Eventf(st.cs, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "successfully update pod %s in-place(revision %s)", p.Name, target.Name)
 	if grace > 0 {
 		st.requeue.After(time.Duration(grace) * time.Second)
 	}

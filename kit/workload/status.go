@@ -1,0 +1,54 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/flotilla-dev/flotilla/kit/controller"
+)
+
+// StatusWrite is one status write of a workload.
+type StatusWrite[S any] struct {
+	Key types.NamespacedName
+	Now time.Time
+	// Cur is the cached status, Next the computed one.
+	Cur, Next S
+	// CountersOnly reports whether next differs from cur only in pod
+	// counters: such a write is paced (Spec.StatusInterval). Nil: never.
+	CountersOnly func(cur, next S) bool
+	// Requeue gets the wake-up for a write held back by the pacer.
+	Requeue *controller.Requeue
+}
+
+// WriteStatus writes w.Next through write (which deep-copies the cached
+// object, sets the status and calls UpdateStatus) when it differs from
+// w.Cur, unless it is a counters-only change the pacer holds back (the
+// workload is then requeued for when it may go, and written with whatever
+// the counters are by then). It returns the written object, or the zero O
+// when nothing was written; the write is recorded in RV.
+func WriteStatus[O metav1.Object, S any](ctx context.Context, b *Base, w StatusWrite[S], write func(context.Context, S) (O, error)) (O, error) {
+	var none O
+	if apiequality.Semantic.DeepEqual(w.Cur, w.Next) {
+		return none, nil
+	}
+	if b.Pacer != nil && w.CountersOnly != nil && w.CountersOnly(w.Cur, w.Next) {
+		if d := b.Pacer.Wait(w.Key, w.Now); d > 0 {
+			w.Requeue.After(d)
+			return none, nil
+		}
+	}
+	out, err := write(ctx, w.Next)
+	if err != nil {
+		return none, fmt.Errorf("update status: %w", err)
+	}
+	b.RV.Expect(out)
+	if b.Pacer != nil {
+		b.Pacer.Wrote(w.Key, w.Now)
+	}
+	return out, nil
+}
