@@ -2,28 +2,22 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"io"
-	"maps"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/testenv/openkruise"
 )
 
 // Scenario (issue 23): S CloneSets × P pods exactly as OpenKruise v1.9's
@@ -48,17 +42,16 @@ func TestTakeover(t *testing.T) {
 		labels := map[string]string{"bench": "takeover", "set": fmt.Sprint(i)}
 		cs, err := b.client.AppsV1alpha1().CloneSets(ns).Create(ctx, newCloneSet(fmt.Sprintf("set-%d", i), per, labels, appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType), metav1.CreateOptions{})
 		mustNoErr(t, err, "create CloneSet")
-		rev, err := kube.AppsV1().ControllerRevisions(ns).Create(ctx, okRevision(t, cs), metav1.CreateOptions{})
+		rev, err := kube.AppsV1().ControllerRevisions(ns).Create(ctx, openkruise.CloneSetRevision(t, cs, 1, false), metav1.CreateOptions{})
 		mustNoErr(t, err, "create revision")
 		for j := range per {
-			pods = append(pods, okPod(cs, rev, fmt.Sprintf("k%04d", j)))
+			pods = append(pods, openkruise.CloneSetPod(cs, rev, imageV1, fmt.Sprintf("k%04d", j), ""))
 		}
 	}
 	// OpenKruise's inplaceupdate Refresh and podreadiness controller set
 	// InPlaceUpdateReady and KruisePodReady True on every pod.
 	now := time.Now().UTC().Format(time.RFC3339)
-	conds := []byte(`{"status":{"conditions":[{"type":"InPlaceUpdateReady","status":"True","lastTransitionTime":"` + now + `"},` +
-		`{"type":"KruisePodReady","status":"True","lastTransitionTime":"` + now + `"}]}}`)
+	conds := []byte(openkruise.ReadyConditions(now))
 	parallelDo(t, len(pods), func(i int) error {
 		if _, err := kube.CoreV1().Pods(ns).Create(ctx, pods[i], metav1.CreateOptions{}); err != nil {
 			return err
@@ -174,70 +167,4 @@ func (a *audit) writesByResource(from int64, match func(user, agent string) bool
 		})
 	})
 	return out
-}
-
-// The OpenKruise v1.9 fixtures below are written from its source, as in the
-// CloneSet takeover integration test (controllers/cloneset, openkruise_test.go).
-
-// okRevision mirrors OpenKruise v1.9 cloneset revision realControl.NewRevision
-// and getPatch: data = the template from the whole CloneSet encoded with
-// encoding/json (Kubernetes 1.32 types write the template's zero
-// creationTimestamp as null; the newer types here omit it, so it is put
-// back), decoded into a map, "$patch":"replace" added, encoded again; name
-// <cs>-<hash> with history.HashControllerRevision (FNV-1 32 of data and the
-// decimal collision count, rand.SafeEncodeString); labels = template labels
-// + controller.kubernetes.io/hash; CloneSet annotations; the VCT hash
-// annotation, "" without volumeClaimTemplates (PatchVCTemplateHash).
-func okRevision(t *testing.T, cs *appsv1alpha1.CloneSet) *appsv1.ControllerRevision {
-	whole, err := json.Marshal(cs)
-	mustNoErr(t, err, "encode CloneSet")
-	var raw map[string]any
-	mustNoErr(t, json.Unmarshal(whole, &raw), "decode CloneSet")
-	tmpl := raw["spec"].(map[string]any)["template"].(map[string]any)
-	meta, _ := tmpl["metadata"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-		tmpl["metadata"] = meta
-	}
-	if _, ok := meta["creationTimestamp"]; !ok {
-		meta["creationTimestamp"] = nil
-	}
-	tmpl["$patch"] = "replace"
-	data, err := json.Marshal(map[string]any{"spec": map[string]any{"template": tmpl}})
-	mustNoErr(t, err, "encode revision data")
-	h := fnv.New32()
-	_, _ = h.Write(data)
-	_, _ = h.Write([]byte(strconv.Itoa(0)))
-	hash := utilrand.SafeEncodeString(fmt.Sprint(h.Sum32()))
-	labels := maps.Clone(cs.Spec.Template.Labels)
-	labels["controller.kubernetes.io/hash"] = hash
-	annotations := maps.Clone(cs.Annotations)
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[pub.CloneSetVolumeClaimTemplateHashKey] = ""
-	return &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{Name: cs.Name + "-" + hash, Namespace: cs.Namespace, Labels: labels, Annotations: annotations,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cs, appsv1alpha1.SchemeGroupVersion.WithKind("CloneSet"))}},
-		Data:     runtime.RawExtension{Raw: data},
-		Revision: 1,
-	}
-}
-
-// okPod mirrors what OpenKruise v1.9 leaves on a Normal CloneSet pod
-// (cloneset utils NewPodsFromRevisions / core newVersionedPods, the pod
-// webhook's KruisePodReady gate, lifecycle SetPodLifecycle).
-func okPod(cs *appsv1alpha1.CloneSet, rev *appsv1.ControllerRevision, id string) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: *cs.Spec.Template.ObjectMeta.DeepCopy(), Spec: *cs.Spec.Template.Spec.DeepCopy()}
-	p.Name, p.GenerateName, p.Namespace = cs.Name+"-"+id, cs.Name+"-", cs.Namespace
-	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(cs, appsv1alpha1.SchemeGroupVersion.WithKind("CloneSet"))}
-	maps.Copy(p.Labels, map[string]string{
-		pub.ControllerRevisionHashLabelKey: rev.Name,
-		pub.PodTemplateHashLabelKey:        rev.Labels["controller.kubernetes.io/hash"],
-		pub.CloneSetInstanceID:             id,
-		pub.LifecycleStateKey:              string(pub.LifecycleStateNormal),
-	})
-	p.Annotations = map[string]string{pub.LifecycleTimestampKey: "2026-11-01T10:00:00Z"}
-	p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}, {ConditionType: pub.KruisePodReadyConditionType}}
-	return p
 }

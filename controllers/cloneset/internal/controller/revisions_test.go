@@ -25,7 +25,7 @@ func claimTemplate(name, size string) corev1.PersistentVolumeClaim {
 // vctHash mirrors OpenKruise v1.9 pkg/util/volumeclaimtemplate
 // PatchVCTemplateHash; the pinned value was computed once by this
 // implementation and agrees with the takeover test's independent fixture
-// (integration okVCTHash, which OpenKruise-labelled revisions carry there).
+// (kit/testenv/openkruise VCTHash, which OpenKruise-labelled revisions carry there).
 func TestVCTHash(t *testing.T) {
 	assert.Equal(t, "", vctHash(nil), "no templates: empty, as OpenKruise")
 	one := []corev1.PersistentVolumeClaim{claimTemplate("data", "1Mi")}

@@ -2,11 +2,8 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"maps"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,108 +13,16 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/openkruise"
 )
 
-// Fixtures: an Advanced StatefulSet exactly as OpenKruise v1.9.0's
-// kruise-manager leaves it, written from reading its source.
-
-// okSetRevisionData mirrors OpenKruise v1.9
-// pkg/controller/statefulset/stateful_set_utils.go getPatch: the whole
-// StatefulSet encoded with encoding/json (v1beta1 codec, Kubernetes 1.32
-// types: the template's zero creationTimestamp written as null, which this
-// test's newer types omit, so it is put back), decoded into a map,
-// spec.template kept with "$patch":"replace", encoded again. flotillaBefore
-// leaves the null out: what Flotilla wrote before matching OpenKruise.
-func okSetRevisionData(t *testing.T, set *appsv1beta1.StatefulSet, flotillaBefore bool) []byte {
-	t.Helper()
-	whole, err := json.Marshal(set)
-	require.NoError(t, err)
-	var raw map[string]any
-	require.NoError(t, json.Unmarshal(whole, &raw))
-	tmpl := raw["spec"].(map[string]any)["template"].(map[string]any)
-	meta, _ := tmpl["metadata"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-		tmpl["metadata"] = meta
-	}
-	if _, ok := meta["creationTimestamp"]; !ok && !flotillaBefore {
-		meta["creationTimestamp"] = nil
-	}
-	tmpl["$patch"] = "replace"
-	out, err := json.Marshal(map[string]any{"spec": map[string]any{"template": tmpl}})
-	require.NoError(t, err)
-	return out
-}
-
-// okSetRevision mirrors OpenKruise v1.9 newRevision:
-// history.NewControllerRevision (k8s.io/kubernetes 1.32: name
-// <set>-<HashControllerRevision>, FNV-1 32 of data then the decimal
-// collision count through rand.SafeEncodeString; labels = template labels +
-// controller.kubernetes.io/hash; controllerRef) and every set annotation.
-func okSetRevision(t *testing.T, set *appsv1beta1.StatefulSet, number int64, flotillaBefore bool) *appsv1.ControllerRevision {
-	t.Helper()
-	data := okSetRevisionData(t, set, flotillaBefore)
-	h := fnv.New32()
-	_, _ = h.Write(data)
-	_, _ = h.Write([]byte(strconv.FormatInt(int64(ptr.Deref(set.Status.CollisionCount, 0)), 10)))
-	hash := utilrand.SafeEncodeString(fmt.Sprint(h.Sum32()))
-	labels := maps.Clone(set.Spec.Template.Labels)
-	labels["controller.kubernetes.io/hash"] = hash
-	return &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: set.Name + "-" + hash, Namespace: set.Namespace, Labels: labels, Annotations: maps.Clone(set.Annotations),
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, appsv1beta1.SchemeGroupVersion.WithKind("StatefulSet"))},
-		},
-		Data:     runtime.RawExtension{Raw: data},
-		Revision: number,
-	}
-}
-
-// okSetPod mirrors OpenKruise v1.9 newVersionedStatefulSetPod:
-// GetPodFromTemplate (template labels/annotations, generateName <set>-,
-// controllerRef), initIdentity / updateIdentity (name <set>-<ordinal>,
-// hostname, subdomain = serviceName, statefulset.kubernetes.io/pod-name and,
-// PodIndexLabel on, apps.kubernetes.io/pod-index), updateStorage (claim
-// <vct>-<set>-<ordinal>), setPodRevision (controller-revision-hash = revision
-// name), lifecycle Normal with its timestamp (no preNormal hook), the pod
-// webhook's KruisePodReady gate; inPlaceFrom: the image before OpenKruise's
-// in-place update (apps.kruise.io/inplace-update-state stays afterwards).
-func okSetPod(set *appsv1beta1.StatefulSet, rev *appsv1.ControllerRevision, image string, ordinal int, inPlaceFrom string) *corev1.Pod {
-	name := fmt.Sprintf("%s-%d", set.Name, ordinal)
-	p := &corev1.Pod{ObjectMeta: *set.Spec.Template.ObjectMeta.DeepCopy(), Spec: *set.Spec.Template.Spec.DeepCopy()}
-	p.Name, p.GenerateName, p.Namespace = name, set.Name+"-", set.Namespace
-	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(set, appsv1beta1.SchemeGroupVersion.WithKind("StatefulSet"))}
-	p.Spec.Hostname, p.Spec.Subdomain = name, set.Spec.ServiceName
-	p.Spec.Containers[0].Image = image
-	maps.Copy(p.Labels, map[string]string{
-		appsv1.StatefulSetPodNameLabel:     name,
-		appsv1.PodIndexLabel:               strconv.Itoa(ordinal),
-		pub.ControllerRevisionHashLabelKey: rev.Name,
-		pub.LifecycleStateKey:              string(pub.LifecycleStateNormal),
-	})
-	if p.Annotations == nil {
-		p.Annotations = map[string]string{}
-	}
-	p.Annotations[pub.LifecycleTimestampKey] = "2026-11-01T10:00:00Z"
-	if inPlaceFrom != "" {
-		p.Annotations[pub.InPlaceUpdateStateKey] = `{"revision":"` + rev.Name + `","updateTimestamp":"2026-11-01T10:05:00Z",` +
-			`"lastContainerStatuses":{"main":{"imageID":"` + inPlaceFrom + `@sha256:0123"}},"updateImages":true,` +
-			`"containerBatchesRecord":[{"timestamp":"2026-11-01T10:05:00Z","containers":["main"]}]}`
-	}
-	p.Spec.ReadinessGates = append(p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType})
-	for _, vct := range set.Spec.VolumeClaimTemplates {
-		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: vct.Name, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: fmt.Sprintf("%s-%s", vct.Name, name)}}})
-	}
-	return p
-}
+// Fixtures: an Advanced StatefulSet, its revisions and pods exactly as
+// OpenKruise v1.9.0's kruise-manager leaves them (kit/testenv/openkruise).
 
 // okSetSpec: images[i] is revision i+1's template (the last is the spec);
 // the highest `updated` ordinals run the last revision (updated in place
@@ -155,7 +60,7 @@ func (h *harness) applyOpenKruiseSet(s okSetSpec) *appsv1beta1.StatefulSet {
 	for i, img := range s.images {
 		c := set.DeepCopy()
 		c.Spec.Template.Spec.Containers[0].Image = img
-		r, err := h.env.Kube.AppsV1().ControllerRevisions(h.ns).Create(ctx, okSetRevision(t, c, int64(i+1), s.flotillaBefore), metav1.CreateOptions{})
+		r, err := h.env.Kube.AppsV1().ControllerRevisions(h.ns).Create(ctx, openkruise.StatefulSetRevision(t, c, int64(i+1), s.flotillaBefore), metav1.CreateOptions{})
 		require.NoError(t, err)
 		revs = append(revs, r)
 	}
@@ -176,16 +81,14 @@ func (h *harness) applyOpenKruiseSet(s okSetSpec) *appsv1beta1.StatefulSet {
 			_, err := h.env.Kube.CoreV1().PersistentVolumeClaims(h.ns).Create(ctx, pvc, metav1.CreateOptions{})
 			require.NoError(t, err)
 		}
-		_, err := h.env.Kube.CoreV1().Pods(h.ns).Create(ctx, okSetPod(set, rev, img, ord, from), metav1.CreateOptions{})
+		_, err := h.env.Kube.CoreV1().Pods(h.ns).Create(ctx, openkruise.StatefulSetPod(set, rev, img, ord, from), metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 	// inplaceupdate Refresh (InPlaceUpdateReady) and the podreadiness
 	// controller (KruisePodReady) set their conditions True.
 	now := time.Now().UTC().Format(time.RFC3339)
 	for ord := range int(s.replicas) {
-		h.env.PatchPodStatus(t, h.ns, fmt.Sprintf("%s-%d", s.name, ord), `{"status":{"conditions":[`+
-			`{"type":"InPlaceUpdateReady","status":"True","lastTransitionTime":"`+now+`"},`+
-			`{"type":"KruisePodReady","status":"True","lastTransitionTime":"`+now+`"}]}}`)
+		h.env.PatchPodStatus(t, h.ns, fmt.Sprintf("%s-%d", s.name, ord), openkruise.ReadyConditions(now))
 	}
 	h.waitPods(s.name, "all ready", func(ps []corev1.Pod) bool {
 		if len(ps) != int(s.replicas) {
