@@ -13,32 +13,19 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
-// Name is the binary name: user agent, logger name and default Lease name.
-const Name = "cloneset-controller"
-
-// Gates are the feature gates cloneset-controller accepts in --feature-gates
-// (OpenKruise reference §1.x "Gates").
-func Gates() []featuregate.Feature {
-	return []featuregate.Feature{
-		features.CloneSetShortHash,
-		features.CloneSetPartitionRollback,
-		features.CloneSetEventHandlerOptimization,
-		features.PreDownloadImageForInPlaceUpdate,
-		features.PreparingUpdateAsUpdate,
-		features.InPlaceUpdateEnvFromMetadata,
-		features.InPlaceWorkloadVerticalScaling,
-		features.RecreatePodWhenChangeVCTInCloneSetGate,
-		features.ForceDeleteTimeoutExpectationGate,
-		features.PodUnavailableBudgetUpdateGate,
-		features.ResourcesDeletionProtection,
-		features.TemplateNoDefaults,
-		features.KruiseDaemon,
-	}
-}
-
 // Binary describes cloneset-controller to the kit/app shell: one CloneSet
-// reconciler over the shared clients (kit/wiring.Workload).
+// reconciler over the shared clients (kit/wiring.Workload), and the feature
+// gates it accepts in --feature-gates (OpenKruise reference §1.x "Gates").
 func Binary() kitapp.Binary {
-	return wiring.Workload(Name, Gates(), "CloneSet",
+	gates := []featuregate.Feature{features.CloneSetShortHash, features.CloneSetPartitionRollback,
+		features.CloneSetEventHandlerOptimization, features.PreDownloadImageForInPlaceUpdate, features.PreparingUpdateAsUpdate,
+		features.InPlaceUpdateEnvFromMetadata, features.InPlaceWorkloadVerticalScaling,
+		features.RecreatePodWhenChangeVCTInCloneSetGate, features.ForceDeleteTimeoutExpectationGate,
+		features.PodUnavailableBudgetUpdateGate, features.ResourcesDeletionProtection, features.TemplateNoDefaults,
+		features.KruiseDaemon}
+	return wiring.Workload("cloneset-controller", gates, "CloneSet",
 		"How long a pod creation or deletion that never shows up in the cache may block its CloneSet.", controller.New)
 }
+
+// Gates are the feature gates cloneset-controller accepts in --feature-gates.
+func Gates() []featuregate.Feature { return Binary().Gates }

@@ -28,23 +28,15 @@ const Name = "daemonset-controller"
 // uses conversion strategy Webhook and daemonset-controller serves it.
 const CRD = "daemonsets.apps.kruise.io"
 
-// Gates are the feature gates daemonset-controller accepts in --feature-gates
-// (OpenKruise reference §1.x "Gates").
-func Gates() []featuregate.Feature {
-	return []featuregate.Feature{
-		features.PreDownloadImageForDaemonSetUpdate,
-		features.DaemonSetPruneIneligibleNodes,
-		features.InPlaceUpdateEnvFromMetadata,
-		features.KruiseDaemon,
-	}
-}
-
 // Binary describes daemonset-controller to the kit/app shell: one DaemonSet
-// reconciler over the shared clients (kit/wiring.Workload), and the
-// DaemonSet CRD's conversion webhook on every replica (the --webhook-*
-// flags).
+// reconciler over the shared clients (kit/wiring.Workload), the DaemonSet
+// CRD's conversion webhook on every replica (the --webhook-* flags), and the
+// feature gates it accepts in --feature-gates (OpenKruise reference §1.x
+// "Gates").
 func Binary() kitapp.Binary {
-	b := wiring.Workload(Name, Gates(), "DaemonSet",
+	gates := []featuregate.Feature{features.PreDownloadImageForDaemonSetUpdate, features.DaemonSetPruneIneligibleNodes,
+		features.InPlaceUpdateEnvFromMetadata, features.KruiseDaemon}
+	b := wiring.Workload(Name, gates, "DaemonSet",
 		"How long a pod creation or deletion that never shows up in the cache may block its DaemonSet (a creation blocks only its node).", controller.New)
 	wh := kitwebhook.DefaultOptions(Name)
 	addFlags, setup := b.AddFlags, b.Setup
@@ -60,6 +52,9 @@ func Binary() kitapp.Binary {
 	}
 	return b
 }
+
+// Gates are the feature gates daemonset-controller accepts in --feature-gates.
+func Gates() []featuregate.Feature { return Binary().Gates }
 
 // ServeConversion registers the conversion webhook (a replica component:
 // every replica serves it, leader or not, and keeps the CRD's

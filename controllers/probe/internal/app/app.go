@@ -16,24 +16,16 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
-// Name is the binary name: user agent, logger name and default Lease name.
-const Name = "probe-controller"
-
-// Gates are the feature gates probe-controller accepts in --feature-gates
-// (OpenKruise reference §1.x "Gates").
-func Gates() []featuregate.Feature {
-	return []featuregate.Feature{
-		features.PodProbeMarkerGate,
-		features.KruiseDaemon,
-		features.EnablePodProbeMarkerOnServerless,
-		features.PodWebhook,
-	}
-}
-
-// Binary describes probe-controller to the kit/app shell.
+// Binary describes probe-controller to the kit/app shell, with the feature
+// gates it accepts in --feature-gates (OpenKruise reference §1.x "Gates").
 func Binary() kitapp.Binary {
-	return kitapp.Binary{Name: Name, Gates: Gates(), Setup: setup}
+	gates := []featuregate.Feature{features.PodProbeMarkerGate, features.KruiseDaemon,
+		features.EnablePodProbeMarkerOnServerless, features.PodWebhook}
+	return kitapp.Binary{Name: "probe-controller", Gates: gates, Setup: setup}
 }
+
+// Gates are the feature gates probe-controller accepts in --feature-gates.
+func Gates() []featuregate.Feature { return Binary().Gates }
 
 // setup registers the PodProbeMarker reconciler when PodProbeMarkerGate is
 // on after the gate rules (it needs KruiseDaemon: a node agent that runs the

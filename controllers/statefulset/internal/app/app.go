@@ -13,28 +13,17 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
-// Name is the binary name: user agent, logger name and default Lease name.
-const Name = "statefulset-controller"
-
-// Gates are the feature gates statefulset-controller accepts in --feature-gates
-// (OpenKruise reference §1.x "Gates").
-func Gates() []featuregate.Feature {
-	return []featuregate.Feature{
-		features.StatefulSetAutoDeletePVC,
-		features.StatefulSetStartOrdinal,
-		features.PodIndexLabel,
-		features.StatefulSetAutoResizePVCGate,
-		features.PreDownloadImageForInPlaceUpdate,
-		features.PreparingUpdateAsUpdate,
-		features.InPlaceUpdateEnvFromMetadata,
-		features.InPlaceWorkloadVerticalScaling,
-		features.KruiseDaemon,
-	}
-}
-
 // Binary describes statefulset-controller to the kit/app shell: one StatefulSet
-// reconciler over the shared clients (kit/wiring.Workload).
+// reconciler over the shared clients (kit/wiring.Workload), and the feature
+// gates it accepts in --feature-gates (OpenKruise reference §1.x "Gates").
 func Binary() kitapp.Binary {
-	return wiring.Workload(Name, Gates(), "StatefulSet",
+	gates := []featuregate.Feature{features.StatefulSetAutoDeletePVC, features.StatefulSetStartOrdinal,
+		features.PodIndexLabel, features.StatefulSetAutoResizePVCGate, features.PreDownloadImageForInPlaceUpdate,
+		features.PreparingUpdateAsUpdate, features.InPlaceUpdateEnvFromMetadata, features.InPlaceWorkloadVerticalScaling,
+		features.KruiseDaemon}
+	return wiring.Workload("statefulset-controller", gates, "StatefulSet",
 		"How long a pod or claim creation or deletion that never shows up in the cache may block its StatefulSet.", controller.New)
 }
+
+// Gates are the feature gates statefulset-controller accepts in --feature-gates.
+func Gates() []featuregate.Feature { return Binary().Gates }
