@@ -35,6 +35,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
@@ -57,6 +58,7 @@ type Deps struct {
 // Controller reconciles SidecarSets.
 type Controller struct {
 	kube       kubernetes.Interface
+	podControl podcontrol.PodControl // the pod writes: upgrades, flips, SidecarSetUpgradable
 	client     versioned.Interface
 	sets       appslisters.SidecarSetLister
 	pods       cache.Indexer
@@ -107,6 +109,7 @@ func New(d Deps) (*Controller, error) {
 
 	c := &Controller{
 		kube:       d.Kube,
+		podControl: podcontrol.New(d.Kube),
 		client:     d.Client,
 		sets:       setInf.Lister(),
 		pods:       podInf.GetIndexer(),

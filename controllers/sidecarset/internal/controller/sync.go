@@ -8,22 +8,20 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/sidecarcontrol"
-	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
 )
 
 var everything = labels.Everything()
 
-// sync reconciles one SidecarSet: revisions, status, then (unless paused
-// or NotUpdate) hot-upgrade flips or the next in-place upgrades.
+// sync reconciles one SidecarSet: revisions, then (unless paused or
+// NotUpdate) hot-upgrade flips or the next in-place upgrades, then status.
 func (c *Controller) sync(ctx context.Context, name string) error {
 	logger := klog.FromContext(ctx)
 	set, err := c.sets.Get(name)
@@ -48,13 +46,19 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if latest != nil {
 		latestName = latest.Name
 	}
-	if err := c.updateStatus(ctx, set, calculateStatus(set, pods, latestName, collision)); err != nil {
-		return errors.Join(revErr, err)
-	}
+	// Status last, as every controller: it is computed from the same cache
+	// the plan reads, and written whatever the pod writes did.
+	status := calculateStatus(set, pods, latestName, collision)
 	if revErr != nil {
-		return revErr
+		return errors.Join(revErr, c.updateStatus(ctx, set, status))
 	}
+	return errors.Join(c.upgradePods(ctx, set, pods, latestName), c.updateStatus(ctx, set, status))
+}
 
+// upgradePods carries out the plan: hot-upgrade flips, not-upgradable
+// verdicts, in-place upgrades, and upgradable verdicts restored.
+func (c *Controller) upgradePods(ctx context.Context, set *appsv1alpha1.SidecarSet, pods []*corev1.Pod, latestName string) error {
+	logger := klog.FromContext(ctx)
 	p := planUpgrade(set, pods, c.clock.Now())
 	var errs []error
 	for _, pod := range p.flip {
@@ -175,14 +179,14 @@ func (c *Controller) patchAllowed(ctx context.Context, set *appsv1alpha1.Sidecar
 }
 
 // upgrade writes one pod's in-place upgrade (cache object deep-copied by
-// sidecarcontrol.Upgrade). A conflict is retried by the next sync, which
+// sidecarcontrol.Upgrade) as a patch of the difference. A conflict is retried by the next sync, which
 // re-plans from a fresher cache.
 func (c *Controller) upgrade(ctx context.Context, set *appsv1alpha1.SidecarSet, pod *corev1.Pod, revision string, patchAllowed bool) error {
 	next, changed, err := sidecarcontrol.Upgrade(pod, set, revision, patchAllowed, c.clock.Now())
 	if err != nil {
 		return err
 	}
-	updated, err := c.kube.CoreV1().Pods(pod.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+	updated, err := c.podControl.Patch(ctx, pod, next)
 	if err != nil {
 		return fmt.Errorf("upgrade sidecars of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -199,7 +203,7 @@ func (c *Controller) flip(ctx context.Context, set *appsv1alpha1.SidecarSet, pod
 	if err != nil || len(changed) == 0 {
 		return err
 	}
-	updated, err := c.kube.CoreV1().Pods(pod.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+	updated, err := c.podControl.Patch(ctx, pod, next)
 	if err != nil {
 		return fmt.Errorf("reset hot-upgrade containers of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -225,7 +229,7 @@ func (c *Controller) setUpgradable(ctx context.Context, set *appsv1alpha1.Sideca
 	if !replaced {
 		next.Status.Conditions = append(next.Status.Conditions, cond)
 	}
-	updated, err := controller.PatchPod(ctx, c.kube, pod, next, "status")
+	updated, err := c.podControl.PatchStatus(ctx, pod, next)
 	if err != nil {
 		return fmt.Errorf("set condition %s of pod %s/%s: %w", cond.Type, pod.Namespace, pod.Name, err)
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -57,15 +59,46 @@ func newFixture(t *testing.T, set *appsv1alpha1.SidecarSet, pods []*corev1.Pod) 
 	}
 	// The fake tracker keeps resourceVersions; the API server bumps them on
 	// every write, which is what resource-version expectations rely on.
-	f.kube.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		p := a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod)
+	f.kube.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		handled, obj, err := k8stesting.ObjectReaction(f.kube.Tracker())(a)
+		if err != nil || !handled {
+			return handled, obj, err
+		}
+		p := obj.(*corev1.Pod)
 		p.ResourceVersion = "2"
-		return false, nil, nil
+		return true, p, f.kube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, p.Namespace)
 	})
 	f.c = c
 	f.kube.ClearActions()
 	f.client.ClearActions()
 	return f
+}
+
+// patched is the pod of pods a patch action wrote, as the API server makes
+// it (the controller writes pods as patches of the difference).
+func patched(t *testing.T, pods []*corev1.Pod, a k8stesting.Action) *corev1.Pod {
+	t.Helper()
+	pa := a.(k8stesting.PatchAction)
+	for _, p := range pods {
+		if p.Name != pa.GetName() {
+			continue
+		}
+		doc, err := json.Marshal(p)
+		require.NoError(t, err)
+		doc, err = strategicpatch.StrategicMergePatch(doc, pa.GetPatch(), corev1.Pod{})
+		require.NoError(t, err)
+		out := &corev1.Pod{}
+		require.NoError(t, json.Unmarshal(doc, out))
+		return out
+	}
+	t.Fatalf("patch of unknown pod %s", pa.GetName())
+	return nil
+}
+
+// isUpgrade: a write of the pod itself (not its status): an in-place
+// upgrade or a flip.
+func isUpgrade(a k8stesting.Action) bool {
+	return a.GetVerb() == "patch" && a.GetSubresource() == ""
 }
 
 func writes(actions []k8stesting.Action, resource string) []k8stesting.Action {
@@ -99,7 +132,8 @@ func TestSyncUpgradesOnceUntilCacheCatchesUp(t *testing.T) {
 	assert.Equal(t, "sys", revs[0].GetNamespace(), "revisions live in the controller's namespace")
 	podWrites := writes(f.kube.Actions(), "pods")
 	require.Len(t, podWrites, 2, "maxUnavailable 1: one upgrade and its SidecarSetUpgradable condition")
-	updated := podWrites[0].(k8stesting.UpdateAction).GetObject().(*corev1.Pod)
+	require.True(t, isUpgrade(podWrites[0]))
+	updated := patched(t, pods, podWrites[0])
 	assert.Equal(t, "side:2", updated.Spec.Containers[0].Image)
 	cond := podWrites[1].(k8stesting.PatchAction)
 	assert.Equal(t, []string{"status", updated.Name}, []string{cond.GetSubresource(), cond.GetName()})
@@ -140,8 +174,8 @@ func TestSyncReportsUnreadable(t *testing.T) {
 	assert.Contains(t, events, "Warning CorruptPodAnnotation sidecarset s does not upgrade this pod: annotation "+
 		sidecarcontrol.WorkingHotUpgradeContainer+": invalid character 'o' in literal null (expecting 'u') (remove the annotation to let the controller start over)")
 	for _, w := range writes(f.kube.Actions(), "pods") {
-		if u, ok := w.(k8stesting.UpdateAction); ok {
-			assert.NotEqual(t, "p0", u.GetObject().(*corev1.Pod).Name, "the unreadable pod is not upgraded")
+		if isUpgrade(w) {
+			assert.NotEqual(t, "p0", w.(k8stesting.PatchAction).GetName(), "the unreadable pod is not upgraded")
 		}
 	}
 
@@ -152,8 +186,7 @@ func TestSyncReportsUnreadable(t *testing.T) {
 	assert.Contains(t, drain(f.c.recorder.(*record.FakeRecorder)),
 		"Warning InvalidUpdateStrategy not upgrading any pod: spec.updateStrategy.maxUnavailable: invalid value for IntOrString: invalid type: string is not a percentage")
 	for _, w := range writes(f.kube.Actions(), "pods") {
-		_, isUpdate := w.(k8stesting.UpdateAction)
-		assert.False(t, isUpdate, "no upgrade under an unreadable maxUnavailable")
+		assert.False(t, isUpgrade(w), "no upgrade under an unreadable maxUnavailable")
 	}
 }
 

@@ -202,36 +202,6 @@ func Upgrade(pod *corev1.Pod, set *appsv1alpha1.SidecarSet, revision string, pat
 	return out, changed, nil
 }
 
-// hotUpgradeTarget picks the container of a hot-upgrade pair to receive a
-// new image: the one on the empty image, else the not-ready one, else the
-// one not working.
-func hotUpgradeTarget(sc *appsv1alpha1.SidecarContainer, pod *corev1.Pod) (target, other string) {
-	n1, n2 := HotUpgradeNames(sc.Name)
-	images := map[string]string{}
-	for _, c := range pod.Spec.Containers {
-		images[c.Name] = c.Image
-	}
-	empty := sc.UpgradeStrategy.HotUpgradeEmptyImage
-	switch {
-	case images[n1] == empty:
-		return n1, n2
-	case images[n2] == empty:
-		return n2, n1
-	}
-	ready := map[string]bool{}
-	for _, s := range pod.Status.ContainerStatuses {
-		ready[s.Name] = s.Ready
-	}
-	switch {
-	case ready[n1] && !ready[n2]:
-		return n2, n1
-	case !ready[n1] && ready[n2]:
-		return n1, n2
-	}
-	working, idle := HotUpgradeContainers(sc.Name, pod)
-	return idle, working
-}
-
 func recordState(pod *corev1.Pod, set *appsv1alpha1.SidecarSet, changed []string, now metav1.Time) error {
 	states := States(pod)
 	st := states[set.Name]
@@ -258,84 +228,6 @@ func recordState(pod *corev1.Pod, set *appsv1alpha1.SidecarSet, changed []string
 	}
 	pod.Annotations[InplaceUpdateStateKey] = string(data)
 	return nil
-}
-
-// HotUpgrading reports a hot-upgrade sidecar whose idle container is not on
-// the empty image: an upgrade waiting for its flip.
-func HotUpgrading(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
-	images := map[string]string{}
-	for _, c := range pod.Spec.Containers {
-		images[c.Name] = c.Image
-	}
-	for i := range set.Spec.Containers {
-		sc := &set.Spec.Containers[i]
-		if !IsHotUpgrade(sc) {
-			continue
-		}
-		_, idle := HotUpgradeContainers(sc.Name, pod)
-		if images[idle] != sc.UpgradeStrategy.HotUpgradeEmptyImage {
-			return true
-		}
-	}
-	return false
-}
-
-// FlipReady reports that a hot upgrade may flip: every container other than
-// the idle hot-upgrade ones is ready, and the kubelet runs the new images.
-func FlipReady(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
-	idle := sets.New[string]()
-	for i := range set.Spec.Containers {
-		if sc := &set.Spec.Containers[i]; IsHotUpgrade(sc) {
-			_, o := HotUpgradeContainers(sc.Name, pod)
-			idle.Insert(o)
-		}
-	}
-	if len(pod.Status.ContainerStatuses) < len(pod.Spec.Containers) {
-		return false
-	}
-	for _, s := range pod.Status.ContainerStatuses {
-		if !idle.Has(s.Name) && !s.Ready {
-			return false
-		}
-	}
-	return Consistent(pod, set)
-}
-
-// Flip returns a copy of pod whose hot-upgrade containers that are idle but
-// not on the empty image (the old version after an upgrade) are reset to
-// the empty image, their version annotations zeroed; changed lists them.
-func Flip(pod *corev1.Pod, set *appsv1alpha1.SidecarSet, now time.Time) (*corev1.Pod, []string, error) {
-	out := pod.DeepCopy()
-	if out.Annotations == nil {
-		out.Annotations = map[string]string{}
-	}
-	index := map[string]int{}
-	for i, c := range out.Spec.Containers {
-		index[c.Name] = i
-	}
-	var changed []string
-	for i := range set.Spec.Containers {
-		sc := &set.Spec.Containers[i]
-		if !IsHotUpgrade(sc) {
-			continue
-		}
-		working, idle := HotUpgradeContainers(sc.Name, out)
-		j, ok := index[idle]
-		if !ok || out.Spec.Containers[j].Image == sc.UpgradeStrategy.HotUpgradeEmptyImage {
-			continue
-		}
-		out.Spec.Containers[j].Image = sc.UpgradeStrategy.HotUpgradeEmptyImage
-		out.Annotations[VersionAnnotation(idle)] = "0"
-		out.Annotations[VersionAltAnnotation(working)] = "0"
-		changed = append(changed, idle)
-	}
-	if len(changed) == 0 {
-		return out, nil, nil
-	}
-	if err := recordState(out, set, changed, metav1.NewTime(now)); err != nil {
-		return nil, nil, err
-	}
-	return out, changed, nil
 }
 
 // Reasons of the SidecarSetUpgradable condition, OpenKruise's words.
