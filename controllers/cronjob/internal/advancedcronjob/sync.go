@@ -3,9 +3,7 @@ package advancedcronjob
 import (
 	"context"
 	"errors"
-	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -16,13 +14,13 @@ import (
 // decide whether a run is due, start it, then write the status. It reads only from the informer caches and
 // writes through the clients; the cached objects are never modified.
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
-	acj, err := c.acjs.AdvancedCronJobs(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
+	acj, found, err := controller.Lookup("AdvancedCronJob", key, c.acjs.AdvancedCronJobs(key.Namespace).Get)
+	if err != nil {
+		return err
+	}
+	if !found {
 		c.lastRuns.forget(key) // deleted: the garbage collector removes its children
 		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("get AdvancedCronJob %s: %w", key, err)
 	}
 	if acj.DeletionTimestamp != nil {
 		return nil

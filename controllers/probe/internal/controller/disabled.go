@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -75,15 +74,9 @@ func (c *Disabled) Run(ctx context.Context, workers int) error {
 }
 
 func (c *Disabled) sync(ctx context.Context, key types.NamespacedName) error {
-	m, err := c.markers.PodProbeMarkers(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("get PodProbeMarker %s: %w", key, err)
-	}
-	if m.DeletionTimestamp != nil {
-		return nil
+	m, found, err := controller.Lookup("PodProbeMarker", key, c.markers.PodProbeMarkers(key.Namespace).Get)
+	if !found || m.DeletionTimestamp != nil {
+		return err
 	}
 	msg := "Not acted on: no probe is placed and no pod is marked, " + c.why
 	c.recorder.Event(m, corev1.EventTypeWarning, ReasonDisabled, msg)

@@ -41,22 +41,14 @@ func (c *Controller) addHandlers(markers, probes, nodes, pods cache.SharedIndexI
 	}); err != nil {
 		return fmt.Errorf("watch nodes: %w", err)
 	}
-	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := pods.AddEventHandler(controller.ResourceVersionHandler(c.podRV, cache.ResourceEventHandlerFuncs{
 		AddFunc: c.onPod,
 		UpdateFunc: func(old, obj any) {
-			if p, ok := obj.(*corev1.Pod); ok {
-				c.podRV.Observe(p)
-			}
 			c.onPod(old)
 			c.onPod(obj)
 		},
-		DeleteFunc: func(obj any) {
-			if o, ok := controller.ObjectOf(obj); ok {
-				c.podRV.Delete(o.GetUID())
-			}
-			c.onPod(obj)
-		},
-	}); err != nil {
+		DeleteFunc: c.onPod,
+	})); err != nil {
 		return fmt.Errorf("watch pods: %w", err)
 	}
 	return nil

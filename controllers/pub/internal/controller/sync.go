@@ -23,15 +23,9 @@ import (
 // and writes the status if it changed; it requeues itself at the earliest
 // expiry of a recorded pod.
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
-	p, err := c.pubs.PodUnavailableBudgets(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("get pub %s: %w", key, err)
-	}
-	if p.DeletionTimestamp != nil {
-		return nil
+	p, found, err := controller.Lookup("pub", key, c.pubs.PodUnavailableBudgets(key.Namespace).Get)
+	if !found || p.DeletionTimestamp != nil {
+		return err
 	}
 	pods, expected, err := c.podsFor(ctx, p)
 	if err != nil {
@@ -210,7 +204,7 @@ func (c *Controller) markRelated(ctx context.Context, p *policyv1alpha1.PodUnava
 			}
 			remarked++
 		}
-		_, err := c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		_, err := c.podControl.PatchBytes(ctx, pod, types.StrategicMergePatchType, patch)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("mark pod %s/%s related to pub %s: %w", pod.Namespace, pod.Name, p.Name, err)
 		}

@@ -13,39 +13,22 @@ import (
 )
 
 func (c *Controller) addHandlers(sets, pods, namespaces, revisions cache.SharedIndexInformer) error {
-	if _, err := sets.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(o any) { c.enqueueObject(o) },
-		UpdateFunc: func(_, o any) {
-			if m, ok := controller.ObjectOf(o); ok {
-				c.rvExp.Observe(m)
-			}
-			c.enqueueObject(o)
-		},
-		DeleteFunc: func(o any) {
-			if m, ok := controller.ObjectOf(o); ok {
-				c.rvExp.Delete(m.GetUID())
-			}
-			c.enqueueObject(o)
-		},
-	}); err != nil {
+	if _, err := sets.AddEventHandler(controller.ResourceVersionHandler(c.rvExp, cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { c.enqueueObject(o) },
+		UpdateFunc: func(_, o any) { c.enqueueObject(o) },
+		DeleteFunc: func(o any) { c.enqueueObject(o) },
+	})); err != nil {
 		return fmt.Errorf("sidecarset handler: %w", err)
 	}
-	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+	if _, err := pods.AddEventHandler(controller.ResourceVersionHandler(c.rvExp, cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(o any, initial bool) { c.podEvent(o, initial) },
 		UpdateFunc: func(old, cur any) {
-			o, n := old.(*corev1.Pod), cur.(*corev1.Pod)
-			c.rvExp.Observe(n)
-			if podChanged(o, n) {
+			if o, n := old.(*corev1.Pod), cur.(*corev1.Pod); podChanged(o, n) {
 				c.podEvent(n, false)
 			}
 		},
-		DeleteFunc: func(o any) {
-			if p, ok := controller.ObjectOf(o); ok {
-				c.rvExp.Delete(p.GetUID())
-			}
-			c.podEvent(o, false)
-		},
-	}); err != nil {
+		DeleteFunc: func(o any) { c.podEvent(o, false) },
+	})); err != nil {
 		return fmt.Errorf("pod handler: %w", err)
 	}
 	// A namespace's labels decide namespaceSelector matches: re-sync the
