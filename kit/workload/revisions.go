@@ -35,9 +35,9 @@ type RevisionRequest struct {
 
 // Revisions is a workload's history after SyncRevisions.
 type Revisions struct {
-	// All oldest first; Update is the template's, Current the status's (or
+	// History oldest first; Update is the template's, Current the status's (or
 	// Update).
-	All             []*appsv1.ControllerRevision
+	History []*appsv1.ControllerRevision
 	Current, Update *appsv1.ControllerRevision
 	CollisionCount  int32
 }
@@ -75,11 +75,11 @@ func (b *Base) SyncRevisions(ctx context.Context, req RevisionRequest) (Revision
 	if err != nil {
 		return Revisions{}, err
 	}
-	r.Update, r.All, r.Current = res.Update, res.Revisions, res.Update
+	r.Update, r.History, r.Current = res.Update, res.Revisions, res.Update
 	if res.Written {
 		b.RV.Expect(r.Update)
 	}
-	for _, rev := range r.All {
+	for _, rev := range r.History {
 		if req.CurrentRevision != "" && rev.Name == req.CurrentRevision {
 			r.Current = rev
 		}
@@ -99,7 +99,7 @@ func (b *Base) TruncateHistory(ctx context.Context, r Revisions, limit *int32, p
 			live.Insert(h)
 		}
 	}
-	for _, rev := range revision.Truncate(r.All, live, int(ptr.Deref(limit, 10))) {
+	for _, rev := range revision.Truncate(r.History, live, int(ptr.Deref(limit, 10))) {
 		if err := b.RevControl.Delete(ctx, rev); err != nil {
 			return fmt.Errorf("truncate history: %w", err)
 		}

@@ -67,3 +67,24 @@ func KeepRestarts(full, slim *corev1.Pod) {
 	}
 	slim.Status.InitContainerStatuses = statuses
 }
+
+// KeepScheduling keeps what decides whether a pod fits a node, for a
+// workload that judges each running pod by its own spec (BroadcastJob, as
+// OpenKruise's): node selector, affinity, tolerations and the resource
+// requests (containers', init containers' with their restart policy,
+// overhead, pod-level).
+func KeepScheduling(full, slim *corev1.Pod) {
+	fs, ss := &full.Spec, &slim.Spec
+	ss.NodeSelector, ss.Affinity, ss.Tolerations = fs.NodeSelector, fs.Affinity, fs.Tolerations
+	ss.Overhead, ss.Resources = fs.Overhead, fs.Resources
+	for i := range ss.Containers {
+		if i < len(fs.Containers) {
+			ss.Containers[i].Resources = fs.Containers[i].Resources
+		}
+	}
+	var inits []corev1.Container
+	for _, c := range fs.InitContainers {
+		inits = append(inits, corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy})
+	}
+	ss.InitContainers = inits
+}

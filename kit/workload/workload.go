@@ -18,6 +18,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
+	"github.com/flotilla-dev/flotilla/kit/predownload"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
 
@@ -79,6 +80,9 @@ type Base struct {
 	RevControl       revision.Control
 	// RV records the controller's own writes until the cache shows them.
 	RV *expectations.ResourceVersion
+	// Jobs pre-download images through ImagePullJobs; nil unless the
+	// controller set it (kit/wiring.Deps.ImagePullJobs).
+	Jobs *predownload.Control
 	// Pacer is nil when Spec.StatusInterval is 0.
 	Pacer *controller.StatusPacer[types.NamespacedName]
 	// PodControl writes pods (here: adoption and release); sync fixture
@@ -205,3 +209,13 @@ func (b *Base) Run(ctx context.Context, workers int) error {
 // PodCache is the controller's pod cache (read-only: never modify what it
 // returns). For tests and debugging.
 func (b *Base) PodCache() cache.Indexer { return b.Pods }
+
+// PreDownload has nodes pull the images of w's rollout ahead of it (kit/
+// predownload.Control.Reconcile; in is called only when Jobs is set).
+// Failures are logged, never fail the sync: they only cost the
+// optimisation.
+func (b *Base) PreDownload(ctx context.Context, w predownload.Workload, in func() predownload.Input) {
+	if b.Jobs != nil {
+		b.Jobs.Reconcile(ctx, w, in(), b.RV.Expect)
+	}
+}

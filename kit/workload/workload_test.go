@@ -227,7 +227,7 @@ func TestSyncRevisionsAndTruncate(t *testing.T) {
 		_, err := kube.AppsV1().ControllerRevisions("ns").Create(t.Context(), old(name, 0), metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	hist := Revisions{All: []*appsv1.ControllerRevision{old("r1", 1), old("r2", 2), old("r3", 3), r.Update}, Current: old("r2", 2), Update: r.Update}
+	hist := Revisions{History: []*appsv1.ControllerRevision{old("r1", 1), old("r2", 2), old("r3", 3), r.Update}, Current: old("r2", 2), Update: r.Update}
 	running := pod("p", map[string]string{pub.ControllerRevisionHashLabelKey: "r3"}, nil)
 	require.NoError(t, b.TruncateHistory(t.Context(), hist, new(int32), slices.Values([]*corev1.Pod{running})))
 	list, err = kube.AppsV1().ControllerRevisions("ns").List(t.Context(), metav1.ListOptions{})

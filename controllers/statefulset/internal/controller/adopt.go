@@ -2,17 +2,12 @@ package controller
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
-	"github.com/flotilla-dev/flotilla/kit/controller"
-	"github.com/flotilla-dev/flotilla/kit/podutil"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // adoptOrphans makes the set the controller of pods without one that match
@@ -22,34 +17,11 @@ import (
 // create those ordinals (the names are taken). It returns true when it
 // adopted a pod; the next sync, seeing the adoption in the cache, acts on it.
 func (c *Controller) adoptOrphans(ctx context.Context, set *appsv1beta1.StatefulSet) (bool, error) {
-	if set.DeletionTimestamp != nil {
-		return false, nil
+	sel, ok := workload.Selector(set.Spec.Selector)
+	if set.DeletionTimestamp != nil || !ok {
+		return false, nil // an empty selector was rejected at admission; never claim the whole namespace
 	}
-	sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
-	if err != nil || sel.Empty() {
-		return false, nil // rejected at admission; never claim the whole namespace
-	}
-	objs, err := c.pods.ByIndex(controller.OrphanIndex, set.Namespace)
-	if err != nil {
-		return false, fmt.Errorf("list pods: %w", err)
-	}
-	adopted := false
-	for _, o := range objs {
-		p := o.(*corev1.Pod)
-		if metav1.GetControllerOfNoCopy(p) != nil || !podutil.IsActive(p) || !sel.Matches(labels.Set(p.Labels)) {
-			continue
-		}
-		if _, ok := ordinalOf(set.Name, p.Name); !ok {
-			continue
-		}
-		if err := controller.AdoptPod(ctx, c.kube, p, *metav1.NewControllerRef(set, kindStatefulSet)); err != nil {
-			if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
-				continue // gone, or adopted by someone else meanwhile
-			}
-			return adopted, fmt.Errorf("adopt pod %s: %w", p.Name, err)
-		}
-		klog.FromContext(ctx).Info("Adopted orphan pod", "pod", klog.KObj(p))
-		adopted = true
-	}
-	return adopted, nil
+	n, err := c.AdoptOrphans(ctx, set.Namespace, *metav1.NewControllerRef(set, kindStatefulSet), sel,
+		func(p *corev1.Pod) bool { return isOrdinalOf(set, p) })
+	return n > 0, err
 }

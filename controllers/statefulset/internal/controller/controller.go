@@ -12,19 +12,11 @@
 package controller
 
 import (
-	"context"
 	"fmt"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/featuregate"
-	"k8s.io/utils/clock"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
@@ -35,9 +27,8 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
-	"github.com/flotilla-dev/flotilla/kit/predownload"
-	"github.com/flotilla-dev/flotilla/kit/revision"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // Name is the reconciler's name: queue name, log key, event source.
@@ -46,26 +37,17 @@ const Name = "statefulset"
 // Deps are the reconciler's collaborators (kit/wiring builds them).
 type Deps = wiring.Deps
 
-// Controller reconciles Advanced StatefulSets.
+// Controller reconciles Advanced StatefulSets: the workload skeleton
+// (kit/workload) and what only StatefulSet has.
 type Controller struct {
-	kube       kubernetes.Interface
-	client     versioned.Interface
-	sets       appslisters.StatefulSetLister
-	pods       cache.Indexer
-	claims     cache.Indexer
-	revisions  *revision.Lister
-	revControl revision.Control
-	inplace    *inplace.Control
-	lifecycle  lifecycle.Writer
-	gates      featuregate.FeatureGate
-	clock      clock.WithTicker
-	recorder   record.EventRecorder
-	queue      *controller.Queue[types.NamespacedName]
-	loop       *controller.Loop[types.NamespacedName]
-	scaleExp   *expectations.Scale[types.NamespacedName]
-	rvExp      *expectations.ResourceVersion
-	synced     []cache.InformerSynced
-	jobs       *predownload.Control // nil unless PreDownloadImageForInPlaceUpdate
+	*workload.Base
+	client    versioned.Interface
+	sets      appslisters.StatefulSetLister
+	claims    cache.Indexer
+	inplace   *inplace.Control
+	lifecycle lifecycle.Writer
+	gates     featuregate.FeatureGate
+	scaleExp  *expectations.Scale[types.NamespacedName]
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -75,80 +57,37 @@ var _ kitapp.Controller = (*Controller)(nil)
 //
 // Pods are listed server-side by the label every StatefulSet pod carries
 // (statefulset.kubernetes.io/pod-name), so pods of other workloads never
-// reach this process's memory, and are indexed by owner UID. Claims are
-// looked up by name: a set's claims carry no label of their own.
+// reach this process's memory, slimmed and indexed by owner UID (and
+// orphans, for adoption). Claims are looked up by name: a set's claims
+// carry no label of their own.
 func New(d Deps) (*Controller, error) {
 	if d.Gates == nil {
 		d.Gates = features.MustNewGate()
 	}
-	expOpts := []expectations.Option{expectations.WithClock(d.Clock)}
-	if d.ExpectationTimeout > 0 {
-		expOpts = append(expOpts, expectations.WithTimeout(d.ExpectationTimeout))
+	c := &Controller{client: d.Client, gates: d.Gates}
+	base, err := workload.New(d.Workload(), workload.Spec{
+		Name: Name, Owner: Kind, PodLabel: pub.StatefulSetPodNameLabel, Revisions: true,
+	}, c.sync)
+	if err != nil {
+		return nil, err
 	}
+	c.Base, c.scaleExp = base, base.Scale()
 	setInf := d.Informers.Apps().V1beta1().StatefulSets()
-	podInf := d.KubeInformers.InformerFor(&corev1.Pod{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		// The orphan index serves adoption (adopt.go).
-		return coreinformers.NewFilteredPodInformer(client, d.Namespace, resync,
-			cache.Indexers{controller.OwnerUIDIndex: controller.IndexByOwnerUID, controller.OrphanIndex: controller.IndexOrphanByNamespace},
-			func(o *metav1.ListOptions) { o.LabelSelector = pub.StatefulSetPodNameLabel })
-	})
 	claimInf := d.KubeInformers.Core().V1().PersistentVolumeClaims().Informer()
-	revInf := d.KubeInformers.Apps().V1().ControllerRevisions().Informer()
-	for _, inf := range []cache.SharedIndexInformer{podInf, revInf} {
-		if err := controller.AddOwnerUIDIndex(inf); err != nil {
-			return nil, err
-		}
+	// Never cache claims' managedFields, whatever transform the factory
+	// was built with.
+	if err := claimInf.SetTransform(controller.StripManagedFields); err != nil {
+		return nil, fmt.Errorf("set PVC informer transform: %w", err)
 	}
-	// Pods dominate the memory of this process: never cache their
-	// managedFields, whatever transform the factory was built with.
-	for _, inf := range []cache.SharedIndexInformer{podInf, claimInf} {
-		if err := inf.SetTransform(controller.StripManagedFields); err != nil {
-			return nil, fmt.Errorf("set informer transform: %w", err)
-		}
-	}
-
-	c := &Controller{
-		kube:       d.Kube,
-		client:     d.Client,
-		sets:       setInf.Lister(),
-		pods:       podInf.GetIndexer(),
-		claims:     claimInf.GetIndexer(),
-		revisions:  revision.NewLister(revInf.GetIndexer()),
-		revControl: revision.NewControl(d.Kube),
-		inplace:    inplace.NewControl(d.Kube, d.Clock),
-		lifecycle:  lifecycle.NewWriter(d.Kube, d.Clock),
-		gates:      d.Gates,
-		clock:      d.Clock,
-		recorder:   d.Recorder,
-		queue:      controller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
-		scaleExp:   expectations.NewScale[types.NamespacedName](expOpts...),
-		rvExp:      expectations.NewResourceVersion(expOpts...),
-	}
-	c.loop = controller.NewLoop(Name, c.queue, c.sync)
-	infs := []cache.SharedIndexInformer{setInf.Informer(), podInf, claimInf, revInf}
+	c.sets, c.claims = setInf.Lister(), claimInf.GetIndexer()
+	c.inplace, c.lifecycle = inplace.NewControl(d.Kube, d.Clock), lifecycle.NewWriter(d.Kube, d.Clock)
 	if d.Gates.Enabled(features.PreDownloadImageForInPlaceUpdate) {
-		jobInf := d.Informers.Apps().V1alpha1().ImagePullJobs().Informer()
-		jobs, err := predownload.NewControl(d.Kube, func(ns string) predownload.JobClient { return d.Client.AppsV1alpha1().ImagePullJobs(ns) }, jobInf, d.Recorder)
-		if err != nil {
+		if c.Jobs, err = d.ImagePullJobs(c.Watch); err != nil {
 			return nil, err
 		}
-		c.jobs = jobs
-		infs = append(infs, jobInf)
 	}
-	for _, inf := range infs {
-		c.synced = append(c.synced, inf.HasSynced)
-	}
-	if err := c.addHandlers(setInf.Informer(), podInf, claimInf); err != nil {
+	if err := c.addHandlers(setInf.Informer(), claimInf); err != nil {
 		return nil, err
 	}
 	return c, nil
-}
-
-// Name implements kitapp.Controller.
-func (c *Controller) Name() string { return Name }
-
-// Run waits for the informers (started by the shell or a test) and processes
-// sets until ctx ends.
-func (c *Controller) Run(ctx context.Context, workers int) error {
-	return c.loop.RunWhenSynced(ctx, workers, c.synced...)
 }

@@ -1,19 +1,19 @@
 package controller
 
 import (
-	"fmt"
+	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // podUpdateBatch is how long pod update events are gathered before their
@@ -23,22 +23,17 @@ const podUpdateBatch = 100 * time.Millisecond
 // Kind is the owner kind of the pods and revisions a set controls.
 var Kind = controller.OwnerKind{Group: appsv1beta1.SchemeGroupVersion.Group, Kind: "StatefulSet"}
 
-func (c *Controller) addHandlers(sets, pods, claims cache.SharedIndexInformer) error {
-	if _, err := sets.AddEventHandler(controller.KeyHandler{Enqueue: c.queue.Enqueue, Deleted: c.forgetSet}); err != nil {
-		return fmt.Errorf("watch StatefulSets: %w", err)
-	}
-	if _, err := pods.AddEventHandler(c.podHandler()); err != nil {
-		return fmt.Errorf("watch pods: %w", err)
-	}
-	if _, err := claims.AddEventHandler(c.claimHandler()); err != nil {
-		return fmt.Errorf("watch PVCs: %w", err)
-	}
-	return nil
+func (c *Controller) addHandlers(sets, claims cache.SharedIndexInformer) error {
+	return errors.Join(
+		c.Watch(sets, c.OwnerHandler(func(_ any, key types.NamespacedName) { c.forget(key) }), "StatefulSets"),
+		c.Watch(c.PodInformer, c.podHandler(), "pods"),
+		c.Watch(claims, c.claimHandler(), "PVCs"),
+	)
 }
 
-// forgetSet drops a deleted set's expectations (the KeyHandler then
-// enqueues it); its pods go with it through garbage collection.
-func (c *Controller) forgetSet(_ any, key types.NamespacedName) {
+// forget drops a deleted set's expectations (the KeyHandler then enqueues
+// it); its pods go with it through garbage collection.
+func (c *Controller) forget(key types.NamespacedName) {
 	c.scaleExp.Delete(key)
 }
 
@@ -47,7 +42,7 @@ func (c *Controller) forgetSet(_ any, key types.NamespacedName) {
 // (kit/controller.DependentHandler).
 func (c *Controller) podHandler() cache.ResourceEventHandler {
 	return controller.DependentHandler{
-		Owner: Kind, Queue: c.queue, Scale: c.scaleExp, RV: c.rvExp, FindOwners: c.adopters, UpdateDelay: podUpdateBatch,
+		Owner: Kind, Queue: c.Queue, Scale: c.scaleExp, RV: c.RV, FindOwners: c.adopters, UpdateDelay: podUpdateBatch,
 	}.Handler()
 }
 
@@ -71,7 +66,7 @@ func (c *Controller) claimHandler() cache.ResourceEventHandler {
 			if created {
 				c.scaleExp.Observe(key, expectations.Create, pvc.Name)
 			}
-			c.queue.AddAfter(key, podUpdateBatch)
+			c.Queue.AddAfter(key, podUpdateBatch)
 		}
 	}
 	return cache.ResourceEventHandlerDetailedFuncs{
@@ -104,26 +99,16 @@ func (c *Controller) setsOfClaim(pvc *corev1.PersistentVolumeClaim) []types.Name
 	return out
 }
 
-// adopters returns the sets that would adopt an orphan pod (adopt.go).
+// adopters returns the sets that would adopt an orphan pod: their selector
+// matches it and it carries their name pattern <set>-<ordinal>.
 func (c *Controller) adopters(o metav1.Object) []types.NamespacedName {
-	if _, isPod := o.(*corev1.Pod); !isPod {
-		return nil
-	}
-	sets, err := c.sets.StatefulSets(o.GetNamespace()).List(labels.Everything())
-	if err != nil {
-		// An event handler has no caller to return to; the orphan waits for
-		// its next event or the StatefulSets' next sync.
-		utilruntime.HandleError(fmt.Errorf("find the StatefulSets that may adopt pod %s/%s: %w", o.GetNamespace(), o.GetName(), err))
-		return nil
-	}
-	var out []types.NamespacedName
-	for _, set := range sets {
-		if !controller.SelectorMatches(set.Spec.Selector, o.GetLabels()) {
-			continue
-		}
-		if _, ok := ordinalOf(set.Name, o.GetName()); ok {
-			out = append(out, types.NamespacedName{Namespace: set.Namespace, Name: set.Name})
-		}
-	}
-	return out
+	return workload.Adopters("StatefulSet", func(ns string) ([]*appsv1beta1.StatefulSet, error) {
+		return c.sets.StatefulSets(ns).List(labels.Everything())
+	}, func(set *appsv1beta1.StatefulSet) *metav1.LabelSelector { return set.Spec.Selector }, isOrdinalOf)(o)
+}
+
+// isOrdinalOf reports whether pod is named like one of set's ordinals.
+func isOrdinalOf(set *appsv1beta1.StatefulSet, pod metav1.Object) bool {
+	_, ok := ordinalOf(set.Name, pod.GetName())
+	return ok
 }

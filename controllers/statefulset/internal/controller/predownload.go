@@ -17,12 +17,9 @@ import (
 // (kit/predownload, as for CloneSet; failures are logged, never fail the
 // sync).
 func (c *Controller) preDownload(ctx context.Context, st *syncState) {
-	if c.jobs == nil {
-		return
-	}
 	set := st.set
 	w := predownload.Workload{Owner: set, Kind: kindStatefulSet, Selector: set.Spec.Selector, Template: &set.Spec.Template}
-	c.jobs.Reconcile(ctx, w, preDownloadInput(set, st.current, st.update), c.rvExp.Expect)
+	c.PreDownload(ctx, w, func() predownload.Input { return preDownloadInput(set, st.Current, st.Update) })
 }
 
 // preDownloadInput states the set's rollout in kit/predownload's terms. As

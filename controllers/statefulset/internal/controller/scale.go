@@ -241,13 +241,13 @@ func (c *Controller) revisionsForNewPods(st *syncState, ordinals []int) map[int]
 		}
 	}
 	for _, o := range ordinals {
-		out[o] = st.update
+		out[o] = st.Update
 		switch {
 		case unordered && atCurrent < partition:
-			out[o] = st.current
+			out[o] = st.Current
 			atCurrent++
 		case !unordered && slotIndex(st.slots, o) < partition:
-			out[o] = st.current
+			out[o] = st.Current
 		}
 	}
 	return out
@@ -278,24 +278,24 @@ func (c *Controller) createPod(ctx context.Context, st *syncState, ordinal int, 
 		}
 		claim.OwnerReferences, _ = claimOwners(nil, st.set, nil, false, r)
 		c.scaleExp.Expect(st.key, expectations.Create, claim.Name)
-		if _, err := c.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		if _, err := c.Kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
 			c.scaleExp.Observe(st.key, expectations.Create, claim.Name)
 			if !apierrors.IsAlreadyExists(err) {
-				c.recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedCreate", "create Claim %s for Pod %s in StatefulSet %s failed error: %v", claim.Name, pod.Name, st.set.Name, err)
+				c.Recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedCreate", "create Claim %s for Pod %s in StatefulSet %s failed error: %v", claim.Name, pod.Name, st.set.Name, err)
 				return fmt.Errorf("create claim %s: %w", claim.Name, err)
 			}
 		}
 	}
 	c.scaleExp.Expect(st.key, expectations.Create, pod.Name)
-	if _, err := c.kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		c.scaleExp.Observe(st.key, expectations.Create, pod.Name)
 		if apierrors.IsAlreadyExists(err) {
 			return nil // a namesake not yet in the cache (or not ours): the next sync sees it
 		}
-		c.recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedCreate", "create Pod %s in StatefulSet %s failed error: %v", pod.Name, st.set.Name, err)
+		c.Recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedCreate", "create Pod %s in StatefulSet %s failed error: %v", pod.Name, st.set.Name, err)
 		return fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}
-	c.recorder.Eventf(st.set, corev1.EventTypeNormal, "SuccessfulCreate", "create Pod %s in StatefulSet %s successful", pod.Name, st.set.Name)
+	c.Recorder.Eventf(st.set, corev1.EventTypeNormal, "SuccessfulCreate", "create Pod %s in StatefulSet %s successful", pod.Name, st.set.Name)
 	return nil
 }
 
@@ -332,7 +332,7 @@ func (c *Controller) syncClaimOwners(ctx context.Context, st *syncState) error {
 			if err != nil {
 				return err
 			}
-			if _, err := c.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			if _, err := c.Kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 				return fmt.Errorf("update owners of claim %s: %w", claim.Name, err)
 			}
 		}
@@ -350,7 +350,7 @@ func (c *Controller) deleteWithHook(ctx context.Context, st *syncState, p *corev
 			return false, err
 		}
 		if dec.Patch.State == pub.LifecycleStatePreparingDelete {
-			c.recorder.Eventf(st.set, corev1.EventTypeNormal, "SuccessfulPreparingDelete", "succeed to update pod %s lifecycle to PreparingDelete", p.Name)
+			c.Recorder.Eventf(st.set, corev1.EventTypeNormal, "SuccessfulPreparingDelete", "succeed to update pod %s lifecycle to PreparingDelete", p.Name)
 		}
 		return true, nil
 	case lifecycle.ActionProceed:
@@ -363,14 +363,14 @@ func (c *Controller) deleteWithHook(ctx context.Context, st *syncState, p *corev
 func (c *Controller) deletePod(ctx context.Context, st *syncState, p *corev1.Pod, why string) error {
 	c.scaleExp.Expect(st.key, expectations.Delete, p.Name)
 	uid := p.UID
-	err := c.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := c.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		c.scaleExp.Observe(st.key, expectations.Delete, p.Name)
-		c.recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedDelete", "delete Pod %s in StatefulSet %s failed error: %v", p.Name, st.set.Name, err)
+		c.Recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedDelete", "delete Pod %s in StatefulSet %s failed error: %v", p.Name, st.set.Name, err)
 		return fmt.Errorf("delete pod %s: %w", p.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Deleted pod", "pod", klog.KObj(p), "reason", why)
-	c.recorder.Eventf(st.set, corev1.EventTypeNormal, "SuccessfulDelete", "delete Pod %s in StatefulSet %s successful", p.Name, st.set.Name)
+	c.Recorder.Eventf(st.set, corev1.EventTypeNormal, "SuccessfulDelete", "delete Pod %s in StatefulSet %s successful", p.Name, st.set.Name)
 	return nil
 }
 
@@ -380,7 +380,7 @@ func (c *Controller) writeLifecycle(ctx context.Context, p *corev1.Pod, patch li
 		return fmt.Errorf("update lifecycle of pod %s: %w", p.Name, err)
 	}
 	if out != nil {
-		c.rvExp.Expect(out)
+		c.RV.Expect(out)
 	}
 	return nil
 }

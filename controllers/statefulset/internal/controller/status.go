@@ -3,17 +3,16 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // statusInput is everything calculateStatus looks at.
@@ -128,9 +127,9 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaleErr, 
 	s := calculateStatus(statusInput{
 		set:             st.set,
 		pods:            podsOf(st.pods),
-		updateRevision:  st.update.Name,
-		currentRevision: st.current.Name,
-		collisionCount:  st.collisionCount,
+		updateRevision:  st.Update.Name,
+		currentRevision: st.Current.Name,
+		collisionCount:  st.CollisionCount,
 		minReadySeconds: st.minReadySeconds,
 		now:             st.now,
 		scaleErr:        scaleErr,
@@ -139,17 +138,13 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaleErr, 
 	for _, p := range st.pods {
 		st.requeue.After(availableIn(p, st.minReadySeconds, st.now)) // status changes then
 	}
-	if apiequality.Semantic.DeepEqual(s, st.set.Status) {
-		return nil
-	}
-	cp := st.set.DeepCopy()
-	cp.Status = s
-	out, err := c.client.AppsV1beta1().StatefulSets(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-	if err != nil {
-		return fmt.Errorf("update status: %w", err)
-	}
-	c.rvExp.Expect(out)
-	return nil
+	_, err := workload.WriteStatus(ctx, c.Base, workload.StatusWrite[appsv1beta1.StatefulSetStatus]{Key: st.key, Now: st.now, Cur: st.set.Status, Next: s},
+		func(ctx context.Context, s appsv1beta1.StatefulSetStatus) (*appsv1beta1.StatefulSet, error) {
+			cp := st.set.DeepCopy()
+			cp.Status = s
+			return c.client.AppsV1beta1().StatefulSets(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+		})
+	return err
 }
 
 func podsOf(m map[int]*corev1.Pod) []*corev1.Pod {

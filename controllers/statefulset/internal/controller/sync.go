@@ -7,21 +7,15 @@ import (
 	"maps"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
-	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
-	"github.com/flotilla-dev/flotilla/kit/revision"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // writeConcurrency bounds the parallel pod writes of one sync; the client's
@@ -42,10 +36,8 @@ type syncState struct {
 	slots []int
 	// pods are the set's pods by ordinal, terminating ones included.
 	pods map[int]*corev1.Pod
-	// revisions are the set's ControllerRevisions, oldest first.
-	revisions       []*appsv1.ControllerRevision
-	current, update *appsv1.ControllerRevision
-	collisionCount  int32
+	// Revisions: the set's history, current and update revisions.
+	workload.Revisions
 	minReadySeconds int32
 	// invalid says why the spec cannot be acted on ("" if it can).
 	invalid string
@@ -56,36 +48,19 @@ type syncState struct {
 // sync reconciles one set: gather → refresh pods → scale, or else roll
 // out → status → history.
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
-	logger := klog.FromContext(ctx)
-	set, err := c.sets.StatefulSets(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		c.scaleExp.Delete(key)
-		return nil
-	}
-	if err != nil {
+	set, ok, err := workload.Get(key, c.getSet, c.forget)
+	if !ok || c.ScaleInFlight(ctx, key, c.scaleExp) {
 		return err
-	}
-	if ok, age := c.scaleExp.Satisfied(key); !ok {
-		logger.V(4).Info("Waiting for pod and claim creations/deletions to be observed", "pending", age)
-		c.queue.AddAfter(key, c.scaleExp.Timeout()-age)
-		return nil
-	} else if age > 0 {
-		logger.Info("Scale expectations timed out: an event was lost, acting on the cache", "after", age)
 	}
 	if adopted, err := c.adoptOrphans(ctx, set); err != nil || adopted {
 		if adopted {
-			c.queue.AddAfter(key, podUpdateBatch)
+			c.Queue.AddAfter(key, podUpdateBatch)
 		}
 		return err
 	}
 	st, err := c.gather(ctx, key, set)
-	if err != nil {
+	if err != nil || c.OwnWritesPending(ctx, key, maps.Values(st.pods), st.set, st.Update) {
 		return err
-	}
-	if wait := c.staleCache(st); wait > 0 {
-		logger.V(4).Info("Waiting for the cache to show our own writes", "wait", wait)
-		c.queue.AddAfter(key, wait)
-		return nil
 	}
 
 	var scaleErr, updateErr error
@@ -93,42 +68,31 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		// Admission lets some malformed values through (reserveOrdinals
 		// strings); retrying cannot fix them, the next spec change will.
 		scaleErr = fmt.Errorf("%w: %s", errInvalidSpec, st.invalid)
-		c.recorder.Eventf(set, corev1.EventTypeWarning, "InvalidSpec", "%s", st.invalid)
+		c.Recorder.Eventf(set, corev1.EventTypeWarning, "InvalidSpec", "%s", st.invalid)
 	}
 	if set.DeletionTimestamp == nil && st.invalid == "" {
 		c.preDownload(ctx, st)
-		refreshed, refreshErr := c.refreshPods(ctx, st)
-		var acted bool
-		acted, scaleErr = c.scale(ctx, st)
-		switch {
-		case refreshErr != nil:
-			updateErr = refreshErr
-		case !acted && !refreshed && scaleErr == nil:
-			updateErr = c.rollOut(ctx, st)
-		}
+		_, scaleErr, updateErr = workload.TakeSteps(ctx, st, c.refreshPods, c.scale, c.rollOut)
 	}
 	if err := c.updateStatus(ctx, st, scaleErr, updateErr); err != nil {
 		return err
 	}
-	if err := c.truncateHistory(ctx, st); err != nil {
+	if err := c.TruncateHistory(ctx, st.Revisions, set.Spec.RevisionHistoryLimit, maps.Values(st.pods)); err != nil {
 		return err
 	}
-	err = errors.Join(scaleErr, updateErr)
-	if controller.Retryable(err) != nil {
-		return err
-	}
-	if d := st.requeue.Earliest(); d > 0 {
-		c.queue.AddAfter(key, d)
-	}
-	// nil, or permanent (reported in status and events; the next spec
-	// change brings the set back): the loop does not retry it.
-	return err
+	// Permanent errors are reported in status and events; the next spec
+	// change brings the set back.
+	return c.Finish(key, errors.Join(scaleErr, updateErr), &st.requeue)
+}
+
+func (c *Controller) getSet(namespace, name string) (*appsv1beta1.StatefulSet, error) {
+	return c.sets.StatefulSets(namespace).Get(name)
 }
 
 // gather reads the set's pods and revisions from the caches and syncs the
 // revisions.
 func (c *Controller) gather(ctx context.Context, key types.NamespacedName, set *appsv1beta1.StatefulSet) (*syncState, error) {
-	st := &syncState{key: key, set: set, now: c.clock.Now(), pods: map[int]*corev1.Pod{}}
+	st := &syncState{key: key, set: set, now: c.Clock.Now(), pods: map[int]*corev1.Pod{}}
 	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MinReadySeconds != nil {
 		st.minReadySeconds = *ru.MinReadySeconds
 	}
@@ -147,21 +111,14 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, set *
 	} else {
 		st.slots = slotOrdinals(replicas, start, reserved)
 	}
-	objs, err := controller.ByOwnerUID(c.pods, set.UID)
+	pods, err := c.OwnedPods(set)
 	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
+		return nil, err
 	}
-	for _, o := range objs {
-		p, ok := o.(*corev1.Pod)
-		if !ok || !metav1.IsControlledBy(p, set) {
-			continue
-		}
+	for _, p := range pods {
 		if ord, ok := ordinalOf(set.Name, p.Name); ok {
 			st.pods[ord] = p
 		}
-	}
-	if st.revisions, err = c.revisions.List(set); err != nil {
-		return nil, fmt.Errorf("list revisions: %w", err)
 	}
 	if err := c.syncRevisions(ctx, st); err != nil {
 		return nil, err
@@ -172,39 +129,17 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, set *
 // syncRevisions finds or creates the update revision (re-using an equal
 // older one on rollback) and resolves the current revision.
 func (c *Controller) syncRevisions(ctx context.Context, st *syncState) error {
-	set := st.set
-	data, err := revision.TemplatePatch(&set.Spec.Template)
-	if err != nil {
-		return fmt.Errorf("encode template: %w", err)
-	}
-	st.collisionCount = ptr.Deref(set.Status.CollisionCount, 0)
-	want := revision.New(set, kindStatefulSet, set.Spec.Template.Labels, data, revision.NextRevisionNumber(st.revisions), &st.collisionCount)
-	res, err := revision.Resolve(ctx, c.revControl, set, want, st.revisions, &st.collisionCount)
-	if err != nil {
-		return err
-	}
-	st.update, st.revisions = res.Update, res.Revisions
-	if res.Written {
-		c.rvExp.Expect(st.update)
-	}
-	st.current = st.update
-	for _, r := range st.revisions {
-		if r.Name == set.Status.CurrentRevision {
-			st.current = r
-		}
-	}
-	return nil
-}
-
-// staleCache returns how long to wait when the cache does not yet show a
-// write this controller made to the set, its update revision or a pod.
-func (c *Controller) staleCache(st *syncState) time.Duration {
-	return expectations.WaitAll(c.rvExp, maps.Values(st.pods), st.set, st.update)
+	var err error
+	st.Revisions, err = c.SyncRevisions(ctx, workload.RevisionRequest{
+		Owner: st.set, Kind: kindStatefulSet, Template: &st.set.Spec.Template,
+		CollisionCount: st.set.Status.CollisionCount, CurrentRevision: st.set.Status.CurrentRevision,
+	})
+	return err
 }
 
 // isUpdated reports whether the pod runs the update revision.
 func (st *syncState) isUpdated(p *corev1.Pod) bool {
-	return p.Labels[pub.ControllerRevisionHashLabelKey] == st.update.Name
+	return p.Labels[pub.ControllerRevisionHashLabelKey] == st.Update.Name
 }
 
 // slotPods are the pods in the replica slots, ascending by ordinal.
@@ -216,21 +151,4 @@ func (st *syncState) slotPods() []*corev1.Pod {
 		}
 	}
 	return out
-}
-
-// truncateHistory deletes revisions beyond revisionHistoryLimit, keeping
-// the current and update revisions and every revision a pod runs.
-func (c *Controller) truncateHistory(ctx context.Context, st *syncState) error {
-	live := sets.New(st.update.Name, st.current.Name)
-	for _, p := range st.pods {
-		if h := p.Labels[pub.ControllerRevisionHashLabelKey]; h != "" {
-			live.Insert(h)
-		}
-	}
-	for _, r := range revision.Truncate(st.revisions, live, int(ptr.Deref(st.set.Spec.RevisionHistoryLimit, 10))) {
-		if err := c.revControl.Delete(ctx, r); err != nil {
-			return fmt.Errorf("truncate history: %w", err)
-		}
-	}
-	return nil
 }

@@ -101,12 +101,12 @@ func (c *Controller) updatePod(ctx context.Context, st *syncState, p *corev1.Pod
 			return c.updateInPlace(ctx, st, p, spec)
 		}
 		if policy == appsv1beta1.InPlaceOnlyPodUpdateStrategyType {
-			c.recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedUpdatePodInPlace",
-				"podUpdatePolicy is InPlaceOnly but pod %s cannot be updated to %s in place: %s", p.Name, st.update.Name, why)
+			c.Recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedUpdatePodInPlace",
+				"podUpdatePolicy is InPlaceOnly but pod %s cannot be updated to %s in place: %s", p.Name, st.Update.Name, why)
 			return fmt.Errorf("pod %s: %w: %s", p.Name, errInPlaceOnly, why)
 		}
 	}
-	_, err := c.deleteWithHook(ctx, st, p, fmt.Sprintf("recreate at revision %s (pod at %s)", st.update.Name, p.Labels[pub.ControllerRevisionHashLabelKey]))
+	_, err := c.deleteWithHook(ctx, st, p, fmt.Sprintf("recreate at revision %s (pod at %s)", st.Update.Name, p.Labels[pub.ControllerRevisionHashLabelKey]))
 	return err
 }
 
@@ -118,7 +118,7 @@ func (c *Controller) inPlaceSpec(st *syncState, p *corev1.Pod) (inplace.Spec, st
 		return inplace.Spec{}, "the template has no readiness gate InPlaceUpdateReady"
 	}
 	var from *appsv1.ControllerRevision
-	for _, r := range st.revisions {
+	for _, r := range st.History {
 		if r.Name == p.Labels[pub.ControllerRevisionHashLabelKey] {
 			from = r
 		}
@@ -126,7 +126,7 @@ func (c *Controller) inPlaceSpec(st *syncState, p *corev1.Pod) (inplace.Spec, st
 	if from == nil {
 		return inplace.Spec{}, "the pod's revision is gone"
 	}
-	spec, ok := inplace.Diff(from.Data.Raw, st.update.Data.Raw)
+	spec, ok := inplace.Diff(from.Data.Raw, st.Update.Data.Raw)
 	return spec, inplace.Refusal(spec, ok)
 }
 
@@ -146,18 +146,18 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1
 		grace = ru.InPlaceUpdateStrategy.GracePeriodSeconds
 	}
 	out, err := c.inplace.Update(ctx, p, inplace.UpdateRequest{
-		Revision:           st.update.Name,
+		Revision:           st.Update.Name,
 		Spec:               spec,
-		Labels:             map[string]string{pub.ControllerRevisionHashLabelKey: st.update.Name},
+		Labels:             map[string]string{pub.ControllerRevisionHashLabelKey: st.Update.Name},
 		Mutate:             dec.Patch.ApplyMetadata,
 		GracePeriodSeconds: grace,
 	})
 	if err != nil {
-		c.recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "failed to update pod %s in-place: %v", p.Name, err)
+		c.Recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "failed to update pod %s in-place: %v", p.Name, err)
 		return err
 	}
-	c.rvExp.Expect(out)
-	c.recorder.Eventf(st.set, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "successfully update pod %s in-place(revision %s)", p.Name, st.update.Name)
+	c.RV.Expect(out)
+	c.Recorder.Eventf(st.set, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "successfully update pod %s in-place(revision %s)", p.Name, st.Update.Name)
 	if grace > 0 {
 		st.requeue.After(time.Duration(grace) * time.Second)
 	}
@@ -200,11 +200,11 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 		if p.Spec.NodeName == "" {
 			return false, nil // the kubelet reports nothing before scheduling
 		}
-		out, err := controller.PatchPod(ctx, c.kube, p, next, "status")
+		out, err := controller.PatchPod(ctx, c.Kube, p, next, "status")
 		if err != nil {
 			return false, fmt.Errorf("initialise readiness conditions of pod %s: %w", p.Name, err)
 		}
-		c.rvExp.Expect(out)
+		c.RV.Expect(out)
 		return true, nil
 	}
 	res, err := c.inplace.Refresh(ctx, p)
@@ -213,7 +213,7 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 	}
 	st.requeue.After(res.RequeueAfter)
 	if res.Written {
-		c.rvExp.Expect(res.Pod)
+		c.RV.Expect(res.Pod)
 		return true, nil
 	}
 	state, err := inplace.DecodeState(p)
