@@ -35,22 +35,22 @@ func (c *Controller) act(ctx context.Context, key types.NamespacedName, job *app
 		if f.Type == appsv1alpha1.JobFailed {
 			eventType = corev1.EventTypeWarning
 		}
-		c.recorder.Event(job, eventType, f.Reason, f.Message)
+		c.Recorder.Event(job, eventType, f.Reason, f.Message)
 		logger.Info("BroadcastJob finished", "condition", f.Type, "reason", f.Reason, "message", f.Message)
 	}
 	if v.pauseEvent {
-		c.recorder.Event(job, corev1.EventTypeWarning, EventPaused,
+		c.Recorder.Event(job, corev1.EventTypeWarning, EventPaused,
 			"failurePolicy is Pause and a pod failed: no pod is created or deleted until the failed pods are deleted")
 		logger.Info("BroadcastJob paused by its failurePolicy")
 	}
 	for _, pod := range plan.delete {
 		uid := pod.UID
-		err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		err := c.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err))
 			continue
 		}
-		c.recorder.Eventf(job, corev1.EventTypeNormal, EventSuccessfulDelete, "Deleted pod %s (node %s)", pod.Name, nodeplacement.TargetNode(pod))
+		c.Recorder.Eventf(job, corev1.EventTypeNormal, EventSuccessfulDelete, "Deleted pod %s (node %s)", pod.Name, nodeplacement.TargetNode(pod))
 	}
 	if err := c.createPods(ctx, key, job, plan.create); err != nil {
 		errs = append(errs, err)
@@ -74,17 +74,17 @@ func (c *Controller) createPod(ctx context.Context, key types.NamespacedName, jo
 	// Expect before the request: if the outcome is unknown (timeout), the node stays blocked until the
 	// expectation expires rather than getting a second pod.
 	c.creates.Expect(key, job.UID, node, "")
-	pod, err := c.kube.CoreV1().Pods(job.Namespace).Create(ctx, newPod(job, node), metav1.CreateOptions{})
+	pod, err := c.Kube.CoreV1().Pods(job.Namespace).Create(ctx, newPod(job, node), metav1.CreateOptions{})
 	if err != nil {
 		if rejected(err) {
 			c.creates.Observed(key, node, "")
 		}
-		c.recorder.Eventf(job, corev1.EventTypeWarning, EventFailedCreate, "Error creating pod for node %s: %v", node, err)
+		c.Recorder.Eventf(job, corev1.EventTypeWarning, EventFailedCreate, "Error creating pod for node %s: %v", node, err)
 		return fmt.Errorf("create pod for node %s: %w", node, err)
 	}
 	c.creates.Expect(key, job.UID, node, pod.Name)
 	klog.FromContext(ctx).V(2).Info("Created pod", "pod", klog.KObj(pod), "node", node)
-	c.recorder.Eventf(job, corev1.EventTypeNormal, EventSuccessfulCreate, "Created pod %s for node %s", pod.Name, node)
+	c.Recorder.Eventf(job, corev1.EventTypeNormal, EventSuccessfulCreate, "Created pod %s for node %s", pod.Name, node)
 	return nil
 }
 

@@ -15,7 +15,7 @@ var jobOwner = controller.OwnerKind{Group: controllerKind.Group, Kind: controlle
 // podHandler maps pod events to the owning job (delayed for pods replayed from the initial list) and, for pods
 // added, settles the create expectation of their node.
 func (c *Controller) podHandler() cache.ResourceEventHandler {
-	owner := controller.NewOwnerHandler(jobOwner, c.queue, nil)
+	owner := controller.NewOwnerHandler(jobOwner, c.Queue, nil)
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, isInInitialList bool) {
 			c.observe(obj)
@@ -71,7 +71,7 @@ func (c *Controller) enqueueUnfinishedJobs() {
 	}
 	for _, job := range jobs {
 		if finishedCondition(job.Status) == nil {
-			c.queue.Enqueue(types.NamespacedName{Namespace: job.Namespace, Name: job.Name})
+			c.Queue.Enqueue(types.NamespacedName{Namespace: job.Namespace, Name: job.Name})
 		}
 	}
 }

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // Condition reasons this controller writes.
@@ -83,13 +83,14 @@ func phase(s appsv1alpha1.BroadcastJobStatus, paused bool) appsv1alpha1.Broadcas
 // updateStatus writes status if it differs from what job has. job is the cached object: it is copied, never
 // modified.
 func (c *Controller) updateStatus(ctx context.Context, job *appsv1alpha1.BroadcastJob, status appsv1alpha1.BroadcastJobStatus) error {
-	if apiequality.Semantic.DeepEqual(job.Status, status) {
-		return nil
-	}
-	updated := job.DeepCopy()
-	updated.Status = status
-	if _, err := c.client.AppsV1alpha1().BroadcastJobs(job.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("update status of BroadcastJob %s/%s: %w", job.Namespace, job.Name, err)
+	_, err := workload.WriteStatus(ctx, c.Base, workload.StatusWrite[appsv1alpha1.BroadcastJobStatus]{Cur: job.Status, Next: status},
+		func(ctx context.Context, s appsv1alpha1.BroadcastJobStatus) (*appsv1alpha1.BroadcastJob, error) {
+			updated := job.DeepCopy()
+			updated.Status = s
+			return c.client.AppsV1alpha1().BroadcastJobs(job.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		})
+	if err != nil {
+		return fmt.Errorf("BroadcastJob %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	return nil
 }

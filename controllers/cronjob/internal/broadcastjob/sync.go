@@ -7,30 +7,20 @@ import (
 	"sort"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // sync reconciles one BroadcastJob: gather (cache only) → compute (pure) → act → status.
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
-	job, err := c.jobs.BroadcastJobs(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		c.creates.Forget(key)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("get BroadcastJob %s from cache: %w", key, err)
-	}
-	if job.DeletionTimestamp != nil {
-		return nil // the garbage collector removes its pods
+	job, ok, err := workload.Get(key, c.getJob, c.creates.Forget)
+	if !ok || job.DeletionTimestamp != nil {
+		return err // gone or going: the garbage collector removes its pods
 	}
 	ctx = klog.NewContext(ctx, klog.LoggerWithValues(klog.FromContext(ctx), "broadcastjob", klog.KObj(job)))
 
@@ -39,7 +29,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		return err
 	}
 
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	v := judge(judgeInput{job: job, tally: g.tally, desired: g.place.desired, inFlight: g.inFlight.Len(), invalid: validate(job), now: now})
 	if v.deleteJob {
 		return c.deleteJob(ctx, job)
@@ -56,9 +46,13 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		return errors.Join(actErr, err)
 	}
 	if d := earliest(v.requeueAfter, g.expiresIn); d > 0 {
-		c.queue.AddAfter(key, d)
+		c.Queue.AddAfter(key, d)
 	}
 	return actErr
+}
+
+func (c *Controller) getJob(namespace, name string) (*appsv1alpha1.BroadcastJob, error) {
+	return c.jobs.BroadcastJobs(namespace).Get(name)
 }
 
 // observed is what gather read from the caches.
@@ -71,15 +65,9 @@ type observed struct {
 }
 
 func (c *Controller) gather(ctx context.Context, key types.NamespacedName, job *appsv1alpha1.BroadcastJob) (observed, error) {
-	objs, err := controller.ByOwnerUID(c.podIndex, job.UID)
+	pods, err := c.OwnedPods(job)
 	if err != nil {
-		return observed{}, fmt.Errorf("list pods of BroadcastJob %s: %w", key, err)
-	}
-	pods := make([]*corev1.Pod, 0, len(objs))
-	for _, o := range objs {
-		if pod, ok := o.(*corev1.Pod); ok && metav1.IsControlledBy(pod, job) {
-			pods = append(pods, pod)
-		}
+		return observed{}, fmt.Errorf("BroadcastJob %s: %w", key, err)
 	}
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
@@ -92,8 +80,8 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, job *
 	g.tally = tallyPods(pods, job.Spec.FailurePolicy.RestartLimit)
 	g.place = place(logger, newEligibility(logger, &job.Spec.Template.Spec), nodes, g.tally.byNode)
 	g.inFlight, g.expiresIn = c.creates.Pending(key, job.UID, func(name string) bool {
-		_, err := c.pods.Pods(job.Namespace).Get(name)
-		return err == nil
+		_, exists, err := c.Pods.GetByKey(job.Namespace + "/" + name)
+		return err == nil && exists
 	})
 	g.parallelism, _ = resolveParallelism(job.Spec.Parallelism, len(g.place.desired)) // an invalid value fails validate
 	return g, nil

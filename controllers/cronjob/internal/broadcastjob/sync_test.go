@@ -63,7 +63,7 @@ func newFixture(t *testing.T, job *appsv1alpha1.BroadcastJob, nodes ...*corev1.N
 		Recorder: f.recorder, QueueOptions: controller.DefaultQueueOptions(), QueueConfig: controller.QueueConfig{Clock: f.clock}})
 	require.NoError(t, err)
 	f.c = c
-	t.Cleanup(c.queue.ShutDown)
+	t.Cleanup(c.Queue.ShutDown)
 	f.setJob(job)
 	for _, nd := range nodes {
 		require.NoError(t, f.kubeInf.Core().V1().Nodes().Informer().GetIndexer().Add(nd))
@@ -83,7 +83,7 @@ func (f *fixture) setJob(job *appsv1alpha1.BroadcastJob) {
 
 func (f *fixture) addPod(p *corev1.Pod) {
 	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(f.job, controllerKind)}
-	require.NoError(f.t, f.kubeInf.InformerFor(&corev1.Pod{}, newJobPodInformer("")).GetIndexer().Update(p))
+	require.NoError(f.t, f.c.PodInformer.GetIndexer().Update(p))
 }
 
 // sync runs one sync and returns the write actions it made (reads are not interesting), then forgets them.
@@ -209,10 +209,10 @@ func TestSyncDeadlineRequeuesOnTheClockAndFails(t *testing.T) {
 	f.setJob(lastJob(actions))
 	f.addPod(jobPod("bcj-1", "n1", corev1.PodRunning, true))
 	f.addPod(jobPod("bcj-2", "n2", corev1.PodSucceeded, true))
-	assert.Zero(t, f.c.queue.Len())
+	assert.Zero(t, f.c.Queue.Len())
 
 	f.clock.Step(60 * time.Second)
-	require.Eventually(t, func() bool { return f.c.queue.Len() == 1 }, 5*time.Second, 10*time.Millisecond, "requeued at the deadline")
+	require.Eventually(t, func() bool { return f.c.Queue.Len() == 1 }, 5*time.Second, 10*time.Millisecond, "requeued at the deadline")
 	actions, err = f.sync()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"delete pods", "update broadcastjobs/status"}, verbs(actions))
@@ -250,7 +250,7 @@ func TestSyncPauseOnFailureLeavesSpecAlone(t *testing.T) {
 	assert.Empty(t, f.recorder.Events)
 
 	// The failed pod is deleted: the job runs again and n1 and n3 get a pod.
-	require.NoError(t, f.kubeInf.InformerFor(&corev1.Pod{}, newJobPodInformer("")).GetIndexer().Delete(jobPod("bcj-1", "n1", corev1.PodFailed, true)))
+	require.NoError(t, f.c.PodInformer.GetIndexer().Delete(jobPod("bcj-1", "n1", corev1.PodFailed, true)))
 	actions, err = f.sync()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"create pods", "create pods", "update broadcastjobs/status"}, verbs(actions))
