@@ -8,7 +8,8 @@
 //
 // Two loops share the caches: one keyed by node (the NodePodProbe and the
 // pods on it, sync.go) and one keyed by PodProbeMarker (finalizer, marker
-// removal on deletion, status). Decisions are pure functions (status.go).
+// removal on deletion, status). Decisions are pure functions (plan.go);
+// the pod writes are in act.go.
 package controller
 
 import (
@@ -31,6 +32,7 @@ import (
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
@@ -67,9 +69,11 @@ type Controller struct {
 	// In memory only: a restart in between leaves those markers.
 	// podRV: pods this reconciler wrote, until the cache shows the write
 	// (a sync on the older copy would write again, only to conflict).
-	podRV     *expectations.ResourceVersion
-	retiredMu sync.Mutex
-	retired   map[types.NamespacedName][]appsv1alpha1.PodContainerProbe
+	podRV *expectations.ResourceVersion
+	// podControl writes the pods (act.go).
+	podControl podcontrol.PodControl
+	retiredMu  sync.Mutex
+	retired    map[types.NamespacedName][]appsv1alpha1.PodContainerProbe
 	// recorder gets the Warning events of markers left out of a node's
 	// NodePodProbe (nil: none).
 	recorder record.EventRecorder
@@ -89,6 +93,9 @@ type Options struct {
 	// with Deps.Namespace empty and informers the caller scoped to them
 	// (tests sharing a cluster that need more than one namespace).
 	Namespaces []string
+	// PodControl writes the pods (nil: kit/podcontrol over Deps.Kube; a
+	// podcontrol.Fake in sync tests).
+	PodControl podcontrol.PodControl
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -123,6 +130,9 @@ func NewWithOptions(d Deps, o Options) (*Controller, error) {
 		retired:    map[types.NamespacedName][]appsv1alpha1.PodContainerProbe{},
 		recorder:   d.Recorder,
 		specBudget: o.SpecBudget,
+	}
+	if c.podControl = o.PodControl; c.podControl == nil {
+		c.podControl = podcontrol.New(d.Kube)
 	}
 	if c.specBudget <= 0 {
 		c.specBudget = DefaultSpecBudget

@@ -180,40 +180,6 @@ func (c *Controller) writeSpec(ctx context.Context, node string, npp *appsv1alph
 	return updated, nil
 }
 
-// markPods copies npp's status onto the in-scope pods it reports on (same
-// UID), one pods/status update per pod that changes: metadata changes are
-// accepted through the pods/status subresource, so labels, annotations and
-// the condition land together.
-func (c *Controller) markPods(ctx context.Context, npp *appsv1alpha1.NodePodProbe, pods []*corev1.Pod, markers map[string]map[string]*appsv1alpha1.PodProbeMarker) error {
-	byUID := map[types.UID]*corev1.Pod{}
-	for _, p := range pods {
-		if podActive(p) {
-			byUID[p.UID] = p
-		}
-	}
-	for _, st := range npp.Status.PodProbeStatuses {
-		p := byUID[types.UID(st.UID)]
-		if p == nil || !c.inScope(p.Namespace) {
-			continue
-		}
-		if ok, wait := c.podRV.Satisfied(p); !ok {
-			c.nodeQueue.AddAfter(npp.Name, wait) // the pod's update event usually comes first
-			continue
-		}
-		upd := markPod(p, st.ProbeStates, markers[p.Namespace])
-		if upd == nil {
-			continue
-		}
-		written, err := c.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
-		if err != nil {
-			return fmt.Errorf("mark pod %s/%s: %w", p.Namespace, p.Name, err)
-		}
-		c.podRV.Expect(written)
-		klog.FromContext(ctx).V(2).Info("Marked pod from probe results", "pod", klog.KObj(p))
-	}
-	return nil
-}
-
 // syncMarker keeps the finalizer on a live PodProbeMarker and its status
 // current; for a deleted one it removes its markers from the pods it
 // selected and then the finalizer. NodePodProbe entries follow in the node
@@ -287,30 +253,6 @@ func (c *Controller) cleanup(ctx context.Context, m *appsv1alpha1.PodProbeMarker
 	}
 	if _, err := c.client.AppsV1alpha1().PodProbeMarkers(m.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer of PodProbeMarker %s/%s: %w", m.Namespace, m.Name, err)
-	}
-	return nil
-}
-
-// unmarkSelected takes the markers of m's probes off the active pods m
-// selects.
-func (c *Controller) unmarkSelected(ctx context.Context, m *appsv1alpha1.PodProbeMarker, pods []*corev1.Pod) error {
-	sel, err := metav1.LabelSelectorAsSelector(m.Spec.Selector)
-	if err != nil {
-		return fmt.Errorf("selector of PodProbeMarker %s/%s: %w", m.Namespace, m.Name, err)
-	}
-	for _, p := range pods {
-		if !podActive(p) || !sel.Matches(labels.Set(p.Labels)) {
-			continue
-		}
-		upd := unmarkPod(p, m)
-		if upd == nil {
-			continue
-		}
-		written, err := c.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
-		if err != nil {
-			return fmt.Errorf("unmark pod %s/%s: %w", p.Namespace, p.Name, err)
-		}
-		c.podRV.Expect(written)
 	}
 	return nil
 }

@@ -42,7 +42,7 @@ type harness struct {
 	ns      string
 	client  versioned.Interface
 	markers *testenv.Objects[*appsv1alpha1.PodProbeMarker]
-	// podWrites counts the reconciler's pods/status updates, no-op ones
+	// podWrites counts the reconciler's pods/status writes (updates or patches), no-op ones
 	// included (the API server does not show those as a new resourceVersion).
 	podWrites atomic.Int64
 }
@@ -53,7 +53,7 @@ type countingTransport struct {
 }
 
 func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/pods/") && strings.HasSuffix(r.URL.Path, "/status") {
+	if (r.Method == http.MethodPut || r.Method == http.MethodPatch) && strings.Contains(r.URL.Path, "/pods/") && strings.HasSuffix(r.URL.Path, "/status") {
 		c.n.Add(1)
 	}
 	return c.next.RoundTrip(r)
