@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -22,6 +21,7 @@ import (
 	"github.com/flotilla-dev/flotilla/controllers/pub/internal/workload"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
@@ -41,17 +41,18 @@ type Deps struct {
 
 // Controller reconciles PodUnavailableBudgets.
 type Controller struct {
-	kube     kubernetes.Interface
-	client   versioned.Interface
-	pubs     policylisters.PodUnavailableBudgetLister
-	pubIdx   cache.Indexer
-	pods     cache.Indexer
-	finder   workload.Finder
-	clock    clock.PassiveClock
-	recorder record.EventRecorder
-	queue    *controller.Queue[types.NamespacedName]
-	loop     *controller.Loop[types.NamespacedName]
-	synced   []cache.InformerSynced
+	// podControl writes the pods (the related-pub annotation).
+	podControl podcontrol.PodControl
+	client     versioned.Interface
+	pubs       policylisters.PodUnavailableBudgetLister
+	pubIdx     cache.Indexer
+	pods       cache.Indexer
+	finder     workload.Finder
+	clock      clock.PassiveClock
+	recorder   record.EventRecorder
+	queue      *controller.Queue[types.NamespacedName]
+	loop       *controller.Loop[types.NamespacedName]
+	synced     []cache.InformerSynced
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -71,15 +72,15 @@ func New(d Deps) (*Controller, error) {
 		return nil, fmt.Errorf("pod owner index: %w", err)
 	}
 	c := &Controller{
-		kube:     d.Kube,
-		client:   d.Client,
-		pubs:     pubInf.Lister(),
-		pubIdx:   pubInf.Informer().GetIndexer(),
-		pods:     podInf.GetIndexer(),
-		finder:   d.Finder,
-		clock:    d.Clock,
-		recorder: d.Recorder,
-		queue:    controller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
+		podControl: podcontrol.New(d.Kube),
+		client:     d.Client,
+		pubs:       pubInf.Lister(),
+		pubIdx:     pubInf.Informer().GetIndexer(),
+		pods:       podInf.GetIndexer(),
+		finder:     d.Finder,
+		clock:      d.Clock,
+		recorder:   d.Recorder,
+		queue:      controller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
 	}
 	c.loop = controller.NewLoop(Name, c.queue, c.sync)
 	if _, err := pubInf.Informer().AddEventHandler(pubHandler{c}); err != nil {
