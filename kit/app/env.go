@@ -144,44 +144,24 @@ func (e *Env) NewKubeInformerFactory(opts ...informers.SharedInformerOption) inf
 }
 
 // AddInformerFactory registers a factory (e.g. the generated Flotilla one).
-func (e *Env) AddInformerFactory(f InformerFactory) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.factories = append(e.factories, f)
-}
+func (e *Env) AddInformerFactory(f InformerFactory) { register(e, &e.factories, f) }
 
 // AddReplicaInformerFactory registers a factory started on every replica at
 // start-up (not only the leader), for what replica components read: keep it
 // to small, cheap informers (a webhook's SidecarSets or PUBs, not pods).
 // Informers requested from it later by a controller start when it leads.
-func (e *Env) AddReplicaInformerFactory(f InformerFactory) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.replicaFactories = append(e.replicaFactories, f)
-}
+func (e *Env) AddReplicaInformerFactory(f InformerFactory) { register(e, &e.replicaFactories, f) }
 
 // AddReplicaComponent registers a component run on every replica once the
 // replica factories synced. A binary with one is ready (/readyz) when its
 // components are, leader or standby: every replica takes webhook traffic.
-func (e *Env) AddReplicaComponent(c ReplicaComponent) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.replicaComponents = append(e.replicaComponents, c)
-}
+func (e *Env) AddReplicaComponent(c ReplicaComponent) { register(e, &e.replicaComponents, c) }
 
 // AddSource registers a Source.
-func (e *Env) AddSource(s Source) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.sources = append(e.sources, s)
-}
+func (e *Env) AddSource(s Source) { register(e, &e.sources, s) }
 
 // AddController registers a controller; it runs with --workers workers.
-func (e *Env) AddController(c Controller) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.controllers = append(e.controllers, c)
-}
+func (e *Env) AddController(c Controller) { register(e, &e.controllers, c) }
 
 // Controllers returns the names of the registered controllers.
 func (e *Env) Controllers() []string {
@@ -376,4 +356,12 @@ func (e *Env) runLeading(ctx context.Context, health *Health) error {
 		}
 	}
 	return first
+}
+
+// register appends v to one of e's registries (the Add* methods), under
+// e.mu like every read of them.
+func register[T any](e *Env, list *[]T, v T) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	*list = append(*list, v)
 }

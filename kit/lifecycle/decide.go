@@ -28,19 +28,9 @@ const (
 	OpCancelDelete
 )
 
-func (o Operation) String() string {
-	switch o {
-	case OpDelete:
-		return "Delete"
-	case OpInPlaceUpdate:
-		return "InPlaceUpdate"
-	case OpBecomeNormal:
-		return "BecomeNormal"
-	case OpCancelDelete:
-		return "CancelDelete"
-	}
-	return fmt.Sprintf("Operation(%d)", int(o))
-}
+var operationNames = [...]string{OpDelete: "Delete", OpInPlaceUpdate: "InPlaceUpdate", OpBecomeNormal: "BecomeNormal", OpCancelDelete: "CancelDelete"}
+
+func (o Operation) String() string { return enumString(operationNames[:], o, "Operation") }
 
 // Request is the operation and the facts about the pod that Decide cannot
 // see in the pod itself.
@@ -79,20 +69,16 @@ const (
 	ActionRefuse
 )
 
-func (a Action) String() string {
-	switch a {
-	case ActionNone:
-		return "None"
-	case ActionProceed:
-		return "Proceed"
-	case ActionPatch:
-		return "Patch"
-	case ActionWait:
-		return "Wait"
-	case ActionRefuse:
-		return "Refuse"
+var actionNames = [...]string{ActionNone: "None", ActionProceed: "Proceed", ActionPatch: "Patch", ActionWait: "Wait", ActionRefuse: "Refuse"}
+
+func (a Action) String() string { return enumString(actionNames[:], a, "Action") }
+
+// enumString is names[v], or kind(v) for a value without a name.
+func enumString[T ~int](names []string, v T, kind string) string {
+	if v >= 0 && int(v) < len(names) && names[v] != "" {
+		return names[v]
 	}
-	return fmt.Sprintf("Action(%d)", int(a))
+	return fmt.Sprintf("%s(%d)", kind, int(v))
 }
 
 // Decision is Decide's answer.

@@ -16,23 +16,20 @@ type Request struct {
 }
 
 // DecodeObject unmarshals the request's object (CREATE, UPDATE) into into.
-func (r Request) DecodeObject(into any) error {
-	if len(r.Object.Raw) == 0 {
-		return fmt.Errorf("admission request %s has no object", r.UID)
-	}
-	if err := json.Unmarshal(r.Object.Raw, into); err != nil {
-		return fmt.Errorf("decode object of admission request %s: %w", r.UID, err)
-	}
-	return nil
-}
+func (r Request) DecodeObject(into any) error { return r.decode(r.Object.Raw, "object", into) }
 
 // DecodeOldObject unmarshals the request's old object (UPDATE, DELETE).
 func (r Request) DecodeOldObject(into any) error {
-	if len(r.OldObject.Raw) == 0 {
-		return fmt.Errorf("admission request %s has no old object", r.UID)
+	return r.decode(r.OldObject.Raw, "old object", into)
+}
+
+// decode unmarshals raw, the request's object named what, into into.
+func (r Request) decode(raw []byte, what string, into any) error {
+	if len(raw) == 0 {
+		return fmt.Errorf("admission request %s has no %s", r.UID, what)
 	}
-	if err := json.Unmarshal(r.OldObject.Raw, into); err != nil {
-		return fmt.Errorf("decode old object of admission request %s: %w", r.UID, err)
+	if err := json.Unmarshal(raw, into); err != nil {
+		return fmt.Errorf("decode %s of admission request %s: %w", what, r.UID, err)
 	}
 	return nil
 }

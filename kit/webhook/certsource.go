@@ -59,6 +59,19 @@ func (h *certHolder) load(certPEM, keyPEM, bundle []byte) error {
 	return nil
 }
 
+// reload loads a certificate as load does, then calls onChange (when set)
+// if the CA bundle changed.
+func (h *certHolder) reload(certPEM, keyPEM, bundle []byte, onChange func()) error {
+	before := h.CABundle()
+	if err := h.load(certPEM, keyPEM, bundle); err != nil {
+		return err
+	}
+	if onChange != nil && !bytes.Equal(before, h.CABundle()) {
+		onChange()
+	}
+	return nil
+}
+
 func firstDER(certPEM []byte) []byte {
 	certs, err := parseCerts(certPEM)
 	if err != nil || len(certs) == 0 {
@@ -149,25 +162,15 @@ func (s *SecretCerts) Ensure(ctx context.Context) error {
 }
 
 func (s *SecretCerts) loadSecret(sec *corev1.Secret) error {
-	before := s.CABundle()
-	if err := s.load(sec.Data[KeyTLSCert], sec.Data[KeyTLSKey], sec.Data[KeyCACert]); err != nil {
+	if err := s.reload(sec.Data[KeyTLSCert], sec.Data[KeyTLSKey], sec.Data[KeyCACert], s.OnChange); err != nil {
 		return fmt.Errorf("secret %s/%s: %w", s.namespace, s.name, err)
-	}
-	if s.OnChange != nil && !bytes.Equal(before, s.CABundle()) {
-		s.OnChange()
 	}
 	return nil
 }
 
 // Run re-reads (and renews) the Secret every Interval until ctx is done;
 // errors are logged and retried at the next tick.
-func (s *SecretCerts) Run(ctx context.Context) {
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		if err := s.Ensure(ctx); err != nil && ctx.Err() == nil {
-			klog.FromContext(ctx).Error(err, "Webhook certificates")
-		}
-	}, s.Interval)
-}
+func (s *SecretCerts) Run(ctx context.Context) { ensureEvery(ctx, s.Interval, s.Ensure) }
 
 // FileCerts serves certificates provided as files (cert-manager, a mounted
 // Secret): tls.crt and tls.key in Dir, and ca.crt if present (the bundle to
@@ -197,21 +200,21 @@ func (f *FileCerts) Ensure(context.Context) error {
 	if err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("webhook CA: %w", err)
 	}
-	before := f.CABundle()
-	if err := f.load(certPEM, keyPEM, bundle); err != nil {
+	if err := f.reload(certPEM, keyPEM, bundle, f.OnChange); err != nil {
 		return fmt.Errorf("%s: %w", f.Dir, err)
-	}
-	if f.OnChange != nil && !bytes.Equal(before, f.CABundle()) {
-		f.OnChange()
 	}
 	return nil
 }
 
 // Run reloads the files every Interval until ctx is done.
-func (f *FileCerts) Run(ctx context.Context) {
+func (f *FileCerts) Run(ctx context.Context) { ensureEvery(ctx, f.Interval, f.Ensure) }
+
+// ensureEvery calls ensure every interval until ctx is done; errors are
+// logged and retried at the next tick.
+func ensureEvery(ctx context.Context, interval time.Duration, ensure func(context.Context) error) {
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		if err := f.Ensure(ctx); err != nil && ctx.Err() == nil {
+		if err := ensure(ctx); err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).Error(err, "Webhook certificates")
 		}
-	}, f.Interval)
+	}, interval)
 }

@@ -181,37 +181,53 @@ func runLoop(ctx context.Context, t Trigger, resync time.Duration, what string, 
 type CABundleInjector struct {
 	Configs Configurations
 	Refs    []ConfigRef
+	bundleSource
+}
+
+// bundleSource is where a writer of the CA bundle (CABundleInjector,
+// CRDConversion) takes it from, and when it writes.
+type bundleSource struct {
 	// Bundle returns the PEM bundle; nil means "unknown yet": nothing written.
 	Bundle func() []byte
 	// Refresh, if set, reloads the certificates before each sync, so a
 	// replica never writes back a bundle another replica has just replaced
 	// (a CA rotation) from a stale copy.
 	Refresh func(ctx context.Context) error
-	// Resync re-checks the configurations (e.g. after a re-apply of the
+	// Resync re-checks what was written (e.g. after a re-apply of the
 	// manifests emptied the caBundle); default 1m.
 	Resync  time.Duration
 	trigger Trigger
 }
 
-// NewCABundleInjector injects bundle() into refs.
-func NewCABundleInjector(client kubernetes.Interface, bundle func() []byte, refs ...ConfigRef) *CABundleInjector {
-	return &CABundleInjector{Configs: Configurations{Client: client}, Refs: refs, Bundle: bundle, Resync: time.Minute, trigger: NewTrigger()}
+func newBundleSource(bundle func() []byte) bundleSource {
+	return bundleSource{Bundle: bundle, Resync: time.Minute, trigger: NewTrigger()}
 }
 
 // Trigger asks for a check now (after a certificate change).
-func (i *CABundleInjector) Trigger() { i.trigger.Fire() }
+func (b *bundleSource) Trigger() { b.trigger.Fire() }
+
+// current refreshes the certificates (when Refresh is set) and returns the
+// bundle.
+func (b *bundleSource) current(ctx context.Context) ([]byte, error) {
+	if b.Refresh != nil {
+		if err := b.Refresh(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return b.Bundle(), nil
+}
+
+// NewCABundleInjector injects bundle() into refs.
+func NewCABundleInjector(client kubernetes.Interface, bundle func() []byte, refs ...ConfigRef) *CABundleInjector {
+	return &CABundleInjector{Configs: Configurations{Client: client}, Refs: refs, bundleSource: newBundleSource(bundle)}
+}
 
 // Sync writes the bundle into each configuration that lacks it. A missing
 // configuration is an error (retried): the manifests install them.
 func (i *CABundleInjector) Sync(ctx context.Context) error {
-	if i.Refresh != nil {
-		if err := i.Refresh(ctx); err != nil {
-			return err
-		}
-	}
-	bundle := i.Bundle()
-	if len(bundle) == 0 {
-		return nil
+	bundle, err := i.current(ctx)
+	if err != nil || len(bundle) == 0 {
+		return err
 	}
 	var errs []error
 	for _, ref := range i.Refs {

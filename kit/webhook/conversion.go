@@ -48,10 +48,7 @@ const DefaultMaxConversionBytes = 64 << 20
 func (s *Server) RegisterConversion(path, name string, convert ConvertFunc) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, dup := s.paths[path]; dup {
-		panic(fmt.Sprintf("webhook path %s registered twice", path))
-	}
-	s.paths[path] = name
+	s.claimPath(path, name)
 	s.conversion = true
 	limit := s.opts.MaxConversionBytes
 	if limit <= 0 {

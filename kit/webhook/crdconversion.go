@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
@@ -87,30 +86,21 @@ type CRDConversion struct {
 	Service ConversionService
 	// FieldManager names the writer in managedFields (the binary).
 	FieldManager string
-	// Bundle, Refresh: see CABundleInjector.
-	Bundle  func() []byte
-	Refresh func(ctx context.Context) error
-	Resync  time.Duration
-	trigger Trigger
+	bundleSource
 }
 
 // NewCRDConversion keeps names' conversion pointed at svc with bundle().
 func NewCRDConversion(crds apiextensionsclient.CustomResourceDefinitionInterface, svc ConversionService, fieldManager string, bundle func() []byte, names ...string) *CRDConversion {
-	return &CRDConversion{CRDs: crds, Names: names, Service: svc, FieldManager: fieldManager, Bundle: bundle, Resync: time.Minute, trigger: NewTrigger()}
+	return &CRDConversion{CRDs: crds, Names: names, Service: svc, FieldManager: fieldManager, bundleSource: newBundleSource(bundle)}
 }
-
-// Trigger asks for a check now (after a certificate change).
-func (c *CRDConversion) Trigger() { c.trigger.Fire() }
 
 // Sync brings every CRD's conversion stanza in step. A missing CRD is an
 // error (retried): deploy/overlays/crds installs them.
 func (c *CRDConversion) Sync(ctx context.Context) error {
-	if c.Refresh != nil {
-		if err := c.Refresh(ctx); err != nil {
-			return err
-		}
+	bundle, err := c.current(ctx)
+	if err != nil {
+		return err
 	}
-	bundle := c.Bundle()
 	var errs []error
 	for _, name := range c.Names {
 		if err := c.syncOne(ctx, name, bundle); err != nil {

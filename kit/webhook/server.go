@@ -148,10 +148,7 @@ func NewServer(opts ServerOptions, certs CertSource, metrics *Metrics) *Server {
 func (s *Server) Register(path, name string, h Handler) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, dup := s.paths[path]; dup {
-		panic(fmt.Sprintf("webhook path %s registered twice", path))
-	}
-	s.paths[path] = name
+	s.claimPath(path, name)
 	var handler http.Handler = &reviewHandler{name: name, h: h, metrics: s.metrics, clock: s.opts.Clock}
 	handler = s.heldUntilOpen(handler)
 	if s.opts.ClientAuth != nil {
@@ -374,4 +371,13 @@ func (rh *reviewHandler) review(ctx context.Context, r *http.Request) (d decoded
 		"operation", review.Request.Operation, "resource", review.Request.Resource.Resource,
 		"namespace", review.Request.Namespace, "name", review.Request.Name)
 	return d, rh.h.Handle(klog.NewContext(ctx, logger), Request{AdmissionRequest: *review.Request})
+}
+
+// claimPath records path as name's (under s.mu); registering a path twice
+// is a programming error.
+func (s *Server) claimPath(path, name string) {
+	if _, dup := s.paths[path]; dup {
+		panic(fmt.Sprintf("webhook path %s registered twice", path))
+	}
+	s.paths[path] = name
 }
