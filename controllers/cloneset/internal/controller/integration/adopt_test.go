@@ -31,7 +31,7 @@ func TestAdoptOrphan(t *testing.T) {
 		}},
 		Spec: *cs.Spec.Template.Spec.DeepCopy(),
 	}
-	orphan, err = h.env.Kube.CoreV1().Pods(h.ns).Create(context.Background(), orphan, metav1.CreateOptions{})
+	orphan, err = h.Env.Kube.CoreV1().Pods(h.NS).Create(context.Background(), orphan, metav1.CreateOptions{})
 	require.NoError(t, err)
 	h.waitPods("adopt", "orphan running", allReady(1))
 

@@ -36,9 +36,9 @@ func withVolume(cs *appsv1alpha1.CloneSet) {
 }
 
 func (h *harness) pvc(name string) *corev1.PersistentVolumeClaim {
-	h.t.Helper()
-	pvc, err := h.env.Kube.CoreV1().PersistentVolumeClaims(h.ns).Get(context.Background(), name, metav1.GetOptions{})
-	require.NoError(h.t, err)
+	h.T.Helper()
+	pvc, err := h.Env.Kube.CoreV1().PersistentVolumeClaims(h.NS).Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(h.T, err)
 	return pvc
 }
 
@@ -101,9 +101,9 @@ type watcher struct {
 // watchInvariants starts a pod informer on the CloneSet's pods that checks
 // inv at every event until the test ends.
 func (h *harness) watchInvariants(name string, inv invariants) *watcher {
-	h.t.Helper()
+	h.T.Helper()
 	w := &watcher{inv: inv}
-	f := informers.NewSharedInformerFactoryWithOptions(h.env.Kube, 0, informers.WithNamespace(h.ns),
+	f := informers.NewSharedInformerFactoryWithOptions(h.Env.Kube, 0, informers.WithNamespace(h.NS),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = labels.Set{"app": name}.String() }))
 	inf := f.Core().V1().Pods().Informer()
 	store := inf.GetStore()
@@ -120,11 +120,11 @@ func (h *harness) watchInvariants(name string, inv invariants) *watcher {
 			}
 		},
 	})
-	require.NoError(h.t, err)
+	require.NoError(h.T, err)
 	stop := make(chan struct{})
 	f.Start(stop)
 	f.WaitForCacheSync(stop)
-	h.t.Cleanup(func() { close(stop); f.Shutdown() })
+	h.T.Cleanup(func() { close(stop); f.Shutdown() })
 	return w
 }
 
@@ -177,9 +177,9 @@ func (w *watcher) observe(event string, p *corev1.Pod, objs []any) {
 // server lists now (same UIDs and resourceVersions), so a final check sees
 // every event up to the end state.
 func (w *watcher) waitCaughtUp(h *harness, name string) {
-	h.t.Helper()
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
-		list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + name})
+	h.T.Helper()
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
+		list, err := h.Env.Kube.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + name})
 		if err != nil {
 			return false, err
 		}

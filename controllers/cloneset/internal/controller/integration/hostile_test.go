@@ -34,15 +34,15 @@ func TestHostileSpecsRefusedAtAdmission(t *testing.T) {
 		{name: "name of 53 characters", cs: newCloneSet(strings.Repeat("n", 53), 1), want: "metadata.name must be at most 52 characters"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := h.client.AppsV1alpha1().CloneSets(h.ns).Create(ctx, tc.cs, metav1.CreateOptions{})
+			_, err := h.Client.AppsV1alpha1().CloneSets(h.NS).Create(ctx, tc.cs, metav1.CreateOptions{})
 			require.Error(t, err, "the API server accepted it")
 			assert.True(t, apierrors.IsInvalid(err), "%v", err)
 			assert.ErrorContains(t, err, tc.want)
 		})
 	}
 	h.create(newCloneSet("small", 1))
-	_, err := h.client.AppsV1alpha1().CloneSets(h.ns).UpdateScale(ctx, "small",
-		&autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "small", Namespace: h.ns, ResourceVersion: h.get("small").ResourceVersion},
+	_, err := h.Client.AppsV1alpha1().CloneSets(h.NS).UpdateScale(ctx, "small",
+		&autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "small", Namespace: h.NS, ResourceVersion: h.get("small").ResourceVersion},
 			Spec: autoscalingv1.ScaleSpec{Replicas: 10_000_000}}, metav1.UpdateOptions{})
 	require.Error(t, err, "/scale accepted 10,000,000 replicas")
 	assert.ErrorContains(t, err, "spec.replicas")
@@ -71,7 +71,7 @@ func TestLongestNameRunsPods(t *testing.T) {
 func TestMaxReplicasServedInBursts(t *testing.T) {
 	h := newHarness(t)
 	const quota = 1000
-	h.env.PodQuota(t, h.ns, quota)
+	h.Env.PodQuota(t, h.NS, quota)
 
 	heap := testenv.SampleHeap(t, 100*time.Millisecond)
 	h.startController()

@@ -45,7 +45,7 @@ type okState struct {
 // (pkg/controller/cloneset/cloneset_status.go: currentRevision stays the
 // first revision while not all pods are updated).
 func (h *harness) applyOpenKruise(s okSet) okState {
-	t := h.t
+	t := h.T
 	t.Helper()
 	ctx := context.Background()
 	last := s.images[len(s.images)-1]
@@ -60,7 +60,7 @@ func (h *harness) applyOpenKruise(s okSet) okState {
 	for i, img := range s.images {
 		c := cs.DeepCopy()
 		c.Spec.Template.Spec.Containers[0].Image = img
-		r, err := h.env.Kube.AppsV1().ControllerRevisions(h.ns).Create(ctx, openkruise.CloneSetRevision(t, c, int64(i+1), s.flotillaBefore), metav1.CreateOptions{})
+		r, err := h.Env.Kube.AppsV1().ControllerRevisions(h.NS).Create(ctx, openkruise.CloneSetRevision(t, c, int64(i+1), s.flotillaBefore), metav1.CreateOptions{})
 		require.NoError(t, err)
 		st.revisions = append(st.revisions, r)
 	}
@@ -75,10 +75,10 @@ func (h *harness) applyOpenKruise(s okSet) okState {
 			}
 		}
 		for _, vct := range cs.Spec.VolumeClaimTemplates {
-			_, err := h.env.Kube.CoreV1().PersistentVolumeClaims(h.ns).Create(ctx, openkruise.CloneSetPVC(cs, vct, id), metav1.CreateOptions{})
+			_, err := h.Env.Kube.CoreV1().PersistentVolumeClaims(h.NS).Create(ctx, openkruise.CloneSetPVC(cs, vct, id), metav1.CreateOptions{})
 			require.NoError(t, err)
 		}
-		p, err := h.env.Kube.CoreV1().Pods(h.ns).Create(ctx, openkruise.CloneSetPod(cs, rev, img, id, from), metav1.CreateOptions{})
+		p, err := h.Env.Kube.CoreV1().Pods(h.NS).Create(ctx, openkruise.CloneSetPod(cs, rev, img, id, from), metav1.CreateOptions{})
 		require.NoError(t, err)
 		st.pods = append(st.pods, p)
 	}
@@ -86,7 +86,7 @@ func (h *harness) applyOpenKruise(s okSet) okState {
 	// podreadiness controller KruisePodReady once the pod exists.
 	now := time.Now().UTC().Format(time.RFC3339)
 	for _, p := range st.pods {
-		h.env.PatchPodStatus(t, h.ns, p.Name, openkruise.ReadyConditions(now))
+		h.Env.PatchPodStatus(t, h.NS, p.Name, openkruise.ReadyConditions(now))
 	}
 	h.waitPods(s.name, "all ready", allReady(int(s.replicas)))
 	cur := first.Name
@@ -104,7 +104,7 @@ func (h *harness) applyOpenKruise(s okSet) okState {
 	st.cs = h.get(s.name)
 	// Re-read the pods: the snapshot the takeover is compared with.
 	for i, p := range st.pods {
-		got, err := h.env.Kube.CoreV1().Pods(h.ns).Get(ctx, p.Name, metav1.GetOptions{})
+		got, err := h.Env.Kube.CoreV1().Pods(h.NS).Get(ctx, p.Name, metav1.GetOptions{})
 		require.NoError(t, err)
 		st.pods[i] = got
 	}

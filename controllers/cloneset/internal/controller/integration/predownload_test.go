@@ -19,9 +19,9 @@ import (
 )
 
 func (h *harness) imagePullJobs() []appsv1alpha1.ImagePullJob {
-	h.t.Helper()
-	list, err := h.client.AppsV1alpha1().ImagePullJobs(h.ns).List(context.Background(), metav1.ListOptions{})
-	require.NoError(h.t, err)
+	h.T.Helper()
+	list, err := h.Client.AppsV1alpha1().ImagePullJobs(h.NS).List(context.Background(), metav1.ListOptions{})
+	require.NoError(h.T, err)
 	return testenv.Live(list.Items)
 }
 
@@ -98,9 +98,9 @@ func TestImagePreDownload(t *testing.T) {
 
 // waitJobs polls until the CloneSet's live ImagePullJobs satisfy cond.
 func (h *harness) waitJobs(what string, cond func([]appsv1alpha1.ImagePullJob) bool) []appsv1alpha1.ImagePullJob {
-	h.t.Helper()
+	h.T.Helper()
 	var jobs []appsv1alpha1.ImagePullJob
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
 		jobs = h.imagePullJobs()
 		return expect(cond(jobs), "ImagePullJobs: %s (last: %d)", what, len(jobs))
 	})
@@ -109,8 +109,8 @@ func (h *harness) waitJobs(what string, cond func([]appsv1alpha1.ImagePullJob) b
 
 // revisionLabel waits until the named revision carries label key.
 func (h *harness) waitRevisionLabel(cs *appsv1alpha1.CloneSet, revision, key string) {
-	h.t.Helper()
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+	h.T.Helper()
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
 		for _, r := range h.revisions(cs) {
 			if r.Name == revision {
 				return expect(r.Labels[key] == "true", "revision %s labels %v, want %s", r.Name, r.Labels, key)

@@ -97,13 +97,13 @@ func TestStatusAndScaleSubresource(t *testing.T) {
 	require.NotNil(t, progressing)
 	assert.Equal(t, appsv1alpha1.CloneSetProgressAvailable, progressing.Reason)
 
-	scale, err := h.client.AppsV1alpha1().CloneSets(h.ns).GetScale(context.Background(), "sc", metav1.GetOptions{})
+	scale, err := h.Client.AppsV1alpha1().CloneSets(h.NS).GetScale(context.Background(), "sc", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), scale.Spec.Replicas)
 	assert.Equal(t, int32(2), scale.Status.Replicas)
 	assert.Equal(t, "app=sc", scale.Status.Selector, "HPA reads the selector from status.labelSelector")
 
-	out, err := exec.Command("kubectl", "--kubeconfig", h.env.KubeconfigPath, "-n", h.ns, "scale", "clonesets.apps.kruise.io/sc", "--replicas=3").CombinedOutput()
+	out, err := exec.Command("kubectl", "--kubeconfig", h.Env.KubeconfigPath, "-n", h.NS, "scale", "clonesets.apps.kruise.io/sc", "--replicas=3").CombinedOutput()
 	require.NoError(t, err, string(out))
 	h.waitPods("sc", "3 ready", allReady(3))
 	st = h.waitStatus("sc", "3 available", func(s appsv1alpha1.CloneSetStatus) bool { return settled(3)(s) && s.AvailableReplicas == 3 })

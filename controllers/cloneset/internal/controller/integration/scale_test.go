@@ -101,7 +101,7 @@ func TestPVCsAndReuse(t *testing.T) {
 			victim := pods[0]
 			vid := victim.Labels[pub.CloneSetInstanceID]
 			vpvc := h.pvc("data-vol-" + vid)
-			require.NoError(t, h.env.Kube.CoreV1().Pods(h.ns).Delete(context.Background(), victim.Name, metav1.DeleteOptions{}))
+			require.NoError(t, h.Env.Kube.CoreV1().Pods(h.NS).Delete(context.Background(), victim.Name, metav1.DeleteOptions{}))
 			after := h.waitPods(name, "replacement ready", func(ps []corev1.Pod) bool {
 				if !allReady(2)(ps) {
 					return false
@@ -117,7 +117,7 @@ func TestPVCsAndReuse(t *testing.T) {
 					assert.NotEqual(t, vid, p.Labels[pub.CloneSetInstanceID], "a fresh instance id")
 				}
 				testenv.Eventually(t, waitTimeout, func() (bool, error) {
-					pvc, err := h.env.Kube.CoreV1().PersistentVolumeClaims(h.ns).Get(context.Background(), vpvc.Name, metav1.GetOptions{})
+					pvc, err := h.Env.Kube.CoreV1().PersistentVolumeClaims(h.NS).Get(context.Background(), vpvc.Name, metav1.GetOptions{})
 					if apierrors.IsNotFound(err) {
 						return true, nil
 					}
@@ -130,7 +130,7 @@ func TestPVCsAndReuse(t *testing.T) {
 			h.modify(name, func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To(int32(1)) })
 			h.waitPods(name, "1 ready", allReady(1))
 			testenv.Eventually(t, waitTimeout, func() (bool, error) {
-				list, err := h.env.Kube.CoreV1().PersistentVolumeClaims(h.ns).List(context.Background(), metav1.ListOptions{})
+				list, err := h.Env.Kube.CoreV1().PersistentVolumeClaims(h.NS).List(context.Background(), metav1.ListOptions{})
 				if err != nil {
 					return false, err
 				}

@@ -22,12 +22,12 @@ func TestScaleDownTopologySpread(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
 	node := func(zone, host string) string {
-		return h.env.KwokNodes(t, h.ns, 1, map[string]string{"topology.kubernetes.io/zone": zone, "kubernetes.io/hostname": host})[0]
+		return h.Env.KwokNodes(t, h.NS, 1, map[string]string{"topology.kubernetes.io/zone": zone, "kubernetes.io/hostname": host})[0]
 	}
-	a1, a2 := node("a", h.ns+"-a1"), node("a", h.ns+"-a2")
+	a1, a2 := node("a", h.NS+"-a1"), node("a", h.NS+"-a2")
 	h.create(newCloneSet("spread", 2, func(cs *appsv1alpha1.CloneSet) {
 		spec := &cs.Spec.Template.Spec
-		spec.NodeSelector = map[string]string{testenv.TestNodeLabel: h.ns}
+		spec.NodeSelector = map[string]string{testenv.TestNodeLabel: h.NS}
 		spec.Tolerations = []corev1.Toleration{testenv.TestNodeToleration()}
 		for _, key := range []string{"topology.kubernetes.io/zone", "kubernetes.io/hostname"} {
 			spec.TopologySpreadConstraints = append(spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
@@ -45,7 +45,7 @@ func TestScaleDownTopologySpread(t *testing.T) {
 	readyAt := latestReady(first)
 	testenv.Eventually(t, 5*time.Second, func() (bool, error) { return time.Now().Truncate(time.Second).After(readyAt), nil })
 	// Zone b appears; the zone constraint puts the third pod there.
-	b1 := node("b", h.ns+"-b1")
+	b1 := node("b", h.NS+"-b1")
 	h.modify("spread", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To(int32(3)) })
 	pods := h.waitPods("spread", "the third pod in zone b", func(ps []corev1.Pod) bool {
 		return allReady(3)(ps) && onNodes(ps, a1, a2, b1)

@@ -30,7 +30,7 @@ func TestInPlaceGateStrandedByCrashIsHealed(t *testing.T) {
 
 	stop() // the crash, between the status write and the pod write
 	victim := before[0].Name
-	p := h.env.StrandInPlaceUpdate(t, h.ns, victim)
+	p := h.Env.StrandInPlaceUpdate(t, h.NS, victim)
 	assert.False(t, podReady(p), "the pod is out of service")
 	assert.NotContains(t, p.Annotations, pub.InPlaceUpdateStateKey)
 
@@ -60,7 +60,7 @@ func TestInPlaceUpdateRejectedByAdmission(t *testing.T) {
 	}))
 	h.waitPods("deny", "2 ready", allReady(2))
 	h.waitStatus("deny", "settled", settled(2))
-	msg := h.env.DenyPodImage(t, h.ns, imageV2)
+	msg := h.Env.DenyPodImage(t, h.NS, imageV2)
 	before := h.pods("deny")
 
 	h.modify("deny", setImage(imageV2))

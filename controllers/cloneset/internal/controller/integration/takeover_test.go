@@ -44,7 +44,7 @@ func TestTakeoverFromOpenKruise(t *testing.T) {
 		states[s.name] = h.applyOpenKruise(s)
 		watchers[s.name] = h.watchInvariants(s.name, invariants{mayDelete: func(*corev1.Pod, int) bool { return false }})
 	}
-	revsBefore := h.env.Kube.AppsV1().ControllerRevisions(h.ns)
+	revsBefore := h.Env.Kube.AppsV1().ControllerRevisions(h.NS)
 	before, err := revsBefore.List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 
