@@ -120,19 +120,23 @@ else
 fi
 
 # --- 2. local PV provisioner (this repo) -------------------------------------
-if [ -d "$PROV_DIR" ]; then
-  KEY=$(prov_key)
-  if [ "${FORCE:-}" != 1 ] && stamp_has "$KEY" && all_present local-provisioner; then
-    echo "build.sh: local-provisioner up to date"
-  else
-    t=$(date +%s.%N)
-    # Built inside the workspace (go.work) like the rest of test/e2e.
-    ( cd "$REPO/test/e2e" && go build -trimpath -ldflags="-s -w" -o "$BIN/local-provisioner.tmp" ./cmd/local-provisioner )
-    mv -f "$BIN/local-provisioner.tmp" "$BIN/local-provisioner"
-    stamp_set provisioner "$KEY"
-    echo "build.sh: local-provisioner built in $(elapsed "$t") s"
-    built=1
+# build_e2e_cmd NAME STAMP KEY: builds test/e2e/cmd/NAME into $BIN (inside the workspace, go.work, like the rest of
+# test/e2e) unless KEY is stamped and the binary is there.
+build_e2e_cmd() {
+  local name=$1 stamp=$2 key=$3 t
+  if [ "${FORCE:-}" != 1 ] && stamp_has "$key" && all_present "$name"; then
+    echo "build.sh: $name up to date"
+    return
   fi
+  t=$(date +%s.%N)
+  ( cd "$REPO/test/e2e" && go build -trimpath -ldflags="-s -w" -o "$BIN/$name.tmp" "./cmd/$name" )
+  mv -f "$BIN/$name.tmp" "$BIN/$name"
+  stamp_set "$stamp" "$key"
+  echo "build.sh: $name built in $(elapsed "$t") s"
+  built=1
+}
+if [ -d "$PROV_DIR" ]; then
+  build_e2e_cmd local-provisioner provisioner "$(prov_key)"
 else
   echo "build.sh: $PROV_DIR missing, skipping local-provisioner" >&2
 fi
@@ -145,17 +149,7 @@ conv_key() {
          cat "$REPO/test/e2e/go.mod" "$REPO/test/e2e/go.sum" 2>/dev/null || true; } | sha256sum | cut -c1-16)
   echo "convert=$GOVERSION/$h"
 }
-KEY=$(conv_key)
-if [ "${FORCE:-}" != 1 ] && stamp_has "$KEY" && all_present local-convert; then
-  echo "build.sh: local-convert up to date"
-else
-  t=$(date +%s.%N)
-  ( cd "$REPO/test/e2e" && go build -trimpath -ldflags="-s -w" -o "$BIN/local-convert.tmp" ./cmd/local-convert )
-  mv -f "$BIN/local-convert.tmp" "$BIN/local-convert"
-  stamp_set convert "$KEY"
-  echo "build.sh: local-convert built in $(elapsed "$t") s"
-  built=1
-fi
+build_e2e_cmd local-convert convert "$(conv_key)"
 
 # --- 3. real node (REAL_NODES>0 or BUILD_NODE=1): kubelet, containerd, registry ---------
 # Three more parts, each its own module under wrapper/ and its own stamp line, so that adding them never

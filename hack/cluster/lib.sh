@@ -42,16 +42,7 @@ die() { echo "[cluster] ERROR: $*" >&2; exit 1; }
 
 # pid_of NAME -> prints the pid from run/NAME.pid if that process is alive AND is still the
 # binary we started (guards against pid reuse after a reboot or a crash).
-pid_of() {
-  local f=$RUN/$1.pid pid exe
-  [ -f "$f" ] || return 1
-  pid=$(cat "$f" 2>/dev/null) || return 1
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
-  # a rebuilt binary shows up as "<path> (deleted)"
-  [ "${exe% (deleted)}" = "$CLUSTER_BIN/$1" ] || return 1
-  echo "$pid"
-}
+pid_of() { pid_is "$RUN/$1.pid" "$CLUSTER_BIN/$1"; }
 
 # wait_for SECONDS WHAT CMD...: poll CMD every 50 ms until it succeeds. If WHAT is a component
 # with a pid file, give up as soon as that process has exited (no 2-minute wait on a bad flag).
@@ -96,6 +87,7 @@ pid_is() {
   pid=$(cat "$1" 2>/dev/null) || return 1
   [[ "$pid" =~ ^[0-9]+$ ]] || return 1
   exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
+  # a rebuilt binary shows up as "<path> (deleted)"
   [ "${exe% (deleted)}" = "$2" ] || return 1
   echo "$pid"
 }

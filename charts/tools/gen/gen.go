@@ -381,18 +381,7 @@ func (g *generator) deployment(d *doc, f string) error {
 	if err != nil {
 		return err
 	}
-	if s.Repository, s.Tag, err = splitImage(c["image"].(string)); err != nil {
-		return err
-	}
-	c["image"] = d.Inline(fmt.Sprintf("{{ include \"flotilla.image\" (dict \"root\" $ \"section\" %q) }}", f))
-	s.Resources = c["resources"]
-	c["resources"] = d.Value(func(indent int) string {
-		return fmt.Sprintf("{{ toYaml $.Values.%s.resources | nindent %d }}", f, indent+2)
-	})
-	if err := ports(d, c, f, s); err != nil {
-		return err
-	}
-	if err := gomemlimit(d, c, f); err != nil {
+	if err := fromValues(d, c, f, s); err != nil {
 		return err
 	}
 	if webhook && s.WebhookPort == nil {
@@ -404,6 +393,25 @@ func (g *generator) deployment(d *doc, f string) error {
 	pod[d.Line(extras("flotilla.podExtras", f, webhook))] = nil
 	tolerations(d, pod, "$.Values.manager.tolerations")
 	return nil
+}
+
+// fromValues makes the container's image, resources, ports and GOMEMLIMIT
+// come from values section sec, recording the overlay's own in s (the
+// values' defaults).
+func fromValues(d *doc, c map[string]any, sec string, s *section) error {
+	var err error
+	if s.Repository, s.Tag, err = splitImage(c["image"].(string)); err != nil {
+		return err
+	}
+	c["image"] = d.Inline(fmt.Sprintf("{{ include \"flotilla.image\" (dict \"root\" $ \"section\" %q) }}", sec))
+	s.Resources = c["resources"]
+	c["resources"] = d.Value(func(indent int) string {
+		return fmt.Sprintf("{{ toYaml $.Values.%s.resources | nindent %d }}", sec, indent+2)
+	})
+	if err := ports(d, c, sec, s); err != nil {
+		return err
+	}
+	return gomemlimit(d, c, sec)
 }
 
 // extras is a key token whose line becomes the mapping the named helper renders (nothing when it renders nothing).
@@ -441,18 +449,7 @@ func (g *generator) agent(d *doc, f string) error {
 	if err != nil {
 		return err
 	}
-	if s.Repository, s.Tag, err = splitImage(c["image"].(string)); err != nil {
-		return err
-	}
-	c["image"] = d.Inline(fmt.Sprintf("{{ include \"flotilla.image\" (dict \"root\" $ \"section\" %q) }}", sec))
-	s.Resources = c["resources"]
-	c["resources"] = d.Value(func(indent int) string {
-		return fmt.Sprintf("{{ toYaml $.Values.%s.resources | nindent %d }}", sec, indent+2)
-	})
-	if err := ports(d, c, sec, s); err != nil {
-		return err
-	}
-	if err := gomemlimit(d, c, sec); err != nil {
+	if err := fromValues(d, c, sec, s); err != nil {
 		return err
 	}
 	args, _ := c["args"].([]any)
