@@ -66,6 +66,15 @@ type control struct{ w writer }
 // New returns the PodControl that writes through client.
 func New(client kubernetes.Interface) PodControl { return control{w: clientWriter{client}} }
 
+// Or returns pc, or when it is nil the PodControl over client: what a
+// controller builds from wiring.Deps (PodControl set by sync tests only).
+func Or(pc PodControl, client kubernetes.Interface) PodControl {
+	if pc != nil {
+		return pc
+	}
+	return New(client)
+}
+
 func (c control) Create(ctx context.Context, pod *corev1.Pod, exp Expectations) (*corev1.Pod, error) {
 	if exp != nil {
 		exp.Expect(VerbCreate, pod)

@@ -93,9 +93,6 @@ type Options struct {
 	// with Deps.Namespace empty and informers the caller scoped to them
 	// (tests sharing a cluster that need more than one namespace).
 	Namespaces []string
-	// PodControl writes the pods (nil: kit/podcontrol over Deps.Kube; a
-	// podcontrol.Fake in sync tests).
-	PodControl podcontrol.PodControl
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -118,6 +115,7 @@ func NewWithOptions(d Deps, o Options) (*Controller, error) {
 	}
 	c := &Controller{
 		kube:       d.Kube,
+		podControl: podcontrol.Or(d.PodControl, d.Kube),
 		client:     d.Client,
 		markers:    ppmInf.Lister(),
 		probes:     nppInf.Lister(),
@@ -130,9 +128,6 @@ func NewWithOptions(d Deps, o Options) (*Controller, error) {
 		retired:    map[types.NamespacedName][]appsv1alpha1.PodContainerProbe{},
 		recorder:   d.Recorder,
 		specBudget: o.SpecBudget,
-	}
-	if c.podControl = o.PodControl; c.podControl == nil {
-		c.podControl = podcontrol.New(d.Kube)
 	}
 	if c.specBudget <= 0 {
 		c.specBudget = DefaultSpecBudget

@@ -72,7 +72,7 @@ func New(d Deps) (*Controller, error) {
 		return nil, fmt.Errorf("pod owner index: %w", err)
 	}
 	c := &Controller{
-		podControl: podcontrol.New(d.Kube),
+		podControl: podcontrol.Or(d.PodControl, d.Kube),
 		client:     d.Client,
 		pubs:       pubInf.Lister(),
 		pubIdx:     pubInf.Informer().GetIndexer(),

@@ -109,7 +109,7 @@ func New(d Deps) (*Controller, error) {
 
 	c := &Controller{
 		kube:       d.Kube,
-		podControl: podcontrol.New(d.Kube),
+		podControl: podcontrol.Or(d.PodControl, d.Kube),
 		client:     d.Client,
 		sets:       setInf.Lister(),
 		pods:       podInf.GetIndexer(),
