@@ -38,18 +38,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=apps.kruise.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithKind("AdvancedCronJob"):
 		return &appsv1alpha1.AdvancedCronJobApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("AdvancedCronJobSpec"):
-		return &appsv1alpha1.AdvancedCronJobSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("AdvancedCronJobStatus"):
-		return &appsv1alpha1.AdvancedCronJobStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BroadcastJob"):
 		return &appsv1alpha1.BroadcastJobApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("BroadcastJobSpec"):
-		return &appsv1alpha1.BroadcastJobSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("BroadcastJobStatus"):
-		return &appsv1alpha1.BroadcastJobStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("BroadcastJobTemplateSpec"):
-		return &appsv1alpha1.BroadcastJobTemplateSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CloneSet"):
 		return &appsv1alpha1.CloneSetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CloneSetCondition"):
@@ -62,16 +52,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.CloneSetStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CloneSetUpdateStrategy"):
 		return &appsv1alpha1.CloneSetUpdateStrategyApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("CompletionPolicy"):
-		return &appsv1alpha1.CompletionPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ContainerProbe"):
 		return &appsv1alpha1.ContainerProbeApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ContainerProbeSpec"):
 		return &appsv1alpha1.ContainerProbeSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ContainerProbeState"):
 		return &appsv1alpha1.ContainerProbeStateApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("CronJobTemplate"):
-		return &appsv1alpha1.CronJobTemplateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DaemonSet"):
 		return &appsv1alpha1.DaemonSetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DaemonSetSpec"):
@@ -80,26 +66,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.DaemonSetStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DaemonSetUpdateStrategy"):
 		return &appsv1alpha1.DaemonSetUpdateStrategyApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("FailurePolicy"):
-		return &appsv1alpha1.FailurePolicyApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ImageListPullJobSpec"):
-		return &appsv1alpha1.ImageListPullJobSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ImageListPullJobTemplateSpec"):
-		return &appsv1alpha1.ImageListPullJobTemplateSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullJob"):
 		return &appsv1alpha1.ImagePullJobApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullJobNodeSelector"):
-		return &appsv1alpha1.ImagePullJobNodeSelectorApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullJobPodSelector"):
-		return &appsv1alpha1.ImagePullJobPodSelectorApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullJobSpec"):
-		return &appsv1alpha1.ImagePullJobSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullJobStatus"):
-		return &appsv1alpha1.ImagePullJobStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullJobTemplate"):
-		return &appsv1alpha1.ImagePullJobTemplateApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("JobCondition"):
-		return &appsv1alpha1.JobConditionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NodePodProbe"):
 		return &appsv1alpha1.NodePodProbeApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NodePodProbeSpec"):
@@ -120,46 +88,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.PodProbeStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ProbeMarkerPolicy"):
 		return &appsv1alpha1.ProbeMarkerPolicyApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("PullPolicy"):
-		return &appsv1alpha1.PullPolicyApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ResourceExpr"):
-		return &appsv1alpha1.ResourceExprApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ResourceExprLimits"):
-		return &appsv1alpha1.ResourceExprLimitsApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ResourceExprRequests"):
-		return &appsv1alpha1.ResourceExprRequestsApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ResourcesPolicy"):
-		return &appsv1alpha1.ResourcesPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RollingUpdateDaemonSet"):
 		return &appsv1alpha1.RollingUpdateDaemonSetApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("SandboxConfig"):
-		return &appsv1alpha1.SandboxConfigApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ShareVolumePolicy"):
-		return &appsv1alpha1.ShareVolumePolicyApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("SidecarContainer"):
-		return &appsv1alpha1.SidecarContainerApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("SidecarContainerUpgradeStrategy"):
-		return &appsv1alpha1.SidecarContainerUpgradeStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SidecarSet"):
 		return &appsv1alpha1.SidecarSetApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("SidecarSetInjectionStrategy"):
-		return &appsv1alpha1.SidecarSetInjectionStrategyApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("SidecarSetInjectRevision"):
-		return &appsv1alpha1.SidecarSetInjectRevisionApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("SidecarSetPatchPodMetadata"):
-		return &appsv1alpha1.SidecarSetPatchPodMetadataApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SidecarSetSpec"):
 		return &appsv1alpha1.SidecarSetSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("SidecarSetStatus"):
-		return &appsv1alpha1.SidecarSetStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("SidecarSetUpdateStrategy"):
-		return &appsv1alpha1.SidecarSetUpdateStrategyApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("SourceContainerNameSource"):
-		return &appsv1alpha1.SourceContainerNameSourceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StatefulSet"):
 		return &appsv1alpha1.StatefulSetApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("TransferEnvVar"):
-		return &appsv1alpha1.TransferEnvVarApplyConfiguration{}
 
 		// Group=apps.kruise.io, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithKind("AdvancedCronJob"):

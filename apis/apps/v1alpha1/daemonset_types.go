@@ -7,17 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	appspub "github.com/flotilla-dev/flotilla/apis/apps/pub"
-)
-
-// DaemonSetUpdateStrategyType is the DaemonSet update type.
-// +kubebuilder:validation:Enum=RollingUpdate;OnDelete
-type DaemonSetUpdateStrategyType string
-
-const (
-	// RollingUpdateDaemonSetStrategyType replaces pods node by node.
-	RollingUpdateDaemonSetStrategyType DaemonSetUpdateStrategyType = "RollingUpdate"
-	// OnDeleteDaemonSetStrategyType replaces pods only when they are deleted.
-	OnDeleteDaemonSetStrategyType DaemonSetUpdateStrategyType = "OnDelete"
+	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 )
 
 // RollingUpdateType is the flavour of a DaemonSet rolling update.
@@ -40,7 +30,7 @@ type DaemonSetUpdateStrategy struct {
 	// Type of update.
 	// +kubebuilder:default=RollingUpdate
 	// +optional
-	Type DaemonSetUpdateStrategyType `json:"type,omitempty"`
+	Type appsv1beta1.DaemonSetUpdateStrategyType `json:"type,omitempty"`
 	// RollingUpdate parameters.
 	// +optional
 	RollingUpdate *RollingUpdateDaemonSet `json:"rollingUpdate,omitempty"`

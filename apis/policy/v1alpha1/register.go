@@ -1,40 +1,16 @@
 package v1alpha1
 
-import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-)
+import "github.com/flotilla-dev/flotilla/apis/internal/register"
 
 // GroupName is the API group of this package.
 const GroupName = "policy.kruise.io"
 
-var (
-	// SchemeGroupVersion is the group/version of this package.
-	SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
-	// GroupVersion is an alias of SchemeGroupVersion (kubebuilder naming).
-	GroupVersion = SchemeGroupVersion
-
-	// SchemeBuilder registers the types of this package.
-	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
-	// AddToScheme adds the types of this package to a scheme.
-	AddToScheme = SchemeBuilder.AddToScheme
+// SchemeGroupVersion is the group/version of this package (GroupVersion in kubebuilder's naming). SchemeBuilder
+// registers its kinds, each with its list, and AddToScheme adds them to a scheme. Resource and Kind qualify a
+// resource or kind name with the group.
+var SchemeGroupVersion, SchemeBuilder, AddToScheme, Resource, Kind = register.Group(GroupName, "v1alpha1",
+	&PodUnavailableBudget{}, &PodUnavailableBudgetList{},
 )
 
-// Resource returns a GroupResource of this group.
-func Resource(resource string) schema.GroupResource {
-	return SchemeGroupVersion.WithResource(resource).GroupResource()
-}
-
-// Kind returns a GroupKind of this group.
-func Kind(kind string) schema.GroupKind {
-	return SchemeGroupVersion.WithKind(kind).GroupKind()
-}
-
-func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion,
-		&PodUnavailableBudget{}, &PodUnavailableBudgetList{},
-	)
-	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
-	return nil
-}
+// GroupVersion is SchemeGroupVersion (kubebuilder naming).
+var GroupVersion = SchemeGroupVersion

@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	v1beta1 "github.com/flotilla-dev/flotilla/client/applyconfiguration/apps/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -31,8 +32,8 @@ import (
 type AdvancedCronJobApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
-	Spec                             *AdvancedCronJobSpecApplyConfiguration   `json:"spec,omitempty"`
-	Status                           *AdvancedCronJobStatusApplyConfiguration `json:"status,omitempty"`
+	Spec                             *v1beta1.AdvancedCronJobSpecApplyConfiguration   `json:"spec,omitempty"`
+	Status                           *v1beta1.AdvancedCronJobStatusApplyConfiguration `json:"status,omitempty"`
 }
 
 // AdvancedCronJob constructs a declarative configuration of the AdvancedCronJob type for use with
@@ -209,7 +210,7 @@ func (b *AdvancedCronJobApplyConfiguration) ensureObjectMetaApplyConfigurationEx
 // WithSpec sets the Spec field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Spec field is set to the value of the last call.
-func (b *AdvancedCronJobApplyConfiguration) WithSpec(value *AdvancedCronJobSpecApplyConfiguration) *AdvancedCronJobApplyConfiguration {
+func (b *AdvancedCronJobApplyConfiguration) WithSpec(value *v1beta1.AdvancedCronJobSpecApplyConfiguration) *AdvancedCronJobApplyConfiguration {
 	b.Spec = value
 	return b
 }
@@ -217,7 +218,7 @@ func (b *AdvancedCronJobApplyConfiguration) WithSpec(value *AdvancedCronJobSpecA
 // WithStatus sets the Status field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Status field is set to the value of the last call.
-func (b *AdvancedCronJobApplyConfiguration) WithStatus(value *AdvancedCronJobStatusApplyConfiguration) *AdvancedCronJobApplyConfiguration {
+func (b *AdvancedCronJobApplyConfiguration) WithStatus(value *v1beta1.AdvancedCronJobStatusApplyConfiguration) *AdvancedCronJobApplyConfiguration {
 	b.Status = value
 	return b
 }

@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	v1beta1 "github.com/flotilla-dev/flotilla/client/applyconfiguration/apps/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -31,8 +32,8 @@ import (
 type BroadcastJobApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
-	Spec                             *BroadcastJobSpecApplyConfiguration   `json:"spec,omitempty"`
-	Status                           *BroadcastJobStatusApplyConfiguration `json:"status,omitempty"`
+	Spec                             *v1beta1.BroadcastJobSpecApplyConfiguration   `json:"spec,omitempty"`
+	Status                           *v1beta1.BroadcastJobStatusApplyConfiguration `json:"status,omitempty"`
 }
 
 // BroadcastJob constructs a declarative configuration of the BroadcastJob type for use with
@@ -209,7 +210,7 @@ func (b *BroadcastJobApplyConfiguration) ensureObjectMetaApplyConfigurationExist
 // WithSpec sets the Spec field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Spec field is set to the value of the last call.
-func (b *BroadcastJobApplyConfiguration) WithSpec(value *BroadcastJobSpecApplyConfiguration) *BroadcastJobApplyConfiguration {
+func (b *BroadcastJobApplyConfiguration) WithSpec(value *v1beta1.BroadcastJobSpecApplyConfiguration) *BroadcastJobApplyConfiguration {
 	b.Spec = value
 	return b
 }
@@ -217,7 +218,7 @@ func (b *BroadcastJobApplyConfiguration) WithSpec(value *BroadcastJobSpecApplyCo
 // WithStatus sets the Status field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Status field is set to the value of the last call.
-func (b *BroadcastJobApplyConfiguration) WithStatus(value *BroadcastJobStatusApplyConfiguration) *BroadcastJobApplyConfiguration {
+func (b *BroadcastJobApplyConfiguration) WithStatus(value *v1beta1.BroadcastJobStatusApplyConfiguration) *BroadcastJobApplyConfiguration {
 	b.Status = value
 	return b
 }

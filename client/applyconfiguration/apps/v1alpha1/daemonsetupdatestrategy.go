@@ -19,7 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
-	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	v1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 )
 
 // DaemonSetUpdateStrategyApplyConfiguration represents a declarative configuration of the DaemonSetUpdateStrategy type for use
@@ -28,7 +28,7 @@ import (
 // DaemonSetUpdateStrategy controls DaemonSet updates.
 type DaemonSetUpdateStrategyApplyConfiguration struct {
 	// Type of update.
-	Type *appsv1alpha1.DaemonSetUpdateStrategyType `json:"type,omitempty"`
+	Type *v1beta1.DaemonSetUpdateStrategyType `json:"type,omitempty"`
 	// RollingUpdate parameters.
 	RollingUpdate *RollingUpdateDaemonSetApplyConfiguration `json:"rollingUpdate,omitempty"`
 }
@@ -42,7 +42,7 @@ func DaemonSetUpdateStrategy() *DaemonSetUpdateStrategyApplyConfiguration {
 // WithType sets the Type field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Type field is set to the value of the last call.
-func (b *DaemonSetUpdateStrategyApplyConfiguration) WithType(value appsv1alpha1.DaemonSetUpdateStrategyType) *DaemonSetUpdateStrategyApplyConfiguration {
+func (b *DaemonSetUpdateStrategyApplyConfiguration) WithType(value v1beta1.DaemonSetUpdateStrategyType) *DaemonSetUpdateStrategyApplyConfiguration {
 	b.Type = &value
 	return b
 }

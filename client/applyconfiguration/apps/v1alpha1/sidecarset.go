@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	v1beta1 "github.com/flotilla-dev/flotilla/client/applyconfiguration/apps/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -36,8 +37,8 @@ import (
 type SidecarSetApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
-	Spec                             *SidecarSetSpecApplyConfiguration   `json:"spec,omitempty"`
-	Status                           *SidecarSetStatusApplyConfiguration `json:"status,omitempty"`
+	Spec                             *SidecarSetSpecApplyConfiguration           `json:"spec,omitempty"`
+	Status                           *v1beta1.SidecarSetStatusApplyConfiguration `json:"status,omitempty"`
 }
 
 // SidecarSet constructs a declarative configuration of the SidecarSet type for use with
@@ -221,7 +222,7 @@ func (b *SidecarSetApplyConfiguration) WithSpec(value *SidecarSetSpecApplyConfig
 // WithStatus sets the Status field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Status field is set to the value of the last call.
-func (b *SidecarSetApplyConfiguration) WithStatus(value *SidecarSetStatusApplyConfiguration) *SidecarSetApplyConfiguration {
+func (b *SidecarSetApplyConfiguration) WithStatus(value *v1beta1.SidecarSetStatusApplyConfiguration) *SidecarSetApplyConfiguration {
 	b.Status = value
 	return b
 }

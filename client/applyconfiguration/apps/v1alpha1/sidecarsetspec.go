@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	v1beta1 "github.com/flotilla-dev/flotilla/client/applyconfiguration/apps/v1beta1"
 	corev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
@@ -26,7 +27,9 @@ import (
 // SidecarSetSpecApplyConfiguration represents a declarative configuration of the SidecarSetSpec type for use
 // with apply.
 //
-// SidecarSetSpec is the desired state of a SidecarSet.
+// SidecarSetSpec is the desired state of a SidecarSet. It is the only SidecarSet type that differs from v1beta1's
+// (spec.namespace here, spec.customVersion there: apis/apps/conversion maps them); the types below it and the
+// status are v1beta1's.
 //
 // podInjectPolicy defaults differ between containers (BeforeAppContainer)
 // and initContainers (AfterAppContainer), so they are applied by the
@@ -39,21 +42,21 @@ type SidecarSetSpecApplyConfiguration struct {
 	// NamespaceSelector restricts the SidecarSet to matching namespaces.
 	NamespaceSelector *v1.LabelSelectorApplyConfiguration `json:"namespaceSelector,omitempty"`
 	// InitContainers are injected at pod creation only.
-	InitContainers []SidecarContainerApplyConfiguration `json:"initContainers,omitempty"`
+	InitContainers []v1beta1.SidecarContainerApplyConfiguration `json:"initContainers,omitempty"`
 	// Containers are the sidecar containers.
-	Containers []SidecarContainerApplyConfiguration `json:"containers,omitempty"`
+	Containers []v1beta1.SidecarContainerApplyConfiguration `json:"containers,omitempty"`
 	// Volumes are merged into the pod.
 	Volumes []corev1.VolumeApplyConfiguration `json:"volumes,omitempty"`
 	// UpdateStrategy controls in-place sidecar updates.
-	UpdateStrategy *SidecarSetUpdateStrategyApplyConfiguration `json:"updateStrategy,omitempty"`
+	UpdateStrategy *v1beta1.SidecarSetUpdateStrategyApplyConfiguration `json:"updateStrategy,omitempty"`
 	// InjectionStrategy controls injection at pod creation.
-	InjectionStrategy *SidecarSetInjectionStrategyApplyConfiguration `json:"injectionStrategy,omitempty"`
+	InjectionStrategy *v1beta1.SidecarSetInjectionStrategyApplyConfiguration `json:"injectionStrategy,omitempty"`
 	// ImagePullSecrets are merged into the pod at creation.
 	ImagePullSecrets []corev1.LocalObjectReferenceApplyConfiguration `json:"imagePullSecrets,omitempty"`
 	// RevisionHistoryLimit is the number of old ControllerRevisions to keep.
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 	// PatchPodMetadata patches pod annotations at injection (and in-place update).
-	PatchPodMetadata []SidecarSetPatchPodMetadataApplyConfiguration `json:"patchPodMetadata,omitempty"`
+	PatchPodMetadata []v1beta1.SidecarSetPatchPodMetadataApplyConfiguration `json:"patchPodMetadata,omitempty"`
 }
 
 // SidecarSetSpecApplyConfiguration constructs a declarative configuration of the SidecarSetSpec type for use with
@@ -89,7 +92,7 @@ func (b *SidecarSetSpecApplyConfiguration) WithNamespaceSelector(value *v1.Label
 // WithInitContainers adds the given value to the InitContainers field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the InitContainers field.
-func (b *SidecarSetSpecApplyConfiguration) WithInitContainers(values ...*SidecarContainerApplyConfiguration) *SidecarSetSpecApplyConfiguration {
+func (b *SidecarSetSpecApplyConfiguration) WithInitContainers(values ...*v1beta1.SidecarContainerApplyConfiguration) *SidecarSetSpecApplyConfiguration {
 	for i := range values {
 		if values[i] == nil {
 			panic("nil value passed to WithInitContainers")
@@ -102,7 +105,7 @@ func (b *SidecarSetSpecApplyConfiguration) WithInitContainers(values ...*Sidecar
 // WithContainers adds the given value to the Containers field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the Containers field.
-func (b *SidecarSetSpecApplyConfiguration) WithContainers(values ...*SidecarContainerApplyConfiguration) *SidecarSetSpecApplyConfiguration {
+func (b *SidecarSetSpecApplyConfiguration) WithContainers(values ...*v1beta1.SidecarContainerApplyConfiguration) *SidecarSetSpecApplyConfiguration {
 	for i := range values {
 		if values[i] == nil {
 			panic("nil value passed to WithContainers")
@@ -128,7 +131,7 @@ func (b *SidecarSetSpecApplyConfiguration) WithVolumes(values ...*corev1.VolumeA
 // WithUpdateStrategy sets the UpdateStrategy field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the UpdateStrategy field is set to the value of the last call.
-func (b *SidecarSetSpecApplyConfiguration) WithUpdateStrategy(value *SidecarSetUpdateStrategyApplyConfiguration) *SidecarSetSpecApplyConfiguration {
+func (b *SidecarSetSpecApplyConfiguration) WithUpdateStrategy(value *v1beta1.SidecarSetUpdateStrategyApplyConfiguration) *SidecarSetSpecApplyConfiguration {
 	b.UpdateStrategy = value
 	return b
 }
@@ -136,7 +139,7 @@ func (b *SidecarSetSpecApplyConfiguration) WithUpdateStrategy(value *SidecarSetU
 // WithInjectionStrategy sets the InjectionStrategy field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the InjectionStrategy field is set to the value of the last call.
-func (b *SidecarSetSpecApplyConfiguration) WithInjectionStrategy(value *SidecarSetInjectionStrategyApplyConfiguration) *SidecarSetSpecApplyConfiguration {
+func (b *SidecarSetSpecApplyConfiguration) WithInjectionStrategy(value *v1beta1.SidecarSetInjectionStrategyApplyConfiguration) *SidecarSetSpecApplyConfiguration {
 	b.InjectionStrategy = value
 	return b
 }
@@ -165,7 +168,7 @@ func (b *SidecarSetSpecApplyConfiguration) WithRevisionHistoryLimit(value int32)
 // WithPatchPodMetadata adds the given value to the PatchPodMetadata field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the PatchPodMetadata field.
-func (b *SidecarSetSpecApplyConfiguration) WithPatchPodMetadata(values ...*SidecarSetPatchPodMetadataApplyConfiguration) *SidecarSetSpecApplyConfiguration {
+func (b *SidecarSetSpecApplyConfiguration) WithPatchPodMetadata(values ...*v1beta1.SidecarSetPatchPodMetadataApplyConfiguration) *SidecarSetSpecApplyConfiguration {
 	for i := range values {
 		if values[i] == nil {
 			panic("nil value passed to WithPatchPodMetadata")

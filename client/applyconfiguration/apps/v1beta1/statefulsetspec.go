@@ -29,9 +29,10 @@ import (
 // StatefulSetSpecApplyConfiguration represents a declarative configuration of the StatefulSetSpec type for use
 // with apply.
 //
-// NOTE: apps.kruise.io/v1alpha1 StatefulSet (../v1alpha1/statefulset_types.go)
-// uses the spec and status types of this file. Both versions are served with
-// CRD conversion strategy None, so their schemas must stay identical; a test in
+// NOTE: apps.kruise.io/v1alpha1 StatefulSet (../v1alpha1/same_as_v1beta1.go)
+// uses the spec and status types of this file, as v1alpha1 AdvancedCronJob,
+// BroadcastJob and ImagePullJob use theirs. Both versions are served with CRD
+// conversion strategy None, so their schemas must stay identical; a test in
 // this module checks the generated CRD.
 // StatefulSetSpec is the desired state of an Advanced StatefulSet.
 //
