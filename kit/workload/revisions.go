@@ -37,7 +37,7 @@ type RevisionRequest struct {
 type Revisions struct {
 	// History oldest first; Update is the template's, Current the status's (or
 	// Update).
-	History []*appsv1.ControllerRevision
+	History         []*appsv1.ControllerRevision
 	Current, Update *appsv1.ControllerRevision
 	CollisionCount  int32
 }

@@ -52,3 +52,14 @@ func WriteStatus[O metav1.Object, S any](ctx context.Context, b *Base, w StatusW
 	}
 	return out, nil
 }
+
+// StatusSelector is a workload's status.labelSelector (what the scale
+// subresource reads): the selector in its string form, "" when it has none
+// or cannot be formatted.
+func StatusSelector(sel *metav1.LabelSelector) string {
+	s := metav1.FormatLabelSelector(sel)
+	if s == "<none>" || s == "<error>" {
+		return ""
+	}
+	return s
+}

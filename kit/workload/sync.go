@@ -6,7 +6,6 @@ import (
 	"iter"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -15,19 +14,16 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 )
 
-// Get is the first step of a sync: the workload of key from the cache
-// (read-only), or ok false when it is gone — forget then drops what the
-// controller kept for it (its pods go with it through garbage collection).
-func Get[O any](key types.NamespacedName, get func(namespace, name string) (O, error), forget func(types.NamespacedName)) (obj O, ok bool, err error) {
-	obj, err = get(key.Namespace, key.Name)
-	if apierrors.IsNotFound(err) {
+// Get is the first step of a sync (kit/controller.Lookup): the workload of
+// key through get (a namespaced lister's Get; read-only), or ok false when
+// the cache no longer has it — forget then drops what the controller kept
+// for it (its pods go with it through garbage collection).
+func Get[O any](b *Base, key types.NamespacedName, get func(name string) (O, error), forget func(types.NamespacedName)) (obj O, ok bool, err error) {
+	obj, ok, err = controller.Lookup(b.Owner.Kind, key, get)
+	if !ok && err == nil {
 		forget(key)
-		return obj, false, nil
 	}
-	if err != nil {
-		return obj, false, fmt.Errorf("get %s from the cache: %w", key, err)
-	}
-	return obj, true, nil
+	return obj, ok, err
 }
 
 // ScaleInFlight reports whether creations or deletions of key's pods are

@@ -17,6 +17,8 @@ import (
 
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
+	"github.com/flotilla-dev/flotilla/kit/inplace"
+	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 	"github.com/flotilla-dev/flotilla/kit/predownload"
 	"github.com/flotilla-dev/flotilla/kit/revision"
@@ -55,6 +57,9 @@ type Spec struct {
 	// Revisions: the workload keeps a ControllerRevision history
 	// (RevisionInformer, Revisions and RevControl are set).
 	Revisions bool
+	// InPlace: the workload updates pods in place and runs lifecycle hooks
+	// (InPlace and Lifecycle are set).
+	InPlace bool
 	// StatusInterval spaces counters-only status writes of one workload
 	// (controller.StatusPacer); 0 writes every change at once.
 	StatusInterval time.Duration
@@ -80,6 +85,10 @@ type Base struct {
 	RevControl       revision.Control
 	// RV records the controller's own writes until the cache shows them.
 	RV *expectations.ResourceVersion
+	// InPlace and Lifecycle write in-place updates and lifecycle hook steps
+	// of pods (nil unless Spec.InPlace).
+	InPlace   *inplace.Control
+	Lifecycle lifecycle.Writer
 	// Jobs pre-download images through ImagePullJobs; nil unless the
 	// controller set it (kit/wiring.Deps.ImagePullJobs).
 	Jobs *predownload.Control
@@ -115,6 +124,9 @@ func New(d Deps, spec Spec, sync func(context.Context, types.NamespacedName) err
 		b.Pacer = &controller.StatusPacer[types.NamespacedName]{Interval: spec.StatusInterval}
 	}
 	b.loop = controller.NewLoop(spec.Name, b.Queue, sync)
+	if spec.InPlace {
+		b.InPlace, b.Lifecycle = inplace.NewControl(d.Kube, d.Clock), lifecycle.NewWriter(d.Kube, d.Clock)
+	}
 
 	b.PodInformer = d.KubeInformers.InformerFor(&corev1.Pod{}, LabelledPods(d.Namespace, spec.PodLabel))
 	// The informer may be another reconciler's of the same binary (a

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -77,7 +78,13 @@ func TestSlimPodKeeps(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: "p", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}},
 			Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyOnFailure, NodeName: "n1",
-				Volumes: []corev1.Volume{{Name: "v"}},
+				Volumes:      []corev1.Volume{{Name: "v"}},
+				NodeSelector: map[string]string{"zone": "a"},
+				Tolerations:  []corev1.Toleration{{Key: "t", Operator: corev1.TolerationOpExists}},
+				Containers: []corev1.Container{{Name: "c", Image: "img", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}},
+				InitContainers: []corev1.Container{{Name: "i", Image: "img", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}},
 				Affinity: &corev1.Affinity{
 					NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 						NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"n1"}}}}},
@@ -109,6 +116,17 @@ func TestSlimPodKeeps(t *testing.T) {
 			assert.Equal(t, []corev1.ContainerStatus{{Name: "init", RestartCount: 3}}, p.Status.InitContainerStatuses)
 			assert.Nil(t, p.Spec.Affinity)
 		}},
+		{"scheduling", KeepScheduling, func(t *testing.T, p *corev1.Pod) {
+			require.NotNil(t, p.Spec.Affinity)
+			assert.NotNil(t, p.Spec.Affinity.PodAntiAffinity, "the whole affinity")
+			assert.Equal(t, []corev1.Toleration{{Key: "t", Operator: corev1.TolerationOpExists}}, p.Spec.Tolerations)
+			assert.Equal(t, map[string]string{"zone": "a"}, p.Spec.NodeSelector)
+			assert.Equal(t, resource.MustParse("1"), p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU])
+			require.Len(t, p.Spec.InitContainers, 1)
+			assert.Equal(t, resource.MustParse("2"), p.Spec.InitContainers[0].Resources.Requests[corev1.ResourceCPU])
+			assert.Empty(t, p.Spec.InitContainers[0].Image, "only what fitting reads")
+			assert.Nil(t, p.Spec.Volumes)
+		}},
 		{"both", Keeps(KeepPinnedNode, KeepRestarts), func(t *testing.T, p *corev1.Pod) {
 			assert.NotNil(t, p.Spec.Affinity)
 			assert.Equal(t, corev1.RestartPolicyOnFailure, p.Spec.RestartPolicy)
@@ -134,22 +152,23 @@ func TestSlimPodKeeps(t *testing.T) {
 }
 
 func TestGet(t *testing.T) {
+	b := &Base{Spec: Spec{Owner: controller.OwnerKind{Kind: "ReplicaSet"}}}
 	var forgotten []types.NamespacedName
 	forget := func(k types.NamespacedName) { forgotten = append(forgotten, k) }
-	notFound := func(string, string) (*appsv1.ReplicaSet, error) {
+	notFound := func(string) (*appsv1.ReplicaSet, error) {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "replicasets"}, "web")
 	}
-	_, ok, err := Get(key, notFound, forget)
+	_, ok, err := Get(b, key, notFound, forget)
 	assert.False(t, ok)
 	assert.NoError(t, err)
 	assert.Equal(t, []types.NamespacedName{key}, forgotten, "gone: forgotten")
 
-	_, ok, err = Get(key, func(string, string) (*appsv1.ReplicaSet, error) { return nil, errors.New("boom") }, forget)
+	_, ok, err = Get(b, key, func(string) (*appsv1.ReplicaSet, error) { return nil, errors.New("boom") }, forget)
 	assert.False(t, ok)
-	assert.ErrorContains(t, err, "boom")
+	assert.ErrorContains(t, err, "get ReplicaSet ns/web: boom")
 	assert.Len(t, forgotten, 1, "an error forgets nothing")
 
-	got, ok, err := Get(key, func(ns, name string) (*appsv1.ReplicaSet, error) { return owner, nil }, forget)
+	got, ok, err := Get(b, key, func(string) (*appsv1.ReplicaSet, error) { return owner, nil }, forget)
 	assert.True(t, ok)
 	assert.NoError(t, err)
 	assert.Same(t, owner, got)

@@ -32,9 +32,6 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
-	"github.com/flotilla-dev/flotilla/kit/inplace"
-	"github.com/flotilla-dev/flotilla/kit/lifecycle"
-	"github.com/flotilla-dev/flotilla/kit/predownload"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 	"github.com/flotilla-dev/flotilla/kit/workload"
 )
@@ -49,14 +46,11 @@ type Deps = wiring.Deps
 // and what only CloneSet has.
 type Controller struct {
 	*workload.Base
-	client    versioned.Interface
-	sets      appslisters.CloneSetLister
-	pvcs      cache.Indexer
-	nodes     corelisters.NodeLister // labels only (keepNodeLabels): topology ranks on scale-in
-	jobs      *predownload.Control   // nil unless PreDownloadImageForInPlaceUpdate
-	inplace   *inplace.Control
-	lifecycle lifecycle.Writer
-	gates     featuregate.FeatureGate
+	client versioned.Interface
+	sets   appslisters.CloneSetLister
+	pvcs   cache.Indexer
+	nodes  corelisters.NodeLister // labels only (keepNodeLabels): topology ranks on scale-in
+	gates  featuregate.FeatureGate
 	// podQueue and podLoop: new pods' first write (newpods.go).
 	podQueue *controller.Queue[types.NamespacedName]
 	podLoop  *controller.Loop[types.NamespacedName]
@@ -82,7 +76,7 @@ func New(d Deps) (*Controller, error) {
 	}
 	c := &Controller{client: d.Client, gates: d.Gates, replayInitialList: d.QueueOptions.DisableInitialDelay}
 	base, err := workload.New(d.Workload(), workload.Spec{
-		Name: Name, Owner: Kind, PodLabel: pub.CloneSetInstanceID, Revisions: true, StatusInterval: statusInterval,
+		Name: Name, Owner: Kind, PodLabel: pub.CloneSetInstanceID, Revisions: true, InPlace: true, StatusInterval: statusInterval,
 	}, c.sync)
 	if err != nil {
 		return nil, err
@@ -103,11 +97,10 @@ func New(d Deps) (*Controller, error) {
 		return nil, fmt.Errorf("set PVC informer transform: %w", err)
 	}
 	c.sets, c.pvcs, c.nodes = setInf.Lister(), pvcInf.GetIndexer(), nodeInf.Lister()
-	c.inplace, c.lifecycle = inplace.NewControl(d.Kube, d.Clock), lifecycle.NewWriter(d.Kube, d.Clock)
 	c.podQueue = controller.NewQueue[types.NamespacedName](podQueueName, d.QueueOptions, d.QueueConfig)
 	c.podLoop = controller.NewLoop(podQueueName, c.podQueue, c.syncNewPod)
 	if d.Gates.Enabled(features.PreDownloadImageForInPlaceUpdate) {
-		if c.jobs, err = d.ImagePullJobs(c.Watch); err != nil {
+		if c.Jobs, err = d.ImagePullJobs(c.Watch); err != nil {
 			return nil, err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // Builders shared by the unit tests of this package. Everything is relative
@@ -160,12 +161,14 @@ func inPlaceNotReady() podOpt {
 // and update revision updateRev.
 func testState(cs *appsv1alpha1.CloneSet, pods ...*corev1.Pod) *syncState {
 	return &syncState{
-		key:     types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name},
-		cs:      cs,
-		now:     now,
-		pods:    pods,
-		current: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: cs.Namespace, Name: currentRev}},
-		update:  &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: cs.Namespace, Name: updateRev}},
+		key:  types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name},
+		cs:   cs,
+		now:  now,
+		pods: pods,
+		Revisions: workload.Revisions{
+			Current: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: cs.Namespace, Name: currentRev}},
+			Update:  &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: cs.Namespace, Name: updateRev}},
+		},
 		deleted: sets.New[string](),
 	}
 }

@@ -10,12 +10,6 @@ import (
 // expectation had to be dropped after its timeout (a lost informer event; the
 // reference's cloneset_scale_expectation_leakage).
 func (c *Controller) RegisterMetrics(reg prometheus.Registerer) error {
-	return kitapp.RegisterCounters(reg,
-		kitapp.Counter{Name: "cloneset_scale_expectation_leakage_total",
-			Help:  "Pod/PVC creations or deletions whose informer event never arrived before the expectation timeout.",
-			Value: func() float64 { return float64(c.scaleExp.TimedOut()) }},
-		kitapp.Counter{Name: "cloneset_resource_version_expectation_timeouts_total",
-			Help:  "Own writes the informer cache did not show before the expectation timeout.",
-			Value: func() float64 { return float64(c.RV.TimedOut()) }},
-	)
+	return kitapp.RegisterCounters(reg, c.ExpectationCounters(c.scaleExp,
+		"Pod/PVC creations or deletions whose informer event never arrived before the expectation timeout.")...)
 }

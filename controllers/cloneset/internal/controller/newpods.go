@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
-	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
 )
@@ -105,12 +104,12 @@ func (c *Controller) initPod(ctx context.Context, p, next *corev1.Pod, decide fu
 	if combined {
 		dec.Patch.ApplyMetadata(next)
 	}
-	out, err := controller.PatchPod(ctx, c.Kube, p, next, "status")
+	out, err := c.PodControl.PatchStatus(ctx, p, next)
 	if err != nil {
 		return nil, fmt.Errorf("initialise readiness conditions of pod %s: %w", p.Name, err)
 	}
 	if combined && lifecycle.State(out) != dec.Patch.State {
-		if err := c.writeLifecycle(ctx, out, dec.Patch); err != nil {
+		if err := c.WriteLifecycle(ctx, out, dec.Patch); err != nil {
 			return nil, err
 		}
 	}

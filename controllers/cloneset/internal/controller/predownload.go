@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"context"
-
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -10,17 +8,13 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/predownload"
 )
 
-// preDownload (gate PreDownloadImageForInPlaceUpdate) asks nodes to pull the
-// images of an in-place rollout ahead of it through ImagePullJobs, once per
-// update revision, and deletes the jobs once the rollout has converged
-// (kit/predownload; failures are logged, never fail the sync).
-func (c *Controller) preDownload(ctx context.Context, st *syncState) {
-	if c.jobs == nil {
-		return
-	}
-	cs := st.cs
-	w := predownload.Workload{Owner: cs, Kind: kindCloneSet, Selector: cs.Spec.Selector, Template: &cs.Spec.Template}
-	c.jobs.Reconcile(ctx, w, preDownloadInput(st), c.RV.Expect)
+// jobWorkload is the CloneSet as kit/predownload's ImagePullJobs see it:
+// with gate PreDownloadImageForInPlaceUpdate, nodes pull the images of an
+// in-place rollout ahead of it, once per update revision, and the jobs are
+// deleted once the rollout has converged (failures are logged, never fail
+// the sync).
+func jobWorkload(cs *appsv1alpha1.CloneSet) predownload.Workload {
+	return predownload.Workload{Owner: cs, Kind: kindCloneSet, Selector: cs.Spec.Selector, Template: &cs.Spec.Template}
 }
 
 // preDownloadInput states the CloneSet's rollout in kit/predownload's terms:
@@ -35,8 +29,8 @@ func preDownloadInput(st *syncState) predownload.Input {
 		mu = *us.MaxUnavailable
 	}
 	return predownload.Input{
-		Current:  st.current,
-		Update:   st.update,
+		Current:  st.Current,
+		Update:   st.Update,
 		Replicas: replicas,
 		// "" is the API default, ReCreate.
 		Recreate:             us.Type == appsv1alpha1.RecreateCloneSetUpdateStrategyType || us.Type == "",

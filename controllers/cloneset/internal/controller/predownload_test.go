@@ -11,6 +11,7 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/predownload"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // The CloneSet's update strategy and status in kit/predownload's terms.
@@ -43,7 +44,7 @@ func TestPreDownloadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.want.Current, tc.want.Update = cur, upd
-			assert.Equal(t, tc.want, preDownloadInput(&syncState{cs: tc.cs, current: cur, update: upd}))
+			assert.Equal(t, tc.want, preDownloadInput(&syncState{cs: tc.cs, Revisions: workload.Revisions{Current: cur, Update: upd}}))
 		})
 	}
 }

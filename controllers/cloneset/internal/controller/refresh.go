@@ -41,7 +41,7 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 	if needsInit(p) || settled(p) {
 		return false, nil // the pod loop (newpods.go) owns a new pod's first steps; a settled one has none
 	}
-	res, err := c.inplace.Refresh(ctx, p)
+	res, err := c.InPlace.Refresh(ctx, p)
 	if apierrors.IsConflict(err) {
 		return true, nil // the kubelet wrote the pod meanwhile; its event brings us back
 	}
@@ -57,7 +57,7 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 	if err != nil || dec.Action != lifecycle.ActionPatch {
 		return false, err
 	}
-	if err := c.writeLifecycle(ctx, p, dec.Patch); err != nil {
+	if err := c.WriteLifecycle(ctx, p, dec.Patch); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -28,27 +28,19 @@ var kindCloneSet = appsv1alpha1.SchemeGroupVersion.WithKind("CloneSet")
 // CloneSet).
 func (c *Controller) syncRevisions(ctx context.Context, st *syncState) error {
 	cs := st.cs
-	r, err := c.SyncRevisions(ctx, workload.RevisionRequest{
+	var err error
+	st.Revisions, err = c.SyncRevisions(ctx, workload.RevisionRequest{
 		Owner: cs, Kind: kindCloneSet, Template: &cs.Spec.Template,
 		CollisionCount: cs.Status.CollisionCount, CurrentRevision: cs.Status.CurrentRevision,
 		Annotations: map[string]string{pub.CloneSetVolumeClaimTemplateHashKey: vctHash(cs.Spec.VolumeClaimTemplates)},
 	})
-	if err != nil {
-		return err
-	}
-	st.revisions, st.current, st.update, st.collisionCount = r.All, r.Current, r.Update, r.CollisionCount
-	return nil
-}
-
-// revs is the history as kit/workload names it.
-func (st *syncState) revs() workload.Revisions {
-	return workload.Revisions{All: st.revisions, Current: st.current, Update: st.update, CollisionCount: st.collisionCount}
+	return err
 }
 
 // revisionByName returns the CloneSet's revision of that name (or whose
 // short hash it is), or nil.
 func (st *syncState) revisionByName(name string) *appsv1.ControllerRevision {
-	for _, r := range st.revisions {
+	for _, r := range st.History {
 		if r.Name == name || revision.ShortHash(r.Name) == name {
 			return r
 		}

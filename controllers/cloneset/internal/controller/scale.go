@@ -16,6 +16,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
@@ -80,7 +81,7 @@ func (st *syncState) diffInput() diffInput {
 	return diffInput{
 		limits:                 resolveLimits(&st.cs.Spec),
 		counts:                 countPods(st.facts(st.now)),
-		sameRevision:           st.current.Name == st.update.Name,
+		sameRevision:           st.Current.Name == st.Update.Name,
 		rollback:               st.rollback,
 		excludePreparingDelete: st.cs.Labels[pub.CloneSetScalingExcludePreparingDeleteKey] == "true",
 	}
@@ -114,7 +115,7 @@ func (c *Controller) cancelPreparingDelete(ctx context.Context, st *syncState) (
 		if dec.Action != lifecycle.ActionPatch {
 			continue
 		}
-		if err := c.writeLifecycle(ctx, p, dec.Patch); err != nil {
+		if err := c.WriteLifecycle(ctx, p, dec.Patch); err != nil {
 			return wrote, err
 		}
 		klog.FromContext(ctx).Info("Cancelled deletion: replicas grew back", "pod", klog.KObj(p))
@@ -210,9 +211,9 @@ func (c *Controller) createPods(ctx context.Context, st *syncState, n, old int) 
 	}
 	jobs := make([]job, 0, n)
 	for i, id := range ids {
-		rev := st.update
+		rev := st.Update
 		if i < old {
-			rev = st.current
+			rev = st.Current
 		}
 		jobs = append(jobs, job{id: id, rev: rev})
 	}
@@ -254,9 +255,7 @@ func (c *Controller) createPod(ctx context.Context, st *syncState, id string, re
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[pub.LifecycleTimestampKey] = st.now.UTC().Format(time.RFC3339)
-	c.scaleExp.Expect(st.key, expectations.Create, pod.Name)
-	if _, err := c.Kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		c.scaleExp.Observe(st.key, expectations.Create, pod.Name)
+	if _, err := c.PodControl.Create(ctx, pod, podcontrol.Scale(c.scaleExp, st.key)); err != nil {
 		c.Recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedCreate", "failed to create pod %s: %v", pod.Name, err)
 		return fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}
@@ -273,7 +272,7 @@ func (c *Controller) deletePods(ctx context.Context, st *syncState, pods []*core
 		dec := lifecycle.Decide(st.cs.Spec.Lifecycle, p, lifecycle.Request{Op: lifecycle.OpDelete}, st.now)
 		switch dec.Action {
 		case lifecycle.ActionPatch:
-			if err := c.writeLifecycle(ctx, p, dec.Patch); err != nil {
+			if err := c.WriteLifecycle(ctx, p, dec.Patch); err != nil {
 				return wrote, err
 			}
 			if dec.Patch.State == pub.LifecycleStatePreparingDelete {
@@ -294,11 +293,8 @@ func (c *Controller) deletePods(ctx context.Context, st *syncState, pods []*core
 }
 
 func (c *Controller) deletePod(ctx context.Context, st *syncState, p *corev1.Pod) error {
-	c.scaleExp.Expect(st.key, expectations.Delete, p.Name)
-	uid := p.UID
-	err := c.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := c.PodControl.Delete(ctx, p, podcontrol.Scale(c.scaleExp, st.key))
 	if err != nil && !apierrors.IsNotFound(err) {
-		c.scaleExp.Observe(st.key, expectations.Delete, p.Name)
 		c.Recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedDelete", "failed to delete pod %s: %v", p.Name, err)
 		return fmt.Errorf("delete pod %s: %w", p.Name, err)
 	}
@@ -341,19 +337,6 @@ func (c *Controller) deletePVC(ctx context.Context, st *syncState, pvc *corev1.P
 	if err != nil && !apierrors.IsNotFound(err) {
 		c.scaleExp.Observe(st.key, expectations.Delete, pvc.Name)
 		return fmt.Errorf("delete pvc %s: %w", pvc.Name, err)
-	}
-	return nil
-}
-
-// writeLifecycle applies a lifecycle patch and expects the pod's new
-// resourceVersion before the next sync acts on it.
-func (c *Controller) writeLifecycle(ctx context.Context, p *corev1.Pod, patch lifecycle.Patch) error {
-	out, err := c.lifecycle.Patch(ctx, p, patch)
-	if err != nil {
-		return fmt.Errorf("update lifecycle of pod %s: %w", p.Name, err)
-	}
-	if out != nil {
-		c.RV.Expect(out)
 	}
 	return nil
 }

@@ -62,7 +62,7 @@ func TestCreatePodsSlowStart(t *testing.T) {
 				},
 				scaleExp: expectations.NewScale[types.NamespacedName](),
 			}
-			st := &syncState{key: types.NamespacedName{Namespace: "ns", Name: "web"}, cs: cs, now: now, current: rev, update: rev, deleted: sets.New[string]()}
+			st := &syncState{key: types.NamespacedName{Namespace: "ns", Name: "web"}, cs: cs, now: now, Revisions: workload.Revisions{Current: rev, Update: rev}, deleted: sets.New[string]()}
 			err = c.createPods(t.Context(), st, tc.n, 0)
 			assert.Equal(t, tc.wantErr, err != nil, "error: %v", err)
 			assert.Equal(t, int64(tc.attempts), attempts.Load(), "create requests")

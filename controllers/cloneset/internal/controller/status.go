@@ -43,16 +43,8 @@ type statusInput struct {
 func calculateStatus(in statusInput) appsv1alpha1.CloneSetStatus {
 	cs := in.cs
 	old := cs.Status
-	s := appsv1alpha1.CloneSetStatus{
-		ObservedGeneration: cs.Generation,
-		UpdateRevision:     in.updateRevision,
-		CurrentRevision:    in.currentRevision,
-		CollisionCount:     &in.collisionCount,
-		LabelSelector:      metav1.FormatLabelSelector(cs.Spec.Selector),
-	}
-	if s.LabelSelector == "<none>" || s.LabelSelector == "<error>" {
-		s.LabelSelector = ""
-	}
+	s := appsv1alpha1.CloneSetStatus{ObservedGeneration: cs.Generation, LabelSelector: workload.StatusSelector(cs.Spec.Selector),
+		UpdateRevision: in.updateRevision, CurrentRevision: in.currentRevision, CollisionCount: &in.collisionCount}
 	for _, p := range in.pods {
 		updated := revisionMatches(p, in.updateRevision)
 		ready := podutil.IsWorkloadReady(p)
@@ -216,9 +208,9 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaled boo
 	status := calculateStatus(statusInput{
 		cs:                  st.cs,
 		pods:                st.pods,
-		updateRevision:      st.update.Name,
-		currentRevision:     st.current.Name,
-		collisionCount:      st.collisionCount,
+		updateRevision:      st.Update.Name,
+		currentRevision:     st.Current.Name,
+		collisionCount:      st.CollisionCount,
 		now:                 st.now,
 		scaleErr:            scaleErr,
 		updateErr:           updateErr,

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -16,6 +15,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
+	"github.com/flotilla-dev/flotilla/kit/predownload"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 	"github.com/flotilla-dev/flotilla/kit/workload"
 )
@@ -35,12 +35,10 @@ type syncState struct {
 	// gathered at the start of the sync (one index lookup per sync).
 	all  []*corev1.Pod
 	pvcs []*corev1.PersistentVolumeClaim
-	// revisions are the CloneSet's ControllerRevisions, oldest first.
-	revisions       []*appsv1.ControllerRevision
-	current, update *appsv1.ControllerRevision
-	collisionCount  int32
-	shortHash       bool
-	rollback        bool // gate CloneSetPartitionRollback
+	// Revisions: the CloneSet's history, current and update revisions.
+	workload.Revisions
+	shortHash bool
+	rollback  bool // gate CloneSetPartitionRollback
 	// deleted are the pods this process deleted for the CloneSet whose
 	// names were not yet trimmed from podsToDelete.
 	deleted sets.Set[string]
@@ -51,27 +49,20 @@ type syncState struct {
 // sync reconciles one CloneSet: gather → refresh pods → scale, or else
 // update → status → housekeeping.
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
-	cs, ok, err := workload.Get(key, c.getSet, c.forget)
+	cs, ok, err := workload.Get(c.Base, key, c.sets.CloneSets(key.Namespace).Get, c.forget)
 	if !ok || c.ScaleInFlight(ctx, key, c.scaleExp) {
 		return err
 	}
 	st, err := c.gather(ctx, key, cs)
-	if err != nil || c.OwnWritesPending(ctx, key, slices.Values(st.pods), st.cs, st.update) {
+	if err != nil || c.OwnWritesPending(ctx, key, slices.Values(st.pods), st.cs, st.Update) {
 		return err
 	}
 
 	var scaleErr, updateErr error
 	var scaled bool
 	if cs.DeletionTimestamp == nil {
-		c.preDownload(ctx, st)
-		refreshed, refreshErr := c.refreshPods(ctx, st)
-		scaled, scaleErr = c.scale(ctx, st)
-		switch {
-		case refreshErr != nil:
-			updateErr = refreshErr
-		case !scaled && !refreshed && scaleErr == nil:
-			updateErr = c.update(ctx, st)
-		}
+		c.PreDownload(ctx, jobWorkload(cs), func() predownload.Input { return preDownloadInput(st) })
+		scaled, scaleErr, updateErr = workload.TakeSteps(ctx, st, c.refreshPods, c.scale, c.update)
 	}
 
 	if err := c.updateStatus(ctx, st, scaled, scaleErr, updateErr); err != nil {
@@ -82,10 +73,6 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	}
 	// Permanent errors (InPlaceOnly) are reported in status and events.
 	return c.Finish(key, errors.Join(scaleErr, updateErr), &st.requeue)
-}
-
-func (c *Controller) getSet(namespace, name string) (*appsv1alpha1.CloneSet, error) {
-	return c.sets.CloneSets(namespace).Get(name)
 }
 
 // gather reads the CloneSet's pods, PVCs and revisions from the caches,
@@ -122,7 +109,7 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, cs *a
 // controller-revision-hash is the revision's name or, under
 // CloneSetShortHash, its hash).
 func (st *syncState) isUpdated(p *corev1.Pod) bool {
-	return revisionMatches(p, st.update.Name)
+	return revisionMatches(p, st.Update.Name)
 }
 
 func revisionMatches(p *corev1.Pod, revisionName string) bool {
@@ -149,5 +136,5 @@ func (c *Controller) housekeeping(ctx context.Context, st *syncState) error {
 	if err := c.truncatePodsToDelete(ctx, st); err != nil {
 		return err
 	}
-	return c.TruncateHistory(ctx, st.revs(), st.cs.Spec.RevisionHistoryLimit, slices.Values(st.all))
+	return c.TruncateHistory(ctx, st.Revisions, st.cs.Spec.RevisionHistoryLimit, slices.Values(st.all))
 }

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -37,9 +35,9 @@ func (c *Controller) update(ctx context.Context, st *syncState) error {
 	if d.updateNum == 0 {
 		return nil
 	}
-	target := st.update
+	target := st.Update
 	if d.updateNum < 0 {
-		target = st.current
+		target = st.Current
 	}
 	pods := st.updateCandidates(d.updateNum > 0)
 	pods = sortForUpdate(st, pods)
@@ -136,7 +134,7 @@ func (c *Controller) updatePod(ctx context.Context, st *syncState, p *corev1.Pod
 		klog.FromContext(ctx).V(2).Info("Cannot update in place, recreating", "pod", klog.KObj(p), "revision", target.Name, "reason", why)
 	}
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, pub.SpecifiedDeleteKey)
-	out, err := c.Kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	out, err := c.PodControl.PatchBytes(ctx, p, types.StrategicMergePatchType, []byte(patch))
 	if err != nil {
 		return fmt.Errorf("mark pod %s for recreation: %w", p.Name, err)
 	}
@@ -167,7 +165,7 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1
 	dec := lifecycle.Decide(st.cs.Spec.Lifecycle, p, lifecycle.Request{Op: lifecycle.OpInPlaceUpdate}, st.now)
 	switch dec.Action {
 	case lifecycle.ActionPatch:
-		if err := c.writeLifecycle(ctx, p, dec.Patch); err != nil {
+		if err := c.WriteLifecycle(ctx, p, dec.Patch); err != nil {
 			return err
 		}
 		if dec.Patch.State != "" {
@@ -189,21 +187,11 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1
 	if s := st.cs.Spec.UpdateStrategy.InPlaceUpdateStrategy; s != nil {
 		grace = s.GracePeriodSeconds
 	}
-	out, err := c.inplace.Update(ctx, p, inplace.UpdateRequest{
+	return c.UpdateInPlace(ctx, st.cs, p, inplace.UpdateRequest{
 		Revision:           target.Name,
 		Spec:               spec,
 		Labels:             map[string]string{pub.ControllerRevisionHashLabelKey: revLabel, pub.PodTemplateHashLabelKey: hash},
 		Mutate:             dec.Patch.ApplyMetadata,
 		GracePeriodSeconds: grace,
-	})
-	if err != nil {
-		c.Recorder.Eventf(st.cs, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "failed to update pod %s in-place: %v", p.Name, err)
-		return err
-	}
-	c.RV.Expect(out)
-	c.Recorder.Eventf(st.cs, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "successfully update pod %s in-place(revision %s)", p.Name, target.Name)
-	if grace > 0 {
-		st.requeue.After(time.Duration(grace) * time.Second)
-	}
-	return nil
+	}, &st.requeue)
 }

@@ -109,7 +109,7 @@ func TestLimitUpdates(t *testing.T) {
 			for _, n := range tc.candidates {
 				cands = append(cands, byName[n])
 			}
-			assert.Equal(t, tc.want, podNames(limitUpdates(st, cands, tc.n, tc.maxUnavailable, st.update)))
+			assert.Equal(t, tc.want, podNames(limitUpdates(st, cands, tc.n, tc.maxUnavailable, st.Update)))
 		})
 	}
 }

@@ -1,0 +1,45 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/inplace"
+	"github.com/flotilla-dev/flotilla/kit/lifecycle"
+)
+
+// WriteLifecycle writes a lifecycle hook step to p (kit/lifecycle) and
+// records the written pod in RV.
+func (b *Base) WriteLifecycle(ctx context.Context, p *corev1.Pod, patch lifecycle.Patch) error {
+	out, err := b.Lifecycle.Patch(ctx, p, patch)
+	if err != nil {
+		return fmt.Errorf("update lifecycle of pod %s: %w", p.Name, err)
+	}
+	if out != nil {
+		b.RV.Expect(out)
+	}
+	return nil
+}
+
+// UpdateInPlace updates p in place as req says (kit/inplace), reports the
+// outcome as an event on owner (OpenKruise's reasons and messages), records
+// the written pod in RV and, with a grace period, asks requeue for its end
+// (the containers restart then).
+func (b *Base) UpdateInPlace(ctx context.Context, owner runtime.Object, p *corev1.Pod, req inplace.UpdateRequest, requeue *controller.Requeue) error {
+	out, err := b.InPlace.Update(ctx, p, req)
+	if err != nil {
+		b.Recorder.Eventf(owner, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "failed to update pod %s in-place: %v", p.Name, err)
+		return err
+	}
+	b.RV.Expect(out)
+	b.Recorder.Eventf(owner, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "successfully update pod %s in-place(revision %s)", p.Name, req.Revision)
+	if req.GracePeriodSeconds > 0 {
+		requeue.After(time.Duration(req.GracePeriodSeconds) * time.Second)
+	}
+	return nil
+}
