@@ -25,8 +25,6 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
-	"github.com/flotilla-dev/flotilla/kit/inplace"
-	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 	"github.com/flotilla-dev/flotilla/kit/workload"
 )
@@ -41,13 +39,11 @@ type Deps = wiring.Deps
 // (kit/workload) and what only StatefulSet has.
 type Controller struct {
 	*workload.Base
-	client    versioned.Interface
-	sets      appslisters.StatefulSetLister
-	claims    cache.Indexer
-	inplace   *inplace.Control
-	lifecycle lifecycle.Writer
-	gates     featuregate.FeatureGate
-	scaleExp  *expectations.Scale[types.NamespacedName]
+	client   versioned.Interface
+	sets     appslisters.StatefulSetLister
+	claims   cache.Indexer
+	gates    featuregate.FeatureGate
+	scaleExp *expectations.Scale[types.NamespacedName]
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -66,7 +62,7 @@ func New(d Deps) (*Controller, error) {
 	}
 	c := &Controller{client: d.Client, gates: d.Gates}
 	base, err := workload.New(d.Workload(), workload.Spec{
-		Name: Name, Owner: Kind, PodLabel: pub.StatefulSetPodNameLabel, Revisions: true,
+		Name: Name, Owner: Kind, PodLabel: pub.StatefulSetPodNameLabel, Revisions: true, InPlace: true,
 	}, c.sync)
 	if err != nil {
 		return nil, err
@@ -80,7 +76,6 @@ func New(d Deps) (*Controller, error) {
 		return nil, fmt.Errorf("set PVC informer transform: %w", err)
 	}
 	c.sets, c.claims = setInf.Lister(), claimInf.GetIndexer()
-	c.inplace, c.lifecycle = inplace.NewControl(d.Kube, d.Clock), lifecycle.NewWriter(d.Kube, d.Clock)
 	if d.Gates.Enabled(features.PreDownloadImageForInPlaceUpdate) {
 		if c.Jobs, err = d.ImagePullJobs(c.Watch); err != nil {
 			return nil, err

@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"context"
-
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -11,15 +9,11 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/predownload"
 )
 
-// preDownload (gate PreDownloadImageForInPlaceUpdate) asks nodes to pull the
-// images of an in-place rollout ahead of it through ImagePullJobs, once per
-// update revision, and deletes the jobs once the rollout has converged
-// (kit/predownload, as for CloneSet; failures are logged, never fail the
-// sync).
-func (c *Controller) preDownload(ctx context.Context, st *syncState) {
-	set := st.set
-	w := predownload.Workload{Owner: set, Kind: kindStatefulSet, Selector: set.Spec.Selector, Template: &set.Spec.Template}
-	c.PreDownload(ctx, w, func() predownload.Input { return preDownloadInput(set, st.Current, st.Update) })
+// jobWorkload is the set as kit/predownload's ImagePullJobs see it: with
+// gate PreDownloadImageForInPlaceUpdate, nodes pull the images of an
+// in-place rollout ahead of it, as for CloneSet.
+func jobWorkload(set *appsv1beta1.StatefulSet) predownload.Workload {
+	return predownload.Workload{Owner: set, Kind: kindStatefulSet, Selector: set.Spec.Selector, Template: &set.Spec.Template}
 }
 
 // preDownloadInput states the set's rollout in kit/predownload's terms. As

@@ -346,7 +346,7 @@ func (c *Controller) deleteWithHook(ctx context.Context, st *syncState, p *corev
 	dec := lifecycle.Decide(st.set.Spec.Lifecycle, p, lifecycle.Request{Op: lifecycle.OpDelete}, st.now)
 	switch dec.Action {
 	case lifecycle.ActionPatch:
-		if err := c.writeLifecycle(ctx, p, dec.Patch); err != nil {
+		if err := c.WriteLifecycle(ctx, p, dec.Patch); err != nil {
 			return false, err
 		}
 		if dec.Patch.State == pub.LifecycleStatePreparingDelete {
@@ -371,16 +371,5 @@ func (c *Controller) deletePod(ctx context.Context, st *syncState, p *corev1.Pod
 	}
 	klog.FromContext(ctx).V(2).Info("Deleted pod", "pod", klog.KObj(p), "reason", why)
 	c.Recorder.Eventf(st.set, corev1.EventTypeNormal, "SuccessfulDelete", "delete Pod %s in StatefulSet %s successful", p.Name, st.set.Name)
-	return nil
-}
-
-func (c *Controller) writeLifecycle(ctx context.Context, p *corev1.Pod, patch lifecycle.Patch) error {
-	out, err := c.lifecycle.Patch(ctx, p, patch)
-	if err != nil {
-		return fmt.Errorf("update lifecycle of pod %s: %w", p.Name, err)
-	}
-	if out != nil {
-		c.RV.Expect(out)
-	}
 	return nil
 }

@@ -36,16 +36,8 @@ type statusInput struct {
 // status is read from in.set, never modified.
 func calculateStatus(in statusInput) appsv1beta1.StatefulSetStatus {
 	set := in.set
-	s := appsv1beta1.StatefulSetStatus{
-		ObservedGeneration: set.Generation,
-		UpdateRevision:     in.updateRevision,
-		CurrentRevision:    in.currentRevision,
-		CollisionCount:     &in.collisionCount,
-		LabelSelector:      metav1.FormatLabelSelector(set.Spec.Selector),
-	}
-	if s.LabelSelector == "<none>" || s.LabelSelector == "<error>" {
-		s.LabelSelector = ""
-	}
+	s := appsv1beta1.StatefulSetStatus{ObservedGeneration: set.Generation, LabelSelector: workload.StatusSelector(set.Spec.Selector),
+		UpdateRevision: in.updateRevision, CurrentRevision: in.currentRevision, CollisionCount: &in.collisionCount}
 	for _, p := range in.pods {
 		s.Replicas++
 		ready := podutil.IsRunningAndReady(p) && p.DeletionTimestamp == nil

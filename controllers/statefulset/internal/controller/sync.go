@@ -15,6 +15,7 @@ import (
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/predownload"
 	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
@@ -48,7 +49,7 @@ type syncState struct {
 // sync reconciles one set: gather → refresh pods → scale, or else roll
 // out → status → history.
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
-	set, ok, err := workload.Get(key, c.getSet, c.forget)
+	set, ok, err := workload.Get(c.Base, key, c.sets.StatefulSets(key.Namespace).Get, c.forget)
 	if !ok || c.ScaleInFlight(ctx, key, c.scaleExp) {
 		return err
 	}
@@ -71,7 +72,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		c.Recorder.Eventf(set, corev1.EventTypeWarning, "InvalidSpec", "%s", st.invalid)
 	}
 	if set.DeletionTimestamp == nil && st.invalid == "" {
-		c.preDownload(ctx, st)
+		c.PreDownload(ctx, jobWorkload(set), func() predownload.Input { return preDownloadInput(set, st.Current, st.Update) })
 		_, scaleErr, updateErr = workload.TakeSteps(ctx, st, c.refreshPods, c.scale, c.rollOut)
 	}
 	if err := c.updateStatus(ctx, st, scaleErr, updateErr); err != nil {
@@ -83,10 +84,6 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	// Permanent errors are reported in status and events; the next spec
 	// change brings the set back.
 	return c.Finish(key, errors.Join(scaleErr, updateErr), &st.requeue)
-}
-
-func (c *Controller) getSet(namespace, name string) (*appsv1beta1.StatefulSet, error) {
-	return c.sets.StatefulSets(namespace).Get(name)
 }
 
 // gather reads the set's pods and revisions from the caches and syncs the

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -134,7 +133,7 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1
 	dec := lifecycle.Decide(st.set.Spec.Lifecycle, p, lifecycle.Request{Op: lifecycle.OpInPlaceUpdate}, st.now)
 	switch dec.Action {
 	case lifecycle.ActionPatch:
-		return c.writeLifecycle(ctx, p, dec.Patch)
+		return c.WriteLifecycle(ctx, p, dec.Patch)
 	case lifecycle.ActionRefuse:
 		return fmt.Errorf("in-place update pod %s: %s", p.Name, dec.Reason)
 	case lifecycle.ActionProceed:
@@ -145,23 +144,13 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1
 	if ru := st.set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.InPlaceUpdateStrategy != nil {
 		grace = ru.InPlaceUpdateStrategy.GracePeriodSeconds
 	}
-	out, err := c.inplace.Update(ctx, p, inplace.UpdateRequest{
+	return c.UpdateInPlace(ctx, st.set, p, inplace.UpdateRequest{
 		Revision:           st.Update.Name,
 		Spec:               spec,
 		Labels:             map[string]string{pub.ControllerRevisionHashLabelKey: st.Update.Name},
 		Mutate:             dec.Patch.ApplyMetadata,
 		GracePeriodSeconds: grace,
-	})
-	if err != nil {
-		c.Recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "failed to update pod %s in-place: %v", p.Name, err)
-		return err
-	}
-	c.RV.Expect(out)
-	c.Recorder.Eventf(st.set, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "successfully update pod %s in-place(revision %s)", p.Name, st.Update.Name)
-	if grace > 0 {
-		st.requeue.After(time.Duration(grace) * time.Second)
-	}
-	return nil
+	}, &st.requeue)
 }
 
 // gatedConditions are the readiness gates whose conditions this controller
@@ -207,7 +196,7 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 		c.RV.Expect(out)
 		return true, nil
 	}
-	res, err := c.inplace.Refresh(ctx, p)
+	res, err := c.InPlace.Refresh(ctx, p)
 	if err != nil {
 		return false, err
 	}
@@ -228,7 +217,7 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 	if dec.Action != lifecycle.ActionPatch {
 		return false, nil
 	}
-	if err := c.writeLifecycle(ctx, p, dec.Patch); err != nil {
+	if err := c.WriteLifecycle(ctx, p, dec.Patch); err != nil {
 		return false, err
 	}
 	klog.FromContext(ctx).V(4).Info("Lifecycle moved", "pod", klog.KObj(p), "state", dec.Patch.State)
