@@ -77,7 +77,7 @@ func countDesired(nodes []*nodeState) int {
 // so a kubelet that keeps rejecting the pod does not meet a hot loop.
 func (c *Controller) failedPodsToDelete(ctx context.Context, st *syncState, failed []*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	for _, p := range failed {
 		key := string(st.ds.UID) + "/" + p.Spec.NodeName
 		if c.backoff.IsInBackOffSinceUpdate(key, now) {
@@ -87,7 +87,7 @@ func (c *Controller) failedPodsToDelete(ctx context.Context, st *syncState, fail
 			continue
 		}
 		c.backoff.Next(key, now)
-		c.recorder.Eventf(st.ds, corev1.EventTypeWarning, EventFailedDaemonPod, "Found failed daemon pod %s/%s on node %s, will try to kill it", p.Namespace, p.Name, p.Spec.NodeName)
+		c.Recorder.Eventf(st.ds, corev1.EventTypeWarning, EventFailedDaemonPod, "Found failed daemon pod %s/%s on node %s, will try to kill it", p.Namespace, p.Name, p.Spec.NodeName)
 		out = append(out, p)
 	}
 	return out
@@ -107,7 +107,7 @@ func (c *Controller) createPod(ctx context.Context, st *syncState, node, hash st
 		pod := newPod(st.ds, node, hash)
 		c.creates.Expect(st.key, st.ds.UID, node, pod.Name)
 		var created *corev1.Pod
-		created, err = c.kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		created, err = c.Kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 		if err == nil {
 			return created, nil
 		}
@@ -148,10 +148,10 @@ func (c *Controller) createPods(ctx context.Context, st *syncState, nodes []stri
 				invalid = rejectionMessage(err)
 				mu.Unlock()
 			}
-			c.recorder.Eventf(ds, corev1.EventTypeWarning, EventFailedCreate, "Error creating pod on node %s: %v", node, err)
+			c.Recorder.Eventf(ds, corev1.EventTypeWarning, EventFailedCreate, "Error creating pod on node %s: %v", node, err)
 			return fmt.Errorf("create pod on node %s: %w", node, err)
 		}
-		c.recorder.Eventf(ds, corev1.EventTypeNormal, EventSuccessfulCreate, "Created pod: %s", created.Name)
+		c.Recorder.Eventf(ds, corev1.EventTypeNormal, EventSuccessfulCreate, "Created pod: %s", created.Name)
 		return nil
 	})
 	c.batches.Reached(st.key, reached)
@@ -177,12 +177,12 @@ func (c *Controller) deletePods(ctx context.Context, st *syncState, pods []*core
 		d := lifecycle.Decide(ds.Spec.Lifecycle, p, lifecycle.Request{Op: lifecycle.OpDelete}, st.now)
 		switch d.Action {
 		case lifecycle.ActionPatch:
-			out, err := c.lifecycle.Patch(ctx, p, d.Patch)
+			out, err := c.Lifecycle.Patch(ctx, p, d.Patch)
 			if err != nil {
 				return fmt.Errorf("pod %s: %s: %w", p.Name, d.Reason, err)
 			}
 			if out != nil {
-				c.rvExp.Expect(out)
+				c.RV.Expect(out)
 			}
 			return nil
 		case lifecycle.ActionProceed:
@@ -190,19 +190,19 @@ func (c *Controller) deletePods(ctx context.Context, st *syncState, pods []*core
 			return nil // waiting for the hook to be released
 		}
 		c.deletes.Expect(st.key, expectations.Delete, p.Name)
-		err := c.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
+		err := c.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
 		if err != nil {
 			c.deletes.Observe(st.key, expectations.Delete, p.Name)
 			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 				return nil // already gone (or replaced by a namesake)
 			}
-			c.recorder.Eventf(ds, corev1.EventTypeWarning, EventFailedDelete, "Error deleting pod %s: %v", p.Name, err)
+			c.Recorder.Eventf(ds, corev1.EventTypeWarning, EventFailedDelete, "Error deleting pod %s: %v", p.Name, err)
 			return fmt.Errorf("delete pod %s: %w", p.Name, err)
 		}
 		mu.Lock()
 		deleted++
 		mu.Unlock()
-		c.recorder.Eventf(ds, corev1.EventTypeNormal, EventSuccessfulDelete, "Deleted pod: %s", p.Name)
+		c.Recorder.Eventf(ds, corev1.EventTypeNormal, EventSuccessfulDelete, "Deleted pod: %s", p.Name)
 		return nil
 	})
 	return deleted, err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -15,7 +14,6 @@ import (
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
-	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
 
 // adoptOrphans makes ds the controller of the active orphan pods and the
@@ -44,30 +42,16 @@ func (c *Controller) adoptOrphans(ctx context.Context, ds *appsv1alpha1.DaemonSe
 // take them out, e.g. for debugging), as upstream's ClaimPods does: the
 // pod keeps running, unmanaged, and its node gets a new daemon pod.
 func (c *Controller) releaseUnselected(ctx context.Context, ds *appsv1alpha1.DaemonSet, sel labels.Selector) (bool, error) {
-	objs, err := controller.ByOwnerUID(c.pods, ds.UID)
+	owned, err := c.OwnedPods(ds)
 	if err != nil {
-		return false, fmt.Errorf("list pods: %w", err)
+		return false, err
 	}
-	released := false
-	for _, o := range objs {
-		p, ok := o.(*corev1.Pod)
-		if !ok || !metav1.IsControlledBy(p, ds) || p.DeletionTimestamp != nil || sel.Matches(labels.Set(p.Labels)) {
-			continue
-		}
-		if err := controller.ReleasePod(ctx, c.kube, p, ds.UID); err != nil {
-			if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
-				continue
-			}
-			return released, fmt.Errorf("release pod %s: %w", p.Name, err)
-		}
-		klog.FromContext(ctx).Info("Released pod the selector no longer matches", "pod", klog.KObj(p))
-		released = true
-	}
-	return released, nil
+	_, released, err := c.ReleaseUnselected(ctx, ds.UID, owned, sel, true)
+	return released > 0, err
 }
 
 func (c *Controller) adoptOrphanRevisions(ctx context.Context, ds *appsv1alpha1.DaemonSet, sel labels.Selector) (bool, error) {
-	objs, err := c.revIndexer.ByIndex(controller.OrphanIndex, ds.Namespace)
+	objs, err := c.RevisionInformer.GetIndexer().ByIndex(controller.OrphanIndex, ds.Namespace)
 	if err != nil {
 		return false, fmt.Errorf("list orphan revisions: %w", err)
 	}
@@ -82,14 +66,14 @@ func (c *Controller) adoptOrphanRevisions(ctx context.Context, ds *appsv1alpha1.
 			continue
 		}
 		patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[%s],"uid":%q}}`, ref, r.UID)
-		out, err := c.kube.AppsV1().ControllerRevisions(r.Namespace).Patch(ctx, r.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+		out, err := c.Kube.AppsV1().ControllerRevisions(r.Namespace).Patch(ctx, r.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
 		if err != nil {
 			if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
 				continue // gone, or adopted by someone else meanwhile
 			}
 			return adopted, fmt.Errorf("adopt revision %s: %w", r.Name, err)
 		}
-		c.rvExp.Expect(out)
+		c.RV.Expect(out)
 		klog.FromContext(ctx).Info("Adopted orphan ControllerRevision", "revision", klog.KObj(r))
 		adopted = true
 	}
@@ -97,24 +81,6 @@ func (c *Controller) adoptOrphanRevisions(ctx context.Context, ds *appsv1alpha1.
 }
 
 func (c *Controller) adoptOrphanPods(ctx context.Context, ds *appsv1alpha1.DaemonSet, sel labels.Selector) (bool, error) {
-	objs, err := c.pods.ByIndex(controller.OrphanIndex, ds.Namespace)
-	if err != nil {
-		return false, fmt.Errorf("list orphan pods: %w", err)
-	}
-	adopted := false
-	for _, o := range objs {
-		p, ok := o.(*corev1.Pod)
-		if !ok || metav1.GetControllerOfNoCopy(p) != nil || !podutil.IsActive(p) || !sel.Matches(labels.Set(p.Labels)) {
-			continue
-		}
-		if err := controller.AdoptPod(ctx, c.kube, p, *metav1.NewControllerRef(ds, kindDaemonSet)); err != nil {
-			if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
-				continue // gone, or adopted by someone else meanwhile
-			}
-			return adopted, fmt.Errorf("adopt pod %s: %w", p.Name, err)
-		}
-		klog.FromContext(ctx).Info("Adopted orphan pod", "pod", klog.KObj(p))
-		adopted = true
-	}
-	return adopted, nil
+	n, err := c.AdoptOrphans(ctx, ds.Namespace, *metav1.NewControllerRef(ds, kindDaemonSet), sel, nil)
+	return n > 0, err
 }

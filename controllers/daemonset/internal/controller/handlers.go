@@ -1,19 +1,19 @@
 package controller
 
 import (
-	"fmt"
+	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // podUpdateBatch is how long pod update events are gathered before their
@@ -27,43 +27,41 @@ const nodeBatch = 500 * time.Millisecond
 // Kind is the owner kind of the pods and revisions a DaemonSet controls.
 var Kind = controller.OwnerKind{Group: appsv1alpha1.SchemeGroupVersion.Group, Kind: "DaemonSet"}
 
-func (c *Controller) addHandlers(sets, pods, nodes, revisions cache.SharedIndexInformer) error {
-	if _, err := sets.AddEventHandler(controller.KeyHandler{Enqueue: c.queue.Enqueue, Deleted: c.forgetSet}); err != nil {
-		return fmt.Errorf("watch DaemonSets: %w", err)
-	}
-	if _, err := pods.AddEventHandler(c.podHandler()); err != nil {
-		return fmt.Errorf("watch pods: %w", err)
-	}
-	if _, err := nodes.AddEventHandler(c.nodeHandler()); err != nil {
-		return fmt.Errorf("watch nodes: %w", err)
-	}
-	// A revision deleted by someone else is recreated at the next sync.
-	if _, err := revisions.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(obj any) {
-			if o, ok := controller.ObjectOf(obj); ok {
-				if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == Kind.Kind {
-					c.queue.Enqueue(types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name})
-				}
-			}
-		},
-	}); err != nil {
-		return fmt.Errorf("watch ControllerRevisions: %w", err)
-	}
-	return nil
+func (c *Controller) addHandlers(sets, nodes cache.SharedIndexInformer) error {
+	return errors.Join(
+		c.Watch(sets, c.OwnerHandler(c.forgetSet), "DaemonSets"),
+		c.Watch(c.PodInformer, c.podHandler(), "pods"),
+		c.Watch(nodes, c.nodeHandler(), "nodes"),
+		// A revision deleted by someone else is recreated at the next sync.
+		c.Watch(c.RevisionInformer, cache.ResourceEventHandlerFuncs{DeleteFunc: c.revisionDeleted}, "ControllerRevisions"),
+	)
 }
 
-// forgetSet drops a deleted DaemonSet's expectations and cached verdicts
-// (the KeyHandler then enqueues it); its pods go with it through garbage
-// collection.
+func (c *Controller) revisionDeleted(obj any) {
+	if o, ok := controller.ObjectOf(obj); ok {
+		if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == Kind.Kind {
+			c.Queue.Enqueue(types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name})
+		}
+	}
+}
+
+// forgetSet drops a deleted DaemonSet's cached verdicts and rejections,
+// and what forget drops (the KeyHandler then enqueues it).
 func (c *Controller) forgetSet(obj any, key types.NamespacedName) {
 	if o, ok := controller.ObjectOf(obj); ok {
 		c.placement.forget(o.GetUID())
 		c.rejected.forget(o.GetUID())
 	}
+	c.forget(key)
+}
+
+// forget drops a DaemonSet's expectations, slow-start memory and status
+// pacing; its pods go with it through garbage collection.
+func (c *Controller) forget(key types.NamespacedName) {
 	c.deletes.Delete(key)
 	c.creates.Forget(key)
 	c.batches.Forget(key)
-	c.pacer.Forget(key)
+	c.Pacer.Forget(key)
 }
 
 // podHandler maps pod events to the controlling DaemonSet (or, for an
@@ -72,7 +70,7 @@ func (c *Controller) forgetSet(obj any, key types.NamespacedName) {
 // per-node create expectations.
 func (c *Controller) podHandler() cache.ResourceEventHandler {
 	dep := controller.DependentHandler{
-		Owner: Kind, Queue: c.queue, Scale: c.deletes, RV: c.rvExp, FindOwners: c.adopters, UpdateDelay: podUpdateBatch,
+		Owner: Kind, Queue: c.Queue, Scale: c.deletes, RV: c.RV, FindOwners: c.adopters, UpdateDelay: podUpdateBatch,
 	}.Handler()
 	observeCreate := func(obj any) {
 		pod, ok := obj.(*corev1.Pod)
@@ -129,25 +127,13 @@ func (c *Controller) enqueueAllSets() {
 		return // a cache lister does not fail
 	}
 	for _, ds := range sets {
-		c.queue.AddAfter(types.NamespacedName{Namespace: ds.Namespace, Name: ds.Name}, nodeBatch)
+		c.Queue.AddAfter(types.NamespacedName{Namespace: ds.Namespace, Name: ds.Name}, nodeBatch)
 	}
 }
 
 // adopters returns the DaemonSets whose selector matches an orphan pod.
 func (c *Controller) adopters(o metav1.Object) []types.NamespacedName {
-	if _, isPod := o.(*corev1.Pod); !isPod {
-		return nil
-	}
-	sets, err := c.sets.DaemonSets(o.GetNamespace()).List(labels.Everything())
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("find the DaemonSets that may adopt pod %s/%s: %w", o.GetNamespace(), o.GetName(), err))
-		return nil
-	}
-	var out []types.NamespacedName
-	for _, ds := range sets {
-		if controller.SelectorMatches(ds.Spec.Selector, o.GetLabels()) {
-			out = append(out, types.NamespacedName{Namespace: ds.Namespace, Name: ds.Name})
-		}
-	}
-	return out
+	return workload.Adopters("DaemonSet", func(ns string) ([]*appsv1alpha1.DaemonSet, error) {
+		return c.sets.DaemonSets(ns).List(labels.Everything())
+	}, func(ds *appsv1alpha1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }, nil)(o)
 }

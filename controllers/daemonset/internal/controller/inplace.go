@@ -51,7 +51,7 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, pods []*c
 	var todo []*corev1.Pod
 	specs := map[string]inplace.Spec{}
 	for _, p := range pods {
-		spec, why := inPlaceSpec(p, st.revisions, st.update)
+		spec, why := inPlaceSpec(p, st.History, st.Update)
 		if why != "" {
 			logger.V(4).Info("Pod cannot be updated in place, recreating it", "pod", klog.KObj(p), "reason", why)
 			recreate = append(recreate, p)
@@ -62,20 +62,20 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, pods []*c
 	}
 	var mu sync.Mutex
 	err := controller.ForEach(todo, writeConcurrency, func(p *corev1.Pod) error {
-		out, err := c.inplace.Update(ctx, p, inplace.UpdateRequest{
+		out, err := c.InPlace.Update(ctx, p, inplace.UpdateRequest{
 			Revision: st.hash, Spec: specs[p.Name],
 			Labels: map[string]string{pub.ControllerRevisionHashLabelKey: st.hash},
 		})
 		if out != nil {
 			mu.Lock()
-			c.rvExp.Expect(out)
+			c.RV.Expect(out)
 			mu.Unlock()
 		}
 		if err != nil {
-			c.recorder.Eventf(st.ds, corev1.EventTypeWarning, EventFailedInPlaceUpdate, "Failed to update pod %s in place: %v", p.Name, err)
+			c.Recorder.Eventf(st.ds, corev1.EventTypeWarning, EventFailedInPlaceUpdate, "Failed to update pod %s in place: %v", p.Name, err)
 			return fmt.Errorf("update pod %s in place: %w", p.Name, err)
 		}
-		c.recorder.Eventf(st.ds, corev1.EventTypeNormal, EventSuccessfulInPlace, "Updated pod %s in place to revision %s", p.Name, st.hash)
+		c.Recorder.Eventf(st.ds, corev1.EventTypeNormal, EventSuccessfulInPlace, "Updated pod %s in place to revision %s", p.Name, st.hash)
 		return nil
 	})
 	return recreate, err
@@ -124,7 +124,7 @@ func (c *Controller) refreshPods(ctx context.Context, st *syncState) (bool, erro
 		if next == nil {
 			return nil
 		}
-		out, err := controller.PatchPod(ctx, c.kube, p, next, "status")
+		out, err := controller.PatchPod(ctx, c.Kube, p, next, "status")
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil // the kubelet wrote it meanwhile (its event brings us back), or it is gone
 		}
@@ -132,7 +132,7 @@ func (c *Controller) refreshPods(ctx context.Context, st *syncState) (bool, erro
 			return fmt.Errorf("set InPlaceUpdateReady of pod %s: %w", p.Name, err)
 		}
 		mu.Lock()
-		c.rvExp.Expect(out)
+		c.RV.Expect(out)
 		written = true
 		mu.Unlock()
 		return nil
@@ -141,11 +141,11 @@ func (c *Controller) refreshPods(ctx context.Context, st *syncState) (bool, erro
 		return written, err
 	}
 	err = controller.ForEach(todo, writeConcurrency, func(p *corev1.Pod) error {
-		res, err := c.inplace.Refresh(ctx, p)
+		res, err := c.InPlace.Refresh(ctx, p)
 		mu.Lock()
 		defer mu.Unlock()
 		if res.Written && res.Pod != nil {
-			c.rvExp.Expect(res.Pod)
+			c.RV.Expect(res.Pod)
 			written = true
 		}
 		st.requeue.After(res.RequeueAfter)

@@ -11,15 +11,8 @@ import (
 // and template changes, not syncs: OpenKruise #1011) and the expectations
 // dropped after their timeout (lost informer events).
 func (c *Controller) RegisterMetrics(reg prometheus.Registerer) error {
-	return kitapp.RegisterCounters(reg,
+	return kitapp.RegisterCounters(reg, append(c.ExpectationCounters(c.deletes, "Pod deletions whose informer event never arrived before the expectation timeout."),
 		kitapp.Counter{Name: "daemonset_node_eligibility_evaluations_total",
 			Help:  "Node eligibility verdicts computed (one per DaemonSet generation and node change).",
-			Value: func() float64 { return float64(c.EligibilityEvaluations()) }},
-		kitapp.Counter{Name: "daemonset_scale_expectation_leakage_total",
-			Help:  "Pod deletions whose informer event never arrived before the expectation timeout.",
-			Value: func() float64 { return float64(c.deletes.TimedOut()) }},
-		kitapp.Counter{Name: "daemonset_resource_version_expectation_timeouts_total",
-			Help:  "Own writes the informer cache did not show before the expectation timeout.",
-			Value: func() float64 { return float64(c.rvExp.TimedOut()) }},
-	)
+			Value: func() float64 { return float64(c.EligibilityEvaluations()) }})...)
 }

@@ -21,7 +21,7 @@ import (
 // an agent (or kruise-daemon) to carry out. Failures only cost the
 // optimisation: they are logged, the rollout goes on.
 func (c *Controller) preDownload(ctx context.Context, st *syncState) {
-	if c.jobs == nil || rollingUpdate(st.ds) == nil {
+	if c.Jobs == nil || rollingUpdate(st.ds) == nil {
 		return
 	}
 	ds := st.ds
@@ -31,21 +31,21 @@ func (c *Controller) preDownload(ctx context.Context, st *syncState) {
 		maxUnavailable = *mu
 	}
 	var old []*appsv1.ControllerRevision
-	for _, r := range st.revisions {
-		if r.Name != st.update.Name {
+	for _, r := range st.History {
+		if r.Name != st.Update.Name {
 			old = append(old, r)
 		}
 	}
 	d := predownload.DecideDaemonSet(predownload.DaemonSetInput{
-		Old: old, Update: st.update, StatusHash: ds.Status.DaemonSetHash,
+		Old: old, Update: st.Update, StatusHash: ds.Status.DaemonSetHash,
 		Desired: desired, Updated: int(ds.Status.UpdatedNumberScheduled),
 		Partition:      partition(ds, desired),
 		MaxUnavailable: scaled(&maxUnavailable, desired, true),
 	})
 	w := predownload.Workload{Owner: ds, Kind: kindDaemonSet, Selector: ds.Spec.Selector, Template: &ds.Spec.Template}
-	if out, err := c.jobs.Act(ctx, w, st.update, d); err != nil {
+	if out, err := c.Jobs.Act(ctx, w, st.Update, d); err != nil {
 		klog.FromContext(ctx).Error(err, "Image pre-download")
 	} else if out != nil {
-		c.rvExp.Expect(out)
+		c.RV.Expect(out)
 	}
 }

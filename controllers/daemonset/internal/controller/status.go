@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,6 +12,7 @@ import (
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // Condition types this controller sets on a DaemonSet.
@@ -131,7 +131,7 @@ func setCondition(conds []appsv1.DaemonSetCondition, t appsv1.DaemonSetCondition
 // cached one, and asks for a requeue when a pod becomes available later.
 func (c *Controller) updateStatus(ctx context.Context, st *syncState) error {
 	s := calculateStatus(statusInput{
-		ds: st.ds, nodes: st.nodes, hash: st.hash, generation: st.generation, collisionCount: st.collisionCount,
+		ds: st.ds, nodes: st.nodes, hash: st.hash, generation: st.generation, collisionCount: st.CollisionCount,
 		minReadySeconds: st.ds.Spec.MinReadySeconds, now: st.now, observed: st.observed,
 		invalid: st.invalid, invalidReason: st.invalidReason,
 	})
@@ -144,24 +144,14 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState) error {
 			}
 		}
 	}
-	if apiequality.Semantic.DeepEqual(s, st.ds.Status) {
-		return nil
-	}
-	if countersOnly(st.ds.Status, s) {
-		if d := c.pacer.Wait(st.key, st.now); d > 0 {
-			st.requeue.After(d) // written then, with whatever the counters are by that time
-			return nil
-		}
-	}
-	cp := st.ds.DeepCopy()
-	cp.Status = s
-	out, err := c.client.AppsV1alpha1().DaemonSets(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-	if err != nil {
-		return fmt.Errorf("update status: %w", err)
-	}
-	c.rvExp.Expect(out)
-	c.pacer.Wrote(st.key, st.now)
-	return nil
+	_, err := workload.WriteStatus(ctx, c.Base, workload.StatusWrite[appsv1alpha1.DaemonSetStatus]{
+		Key: st.key, Now: st.now, Cur: st.ds.Status, Next: s, CountersOnly: countersOnly, Requeue: &st.requeue,
+	}, func(ctx context.Context, s appsv1alpha1.DaemonSetStatus) (*appsv1alpha1.DaemonSet, error) {
+		cp := st.ds.DeepCopy()
+		cp.Status = s
+		return c.client.AppsV1alpha1().DaemonSets(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	})
+	return err
 }
 
 // statusInterval spaces the status writes of a DaemonSet whose only news is

@@ -7,21 +7,17 @@ import (
 	"slices"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
-	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
-	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/revision"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // Event reasons (upstream's where it has one).
@@ -48,13 +44,12 @@ type syncState struct {
 	// the nodes its pods target, sorted by name.
 	pods  []*corev1.Pod
 	nodes []*nodeState
-	// revisions are the DaemonSet's ControllerRevisions, oldest first;
-	// update is the current template's, hash its hash.
-	revisions      []*appsv1.ControllerRevision
-	update         *appsv1.ControllerRevision
-	hash           string
-	generation     *string
-	collisionCount int32
+	// Revisions: the DaemonSet's history and update revision (the current
+	// template's, hash its hash; a DaemonSet's current revision is its
+	// update revision).
+	workload.Revisions
+	hash       string
+	generation *string
 	// observed: the sync got past the expectations, observedGeneration may
 	// move (upstream does the same).
 	observed bool
@@ -72,7 +67,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	}
 	if adopted, err := c.adoptOrphans(ctx, ds, sel); err != nil || adopted {
 		if adopted {
-			c.queue.AddAfter(key, podUpdateBatch)
+			c.Queue.AddAfter(key, podUpdateBatch)
 		}
 		return err
 	}
@@ -86,34 +81,26 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		return err
 	}
 	st.requeue.After(exp.pendingFor)
-	if wait := c.staleCache(st); wait > 0 {
-		klog.FromContext(ctx).V(4).Info("Waiting for the cache to show our own writes", "wait", wait)
-		c.queue.AddAfter(key, wait)
+	if c.OwnWritesPending(ctx, key, slices.Values(st.pods), st.ds, st.Update) {
 		return nil
 	}
 	var actErr error
 	switch {
 	case exp.deletesPendingFor > 0:
-		c.queue.AddAfter(key, exp.deletesPendingFor)
+		c.Queue.AddAfter(key, exp.deletesPendingFor)
 	case st.invalid != "":
 		st.observed = true // reported in the condition; nothing to act on
 	default:
 		st.observed = true
 		actErr = c.act(ctx, st, exp.pending)
 	}
-	if err := c.truncateHistory(ctx, st); err != nil {
+	if err := c.TruncateHistory(ctx, st.Revisions, ds.Spec.RevisionHistoryLimit, slices.Values(st.pods)); err != nil {
 		actErr = errors.Join(actErr, err)
 	}
 	if err := c.updateStatus(ctx, st); err != nil {
 		return errors.Join(actErr, err)
 	}
-	if controller.Retryable(actErr) != nil {
-		return actErr
-	}
-	if d := st.requeue.Earliest(); d > 0 {
-		c.queue.AddAfter(key, d)
-	}
-	return actErr // nil, or permanent (reported in the status): not retried
+	return c.Finish(key, actErr, &st.requeue) // permanent errors are reported in the status
 }
 
 // load returns the DaemonSet of key and its selector, or nil when there is
@@ -122,19 +109,13 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 // that; an object stored before the rules must not make this controller
 // claim every pod).
 func (c *Controller) load(ctx context.Context, key types.NamespacedName) (*appsv1alpha1.DaemonSet, labels.Selector, error) {
-	ds, err := c.sets.DaemonSets(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		c.deletes.Delete(key)
-		c.creates.Forget(key)
-		c.pacer.Forget(key)
-		return nil, nil, nil
-	}
-	if err != nil || ds.DeletionTimestamp != nil {
+	ds, ok, err := workload.Get(c.Base, key, c.sets.DaemonSets(key.Namespace).Get, c.forget)
+	if !ok || ds.DeletionTimestamp != nil {
 		return nil, nil, err
 	}
-	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-	if err != nil || sel.Empty() {
-		c.recorder.Event(ds, corev1.EventTypeWarning, EventSelectingAll, "This DaemonSet is selecting all pods (or none can be parsed). A non-empty selector is required.")
+	sel, ok := workload.Selector(ds.Spec.Selector)
+	if !ok {
+		c.Recorder.Event(ds, corev1.EventTypeWarning, EventSelectingAll, "This DaemonSet is selecting all pods (or none can be parsed). A non-empty selector is required.")
 		return nil, nil, nil
 	}
 	return ds, sel, nil
@@ -154,7 +135,7 @@ type expectationState struct {
 func (c *Controller) expectationsOf(ctx context.Context, key types.NamespacedName, ds *appsv1alpha1.DaemonSet) expectationState {
 	var e expectationState
 	e.pending, e.pendingFor = c.creates.Pending(key, ds.UID, func(name string) bool {
-		_, exists, err := c.pods.GetByKey(ds.Namespace + "/" + name)
+		_, exists, err := c.Pods.GetByKey(ds.Namespace + "/" + name)
 		if err != nil {
 			// The in-memory store does not fail today; if a cache ever does, the pod counts as not seen yet:
 			// the controller waits for it (the expectation expires) rather than risk a second pod on the node.
@@ -193,16 +174,12 @@ func (c *Controller) act(ctx context.Context, st *syncState, pending sets.Set[st
 // gather reads the DaemonSet's pods, the nodes and its revisions from the
 // caches and syncs the revisions.
 func (c *Controller) gather(ctx context.Context, key types.NamespacedName, ds *appsv1alpha1.DaemonSet) (*syncState, error) {
-	st := &syncState{key: key, ds: ds, now: c.clock.Now(), generation: templateGeneration(ds)}
-	objs, err := controller.ByOwnerUID(c.pods, ds.UID)
+	st := &syncState{key: key, ds: ds, now: c.Clock.Now(), generation: templateGeneration(ds)}
+	pods, err := c.OwnedPods(ds)
 	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
+		return nil, err
 	}
-	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok && metav1.IsControlledBy(p, ds) {
-			st.pods = append(st.pods, p)
-		}
-	}
+	st.pods = pods
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
@@ -210,12 +187,9 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, ds *a
 	st.nodes = groupByNode(c.placement.verdicts(klog.FromContext(ctx), ds, nodes), st.pods)
 	if why, reason := invalidSpec(ds); why != "" {
 		st.invalid, st.invalidReason = why, reason
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, EventInvalidSpec, "%s", why)
+		c.Recorder.Eventf(ds, corev1.EventTypeWarning, EventInvalidSpec, "%s", why)
 	} else if why := c.rejected.of(ds); why != "" {
 		st.invalid, st.invalidReason = why, reasonPodRejected
-	}
-	if st.revisions, err = c.revisions.List(ds); err != nil {
-		return nil, fmt.Errorf("list revisions: %w", err)
 	}
 	if err := c.syncRevisions(ctx, st); err != nil {
 		return nil, err
@@ -250,51 +224,15 @@ func invalidSpec(ds *appsv1alpha1.DaemonSet) (why, reason string) {
 // upstream's, a DaemonSet revision carries its hash in the
 // controller-revision-hash label its pods carry too.
 func (c *Controller) syncRevisions(ctx context.Context, st *syncState) error {
-	ds := st.ds
-	data, err := revision.TemplatePatch(&ds.Spec.Template)
-	if err != nil {
-		return fmt.Errorf("encode template: %w", err)
-	}
-	st.collisionCount = ptr.Deref(ds.Status.CollisionCount, 0)
-	labels := make(map[string]string, len(ds.Spec.Template.Labels)+1)
-	for k, v := range ds.Spec.Template.Labels {
-		labels[k] = v
-	}
-	labels[pub.ControllerRevisionHashLabelKey] = revision.Hash(data, &st.collisionCount)
-	want := revision.New(ds, kindDaemonSet, labels, data, revision.NextRevisionNumber(st.revisions), &st.collisionCount)
-	res, err := revision.Resolve(ctx, c.revControl, ds, want, st.revisions, &st.collisionCount)
+	var err error
+	st.Revisions, err = c.SyncRevisions(ctx, workload.RevisionRequest{
+		Owner: st.ds, Kind: kindDaemonSet, Template: &st.ds.Spec.Template, CollisionCount: st.ds.Status.CollisionCount, HashLabel: true,
+	})
 	if err != nil {
 		return err
 	}
-	st.update, st.revisions = res.Update, res.Revisions
-	if res.Written {
-		c.rvExp.Expect(st.update)
-	}
 	// The name's suffix is the hash even after a collision bumped it (the
 	// label was computed before).
-	st.hash = revision.ShortHash(st.update.Name)
-	return nil
-}
-
-// staleCache returns how long to wait when the cache does not yet show a
-// write this controller made to the DaemonSet, its update revision or a pod.
-func (c *Controller) staleCache(st *syncState) time.Duration {
-	return expectations.WaitAll(c.rvExp, slices.Values(st.pods), st.ds, st.update)
-}
-
-// truncateHistory deletes the oldest revisions beyond revisionHistoryLimit
-// that neither the update revision nor a pod uses.
-func (c *Controller) truncateHistory(ctx context.Context, st *syncState) error {
-	live := sets.New(st.update.Name)
-	for _, p := range st.pods {
-		if h := p.Labels[pub.ControllerRevisionHashLabelKey]; h != "" {
-			live.Insert(h)
-		}
-	}
-	for _, r := range revision.Truncate(st.revisions, live, int(ptr.Deref(st.ds.Spec.RevisionHistoryLimit, 10))) {
-		if err := c.revControl.Delete(ctx, r); err != nil {
-			return fmt.Errorf("truncate history: %w", err)
-		}
-	}
+	st.hash = revision.ShortHash(st.Update.Name)
 	return nil
 }

@@ -238,7 +238,7 @@ func TestSyncCreationObservedMidSync(t *testing.T) {
 		}
 	}
 	require.NotNil(t, created)
-	f.c.pods = &racingIndexer{Indexer: f.podIndexer, arrive: created}
+	f.c.Pods = &racingIndexer{Indexer: f.podIndexer, arrive: created}
 	assert.Empty(t, f.sync(), "no second pod on a")
 }
 
@@ -324,7 +324,7 @@ func TestSyncNameCollisionRetried(t *testing.T) {
 	assert.Equal(t, []string{"create a", "create a"}, f.sync())
 	require.Len(t, names, 2)
 	assert.NotEqual(t, names[0], names[1], "a second name")
-	for _, e := range drain(f.c.recorder.(*record.FakeRecorder).Events) {
+	for _, e := range drain(f.c.Recorder.(*record.FakeRecorder).Events) {
 		assert.NotContains(t, e, "Warning", "no FailedCreate for a name collision")
 	}
 	assert.Empty(t, f.sync(), "the created pod is expected: no third create")
