@@ -18,7 +18,7 @@ import (
 
 // sync reconciles one BroadcastJob: gather (cache only) → compute (pure) → act → status.
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
-	job, ok, err := workload.Get(key, c.getJob, c.creates.Forget)
+	job, ok, err := workload.Get(c.Base, key, c.jobs.BroadcastJobs(key.Namespace).Get, c.creates.Forget)
 	if !ok || job.DeletionTimestamp != nil {
 		return err // gone or going: the garbage collector removes its pods
 	}
@@ -49,10 +49,6 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		c.Queue.AddAfter(key, d)
 	}
 	return actErr
-}
-
-func (c *Controller) getJob(namespace, name string) (*appsv1alpha1.BroadcastJob, error) {
-	return c.jobs.BroadcastJobs(namespace).Get(name)
 }
 
 // observed is what gather read from the caches.
