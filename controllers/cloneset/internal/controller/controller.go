@@ -42,8 +42,10 @@ const Name = "cloneset"
 // Deps are the reconciler's collaborators (kit/wiring builds them).
 type Deps = wiring.Deps
 
-// Controller reconciles CloneSets: the workload skeleton (kit/workload)
-// and what only CloneSet has.
+// Controller reconciles CloneSets. Beside the skeleton every pod workload
+// shares (kit/workload.Base) it keeps the PVC cache, node labels for
+// spread-aware scale-in, a second loop giving new pods their first write,
+// the pod/PVC scale expectations and the podsToDelete names it deleted.
 type Controller struct {
 	*workload.Base
 	client versioned.Interface

@@ -47,8 +47,10 @@ const (
 // Deps are the reconciler's collaborators (kit/wiring builds them).
 type Deps = wiring.Deps
 
-// Controller reconciles Advanced DaemonSets: the workload skeleton
-// (kit/workload) and what only DaemonSet has.
+// Controller reconciles Advanced DaemonSets. Beside kit/workload.Base it
+// keeps nodes and their cached eligibility verdicts, and what placing one
+// pod per node needs: deletion and per-node creation expectations, the
+// slow-start memory, a back-off for failed pods and the rejected templates.
 type Controller struct {
 	*workload.Base
 	client versioned.Interface

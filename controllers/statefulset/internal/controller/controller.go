@@ -35,8 +35,9 @@ const Name = "statefulset"
 // Deps are the reconciler's collaborators (kit/wiring builds them).
 type Deps = wiring.Deps
 
-// Controller reconciles Advanced StatefulSets: the workload skeleton
-// (kit/workload) and what only StatefulSet has.
+// Controller reconciles Advanced StatefulSets. Beside kit/workload.Base it
+// keeps the claim cache (claims are found by name) and the scale
+// expectations of pods and claims.
 type Controller struct {
 	*workload.Base
 	client   versioned.Interface
