@@ -82,9 +82,9 @@ func (w *invariantWatcher) observe(t watch.EventType, p *corev1.Pod) {
 // server lists now (same UIDs and resourceVersions), so a final check sees
 // every event up to the end state.
 func (w *invariantWatcher) waitCaughtUp(h *harness, name string) {
-	h.t.Helper()
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
-		list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + name})
+	h.T.Helper()
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
+		list, err := h.Env.Kube.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + name})
 		if err != nil {
 			return false, err
 		}
@@ -119,11 +119,11 @@ func (w *invariantWatcher) check(t *testing.T) {
 // aborted, caches, expectations and queue discarded) once cond holds for
 // each threshold, and starts a fresh one.
 func (h *harness) crashLoop(name string, stop *func(), thresholds []int, progress func([]corev1.Pod) int) {
-	h.t.Helper()
+	h.T.Helper()
 	for _, n := range thresholds {
-		testenv.Eventually(h.t, waitTimeout, func() (bool, error) { return progress(h.pods(name)) >= n, nil })
+		testenv.Eventually(h.T, waitTimeout, func() (bool, error) { return progress(h.pods(name)) >= n, nil })
 		(*stop)()
-		h.t.Logf("killed the controller at progress %d", n)
+		h.T.Logf("killed the controller at progress %d", n)
 		*stop = h.startController()
 	}
 }

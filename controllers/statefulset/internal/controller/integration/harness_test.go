@@ -19,20 +19,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/informers"
 	"k8s.io/component-base/featuregate"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
-	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/statefulset/internal/controller"
-	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
-	"github.com/flotilla-dev/flotilla/kit/wiring"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -47,20 +41,15 @@ const (
 )
 
 type harness struct {
-	t      *testing.T
-	env    *testenv.Env
-	ns     string
-	client versioned.Interface
-	sets   *testenv.Objects[*appsv1beta1.StatefulSet]
-	gates  map[featuregate.Feature]bool
+	*lab.Lab
+	sets  *testenv.Objects[*appsv1beta1.StatefulSet]
+	gates map[featuregate.Feature]bool
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	t.Parallel()
-	env := testenv.Get(t)
-	h := &harness{t: t, env: env, ns: env.Namespace(t), client: versioned.NewForConfigOrDie(env.Config), gates: map[featuregate.Feature]bool{}}
-	h.sets = testenv.ObjectsOf(t, h.client.AppsV1beta1().StatefulSets(h.ns), waitTimeout)
+	h := &harness{Lab: lab.New(t, waitTimeout), gates: map[featuregate.Feature]bool{}}
+	h.sets = testenv.ObjectsOf(t, h.Client.AppsV1beta1().StatefulSets(h.NS), waitTimeout)
 	h.sets.Describe = func(set *appsv1beta1.StatefulSet) string { return fmt.Sprintf("%+v", set.Status) }
 	return h
 }
@@ -69,31 +58,12 @@ func newHarness(t *testing.T) *harness {
 // namespace; the returned function stops it and waits until it has (also
 // done at cleanup).
 func (h *harness) startController() (stop func()) {
-	t := h.t
-	t.Helper()
-	scheme, err := wiring.NewScheme()
-	require.NoError(t, err)
-	gate := features.MustNewGate(features.StatefulSetAutoDeletePVC, features.StatefulSetStartOrdinal, features.PodIndexLabel, features.InPlaceUpdateEnvFromMetadata,
-		features.PreDownloadImageForInPlaceUpdate, features.KruiseDaemon)
-	for g, v := range h.gates {
-		require.NoError(t, gate.SetFromMap(map[string]bool{string(g): v}))
-	}
-	_, err = features.Resolve(gate) // as the binary does: KruiseDaemon=false forces node-agent gates off
-	require.NoError(t, err)
-	d := controller.Deps{
-		Kube:          h.env.Kube,
-		Client:        h.client,
-		KubeInformers: informers.NewSharedInformerFactoryWithOptions(h.env.Kube, 0, informers.WithNamespace(h.ns), informers.WithTransform(kitcontroller.StripManagedFields)),
-		Informers:     flotillainformers.NewSharedInformerFactoryWithOptions(h.client, 0, flotillainformers.WithNamespace(h.ns)),
-		Namespace:     h.ns,
-		Gates:         gate,
-		Clock:         clock.RealClock{},
-		Recorder:      testenv.EventRecorder(t, h.env.Kube, h.ns, "statefulset-test", scheme),
-		QueueOptions:  kitcontroller.DefaultQueueOptions(),
-	}
+	h.T.Helper()
+	d := h.Deps("statefulset-test", h.Gates([]featuregate.Feature{features.StatefulSetAutoDeletePVC, features.StatefulSetStartOrdinal,
+		features.PodIndexLabel, features.InPlaceUpdateEnvFromMetadata, features.PreDownloadImageForInPlaceUpdate, features.KruiseDaemon}, h.gates))
 	c, err := controller.New(d)
-	require.NoError(t, err)
-	return testenv.StartController(t, c, 2, d.KubeInformers, d.Informers)
+	require.NoError(h.T, err)
+	return h.Start(c, 2, d)
 }
 
 // newSet builds a StatefulSet of replicas pods running imageV1 in one
@@ -151,17 +121,17 @@ func rolling(mutate func(*appsv1beta1.RollingUpdateStatefulSetStrategy)) func(*a
 // create, get and modify (retrying on conflict) go to the API server
 // (kit/testenv.Objects).
 func (h *harness) create(set *appsv1beta1.StatefulSet) *appsv1beta1.StatefulSet {
-	h.t.Helper()
+	h.T.Helper()
 	return h.sets.Create(set)
 }
 
 func (h *harness) get(name string) *appsv1beta1.StatefulSet {
-	h.t.Helper()
+	h.T.Helper()
 	return h.sets.Get(name)
 }
 
 func (h *harness) modify(name string, mutate func(*appsv1beta1.StatefulSet)) {
-	h.t.Helper()
+	h.T.Helper()
 	h.sets.Modify(name, mutate)
 }
 
@@ -171,15 +141,8 @@ func setImage(image string) func(*appsv1beta1.StatefulSet) {
 
 // pods returns the set's live (not terminating) pods, by ordinal.
 func (h *harness) pods(name string) []corev1.Pod {
-	h.t.Helper()
-	list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + name})
-	require.NoError(h.t, err)
-	var out []corev1.Pod
-	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil {
-			out = append(out, p)
-		}
-	}
+	h.T.Helper()
+	out := h.Pods("app=" + name)
 	sort.Slice(out, func(i, j int) bool { return ordinal(out[i].Name) < ordinal(out[j].Name) })
 	return out
 }
@@ -192,48 +155,22 @@ func ordinal(name string) int {
 
 // waitPods polls until cond holds for the set's live pods.
 func (h *harness) waitPods(name, what string, cond func([]corev1.Pod) bool) []corev1.Pod {
-	h.t.Helper()
-	var pods []corev1.Pod
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
-		pods = h.pods(name)
-		if cond(pods) {
-			return true, nil
-		}
-		return false, fmt.Errorf("pods of %s: %s (last: %s)", name, what, describe(pods))
-	})
-	return pods
+	h.T.Helper()
+	return h.WaitPods(func() []corev1.Pod { return h.pods(name) }, "pods of "+name+": "+what, cond)
 }
 
 // waitStatus polls until cond holds for the set's observed status.
 func (h *harness) waitStatus(name, what string, cond func(appsv1beta1.StatefulSetStatus) bool) *appsv1beta1.StatefulSet {
-	h.t.Helper()
+	h.T.Helper()
 	return h.sets.WaitFor(name, what, func(set *appsv1beta1.StatefulSet) bool {
 		return set.Status.ObservedGeneration == set.Generation && cond(set.Status)
 	})
 }
 
-// describe prints pods compactly for failure messages.
-func describe(pods []corev1.Pod) string {
-	var b strings.Builder
-	for _, p := range pods {
-		fmt.Fprintf(&b, "\n  %s phase=%s ready=%v rev=%s state=%s image=%s", p.Name, p.Status.Phase, podReady(&p),
-			p.Labels[pub.ControllerRevisionHashLabelKey], p.Labels[pub.LifecycleStateKey], p.Spec.Containers[0].Image)
-	}
-	return b.String()
-}
-
 // readyNames: exactly these pods, all Running and Ready.
 func readyNames(want ...string) func([]corev1.Pod) bool {
 	return func(pods []corev1.Pod) bool {
-		if !equalStrings(names(pods), want) {
-			return false
-		}
-		for i := range pods {
-			if pods[i].Status.Phase != corev1.PodRunning || !podReady(&pods[i]) {
-				return false
-			}
-		}
-		return true
+		return equalStrings(names(pods), want) && lab.RunningReady(pods)
 	}
 }
 
@@ -251,8 +188,8 @@ func settled(n int32) func(appsv1beta1.StatefulSetStatus) bool {
 
 // claim returns the named PVC, or nil if it does not exist.
 func (h *harness) claim(name string) *corev1.PersistentVolumeClaim {
-	h.t.Helper()
-	pvc, err := h.env.Kube.CoreV1().PersistentVolumeClaims(h.ns).Get(context.Background(), name, metav1.GetOptions{})
+	h.T.Helper()
+	pvc, err := h.Env.Kube.CoreV1().PersistentVolumeClaims(h.NS).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return nil
 	}
@@ -262,14 +199,14 @@ func (h *harness) claim(name string) *corev1.PersistentVolumeClaim {
 // watchFromNow watches the set's pods from now on: unlike a plain watch it
 // replays no ADDED events for the pods that already exist.
 func (h *harness) watchFromNow(name string) watch.Interface {
-	h.t.Helper()
+	h.T.Helper()
 	opts := metav1.ListOptions{LabelSelector: "app=" + name}
-	list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), opts)
-	require.NoError(h.t, err)
+	list, err := h.Env.Kube.CoreV1().Pods(h.NS).List(context.Background(), opts)
+	require.NoError(h.T, err)
 	opts.ResourceVersion = list.ResourceVersion
-	w, err := h.env.Kube.CoreV1().Pods(h.ns).Watch(context.Background(), opts)
-	require.NoError(h.t, err)
-	h.t.Cleanup(w.Stop)
+	w, err := h.Env.Kube.CoreV1().Pods(h.NS).Watch(context.Background(), opts)
+	require.NoError(h.T, err)
+	h.T.Cleanup(w.Stop)
 	return w
 }
 
@@ -280,6 +217,6 @@ var (
 	uids     = testenv.PodUIDs
 )
 
-func (h *harness) events(name string) []corev1.Event { return h.env.Events(h.t, h.ns, name) }
+func (h *harness) events(name string) []corev1.Event { return h.Events(name) }
 
-func (h *harness) patchPod(name, patch string) { h.env.PatchPod(h.t, h.ns, name, patch) }
+func (h *harness) patchPod(name, patch string) { h.PatchPod(name, patch) }

@@ -54,7 +54,7 @@ func TestHostileSpecsRefusedAtAdmission(t *testing.T) {
 		{name: "name of 53 characters", set: newSet(strings.Repeat("n", 53), 1), want: "metadata.name must be at most 52 characters"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := h.client.AppsV1beta1().StatefulSets(h.ns).Create(ctx, tc.set, metav1.CreateOptions{})
+			_, err := h.Client.AppsV1beta1().StatefulSets(h.NS).Create(ctx, tc.set, metav1.CreateOptions{})
 			require.Error(t, err, "the API server accepted it")
 			assert.True(t, apierrors.IsInvalid(err), "%v", err)
 			assert.ErrorContains(t, err, tc.want)
@@ -62,7 +62,7 @@ func TestHostileSpecsRefusedAtAdmission(t *testing.T) {
 	}
 	t.Run("v1alpha1 name of 53 characters", func(t *testing.T) {
 		set := newSet(strings.Repeat("n", 53), 1)
-		_, err := h.client.AppsV1alpha1().StatefulSets(h.ns).Create(ctx, &appsv1alpha1.StatefulSet{ObjectMeta: set.ObjectMeta, Spec: set.Spec}, metav1.CreateOptions{})
+		_, err := h.Client.AppsV1alpha1().StatefulSets(h.NS).Create(ctx, &appsv1alpha1.StatefulSet{ObjectMeta: set.ObjectMeta, Spec: set.Spec}, metav1.CreateOptions{})
 		require.Error(t, err, "the API server accepted it")
 		assert.ErrorContains(t, err, "metadata.name must be at most 52 characters")
 	})
@@ -92,7 +92,7 @@ func TestLongestNameRunsPods(t *testing.T) {
 func TestWidestSetServedInBursts(t *testing.T) {
 	h := newHarness(t)
 	const quota = 1000
-	h.env.PodQuota(t, h.ns, quota)
+	h.Env.PodQuota(t, h.NS, quota)
 
 	heap := testenv.SampleHeap(t, 100*time.Millisecond)
 	h.startController()

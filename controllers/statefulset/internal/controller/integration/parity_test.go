@@ -19,6 +19,7 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 // workload drives one StatefulSet through the parity scenario: ours
@@ -65,12 +66,12 @@ func (w upstreamWorkload) create(replicas int32) {
 		Spec: appsv1.StatefulSetSpec{Replicas: ours.Spec.Replicas, ServiceName: ours.Spec.ServiceName,
 			Selector: ours.Spec.Selector, Template: ours.Spec.Template},
 	}
-	_, err := w.h.env.Kube.AppsV1().StatefulSets(w.h.ns).Create(context.Background(), set, metav1.CreateOptions{})
-	require.NoError(w.h.t, err)
+	_, err := w.h.Env.Kube.AppsV1().StatefulSets(w.h.NS).Create(context.Background(), set, metav1.CreateOptions{})
+	require.NoError(w.h.T, err)
 }
 
 func (w upstreamWorkload) change(mutate func(*specView)) {
-	sets := testenv.ObjectsOf(w.h.t, w.h.env.Kube.AppsV1().StatefulSets(w.h.ns), waitTimeout)
+	sets := testenv.ObjectsOf(w.h.T, w.h.Env.Kube.AppsV1().StatefulSets(w.h.NS), waitTimeout)
 	sets.Modify("db", func(s *appsv1.StatefulSet) {
 		if s.Spec.UpdateStrategy.RollingUpdate == nil {
 			s.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{}
@@ -80,8 +81,8 @@ func (w upstreamWorkload) change(mutate func(*specView)) {
 }
 
 func (w upstreamWorkload) status() (string, string, bool) {
-	s, err := w.h.env.Kube.AppsV1().StatefulSets(w.h.ns).Get(context.Background(), "db", metav1.GetOptions{})
-	require.NoError(w.h.t, err)
+	s, err := w.h.Env.Kube.AppsV1().StatefulSets(w.h.NS).Get(context.Background(), "db", metav1.GetOptions{})
+	require.NoError(w.h.T, err)
 	return s.Status.CurrentRevision, s.Status.UpdateRevision, s.Status.ObservedGeneration == s.Generation
 }
 
@@ -102,9 +103,9 @@ func runParity(h *harness, w workload) parityRecord {
 	log := h.watchPods("db")
 	seen := 0
 	step := func(name string, wantPods string) {
-		h.t.Helper()
+		h.T.Helper()
 		var pods []corev1.Pod
-		testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+		testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
 			pods = h.pods("db")
 			cur, upd, observed := w.status()
 			got := revisionSummary(h, pods)
@@ -125,7 +126,7 @@ func runParity(h *harness, w workload) parityRecord {
 		})
 		cur, upd, _ := w.status()
 		ops := log.get()
-		h.t.Logf("%s: operations %v", name, ops[seen:])
+		h.T.Logf("%s: operations %v", name, ops[seen:])
 		rec.steps = append(rec.steps, fmt.Sprintf("%s: %s; pods %s; current r%d update r%d",
 			name, operationOrder(ops[seen:]), revisionSummary(h, pods), revisionNumber(h, cur), revisionNumber(h, upd)))
 		seen = len(ops)
@@ -186,7 +187,7 @@ func revisionSummary(h *harness, pods []corev1.Pod) string {
 }
 
 func revisionNumber(h *harness, name string) int64 {
-	r, err := h.env.Kube.AppsV1().ControllerRevisions(h.ns).Get(context.Background(), name, metav1.GetOptions{})
+	r, err := h.Env.Kube.AppsV1().ControllerRevisions(h.NS).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return 0
 	}
@@ -199,7 +200,7 @@ func revisionNumber(h *harness, name string) int64 {
 func TestUpstreamParity(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
-	up := &harness{t: t, env: h.env, ns: h.env.Namespace(t), client: h.client}
+	up := &harness{Lab: &lab.Lab{T: t, Env: h.Env, NS: h.Env.Namespace(t), Client: h.Client, Timeout: waitTimeout}}
 	theirs := runParity(up, upstreamWorkload{up})
 	ours := runParity(h, oursWorkload{h})
 	assert.Equal(t, theirs.steps, ours.steps)
@@ -218,7 +219,7 @@ func TestMigrateFromAppsV1(t *testing.T) {
 	upstreamWorkload{h}.create(3)
 	h.waitPods("db", "upstream pods", readyNames("db-0", "db-1", "db-2"))
 	orphan := metav1.DeletePropagationOrphan
-	require.NoError(t, h.env.Kube.AppsV1().StatefulSets(h.ns).Delete(ctx, "db", metav1.DeleteOptions{PropagationPolicy: &orphan}))
+	require.NoError(t, h.Env.Kube.AppsV1().StatefulSets(h.NS).Delete(ctx, "db", metav1.DeleteOptions{PropagationPolicy: &orphan}))
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
 		for _, p := range h.pods("db") {
 			if metav1.GetControllerOf(&p) != nil {

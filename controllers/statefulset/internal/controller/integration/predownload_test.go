@@ -22,16 +22,16 @@ import (
 
 // imagePullJobs returns the namespace's live ImagePullJobs.
 func (h *harness) imagePullJobs() []appsv1alpha1.ImagePullJob {
-	h.t.Helper()
-	list, err := h.client.AppsV1alpha1().ImagePullJobs(h.ns).List(context.Background(), metav1.ListOptions{})
-	require.NoError(h.t, err)
+	h.T.Helper()
+	list, err := h.Client.AppsV1alpha1().ImagePullJobs(h.NS).List(context.Background(), metav1.ListOptions{})
+	require.NoError(h.T, err)
 	return testenv.Live(list.Items)
 }
 
 func (h *harness) waitJobs(what string, cond func([]appsv1alpha1.ImagePullJob) bool) []appsv1alpha1.ImagePullJob {
-	h.t.Helper()
+	h.T.Helper()
 	var jobs []appsv1alpha1.ImagePullJob
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
 		jobs = h.imagePullJobs()
 		if cond(jobs) {
 			return true, nil
@@ -43,15 +43,15 @@ func (h *harness) waitJobs(what string, cond func([]appsv1alpha1.ImagePullJob) b
 
 // revision returns the named ControllerRevision.
 func (h *harness) revision(name string) *appsv1.ControllerRevision {
-	h.t.Helper()
-	r, err := h.env.Kube.AppsV1().ControllerRevisions(h.ns).Get(context.Background(), name, metav1.GetOptions{})
-	require.NoError(h.t, err)
+	h.T.Helper()
+	r, err := h.Env.Kube.AppsV1().ControllerRevisions(h.NS).Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(h.T, err)
 	return r
 }
 
 func (h *harness) waitRevisionLabel(name, key string) {
-	h.t.Helper()
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+	h.T.Helper()
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
 		if l := h.revision(name).Labels; l[key] != "true" {
 			return false, fmt.Errorf("revision %s labels %v, want %s", name, l, key)
 		}

@@ -28,8 +28,8 @@ const (
 // waitClaimGone polls until the garbage collector (kube-controller-manager)
 // has deleted the claim.
 func (h *harness) waitClaimGone(name string) {
-	h.t.Helper()
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) { return h.claim(name) == nil, nil })
+	h.T.Helper()
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) { return h.claim(name) == nil, nil })
 }
 
 // TestClaimRetentionWhenScaled (v1.1 seed, gate StatefulSetAutoDeletePVC):
@@ -47,7 +47,7 @@ func TestClaimRetentionWhenScaled(t *testing.T) {
 	}
 
 	uid := h.claim("data-ws-0").UID
-	require.NoError(t, h.env.Kube.CoreV1().Pods(h.ns).Delete(context.Background(), "ws-0", metav1.DeleteOptions{}))
+	require.NoError(t, h.Env.Kube.CoreV1().Pods(h.NS).Delete(context.Background(), "ws-0", metav1.DeleteOptions{}))
 	h.waitPods("ws", "ws-0 recreated", func(ps []corev1.Pod) bool { return readyNames("ws-0", "ws-1", "ws-2")(ps) })
 	assert.Equal(t, uid, h.claim("data-ws-0").UID, "an evicted pod comes back to its claim")
 
@@ -57,7 +57,7 @@ func TestClaimRetentionWhenScaled(t *testing.T) {
 	h.waitClaimGone("data-ws-2")
 	assert.Equal(t, uid, h.claim("data-ws-0").UID)
 
-	require.NoError(t, h.client.AppsV1beta1().StatefulSets(h.ns).Delete(context.Background(), "ws", metav1.DeleteOptions{}))
+	require.NoError(t, h.Client.AppsV1beta1().StatefulSets(h.NS).Delete(context.Background(), "ws", metav1.DeleteOptions{}))
 	testenv.Eventually(t, waitTimeout, func() (bool, error) { return len(h.pods("ws")) == 0, nil })
 	assert.NotNil(t, h.claim("data-ws-0"), "whenDeleted Retain keeps the claim")
 }
@@ -79,7 +79,7 @@ func TestClaimRetentionWhenDeleted(t *testing.T) {
 	h.waitPods("wd", "scaled down", readyNames("wd-0"))
 	assert.NotNil(t, h.claim("data-wd-1"), "whenScaled Retain")
 
-	require.NoError(t, h.client.AppsV1beta1().StatefulSets(h.ns).Delete(context.Background(), "wd", metav1.DeleteOptions{}))
+	require.NoError(t, h.Client.AppsV1beta1().StatefulSets(h.NS).Delete(context.Background(), "wd", metav1.DeleteOptions{}))
 	h.waitClaimGone("data-wd-0")
 	h.waitClaimGone("data-wd-1")
 }

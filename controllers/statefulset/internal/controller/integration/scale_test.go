@@ -40,7 +40,7 @@ type podLog struct {
 }
 
 func (h *harness) watchPods(name string) *podLog {
-	h.t.Helper()
+	h.T.Helper()
 	w := h.watchFromNow(name)
 	l := &podLog{ready: map[types.UID]bool{}, gone: map[types.UID]bool{}}
 	go func() {
@@ -148,7 +148,7 @@ func TestOrderedReadyIdentityAndClaims(t *testing.T) {
 	}
 
 	claimUID := h.claim("data-web-1").UID
-	require.NoError(t, h.env.Kube.CoreV1().Pods(h.ns).Delete(context.Background(), "web-1", metav1.DeleteOptions{}))
+	require.NoError(t, h.Env.Kube.CoreV1().Pods(h.NS).Delete(context.Background(), "web-1", metav1.DeleteOptions{}))
 	pods = h.waitPods("web", "web-1 recreated", func(ps []corev1.Pod) bool {
 		return readyNames("web-0", "web-1", "web-2")(ps) && ps[1].UID != pods[1].UID
 	})

@@ -36,12 +36,12 @@ func TestStatusAndScaleSubresource(t *testing.T) {
 	assert.Equal(t, int32(0), *s.CollisionCount)
 
 	ctx := context.Background()
-	scale, err := h.client.AppsV1beta1().StatefulSets(h.ns).GetScale(ctx, "st", metav1.GetOptions{})
+	scale, err := h.Client.AppsV1beta1().StatefulSets(h.NS).GetScale(ctx, "st", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), scale.Status.Replicas)
 	assert.Equal(t, "app=st", scale.Status.Selector)
 	scale.Spec.Replicas = 4
-	_, err = h.client.AppsV1beta1().StatefulSets(h.ns).UpdateScale(ctx, "st", scale, metav1.UpdateOptions{})
+	_, err = h.Client.AppsV1beta1().StatefulSets(h.NS).UpdateScale(ctx, "st", scale, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	h.waitPods("st", "scaled through /scale", readyNames("st-0", "st-1", "st-2", "st-3"))
 	settledSet := h.waitStatus("st", "settled at 4", settled(4))
@@ -62,14 +62,14 @@ func TestV1alpha1Served(t *testing.T) {
 	beta := newSet("old", 2, parallel)
 	alpha := &appsv1alpha1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "old"}, Spec: beta.Spec}
 	alpha.Spec.ReserveOrdinals = nil
-	_, err := h.client.AppsV1alpha1().StatefulSets(h.ns).Create(ctx, alpha, metav1.CreateOptions{})
+	_, err := h.Client.AppsV1alpha1().StatefulSets(h.NS).Create(ctx, alpha, metav1.CreateOptions{})
 	require.NoError(t, err)
 	h.waitPods("old", "reconciled from v1alpha1", readyNames("old-0", "old-1"))
 	got := h.waitStatus("old", "settled", settled(2))
 	assert.Equal(t, appsv1.ParallelPodManagement, got.Spec.PodManagementPolicy)
 
 	h.create(newSet("new", 1))
-	back, err := h.client.AppsV1alpha1().StatefulSets(h.ns).Get(ctx, "new", metav1.GetOptions{})
+	back, err := h.Client.AppsV1alpha1().StatefulSets(h.NS).Get(ctx, "new", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, int32(1), *back.Spec.Replicas)
 }

@@ -31,7 +31,7 @@ func TestInPlaceGateStrandedByCrashIsHealed(t *testing.T) {
 	before := h.pods("strand")
 
 	stop() // the crash, between the status write and the pod write
-	p := h.env.StrandInPlaceUpdate(t, h.ns, "strand-1")
+	p := h.Env.StrandInPlaceUpdate(t, h.NS, "strand-1")
 	assert.False(t, testenv.PodReady(p), "the pod is out of service")
 
 	h.startController()
@@ -56,7 +56,7 @@ func TestInPlaceUpdateRejectedByAdmission(t *testing.T) {
 	h.startController()
 	h.create(newSet("deny", 2, inPlaceReady, inPlaceIfPossible))
 	h.waitStatus("deny", "settled", settled(2))
-	msg := h.env.DenyPodImage(t, h.ns, imageV2)
+	msg := h.Env.DenyPodImage(t, h.NS, imageV2)
 	before := h.pods("deny")
 
 	h.modify("deny", setImage(imageV2))

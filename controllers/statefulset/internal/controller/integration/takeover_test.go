@@ -18,6 +18,7 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 	"github.com/flotilla-dev/flotilla/kit/testenv/openkruise"
 )
 
@@ -41,7 +42,7 @@ type okSetSpec struct {
 // getPersistentVolumeClaims) and pods, waits for them to be Ready, writes the
 // status OpenKruise's updateStatefulSetStatus gives, and returns the set.
 func (h *harness) applyOpenKruiseSet(s okSetSpec) *appsv1beta1.StatefulSet {
-	t := h.t
+	t := h.T
 	t.Helper()
 	ctx := context.Background()
 	last := s.images[len(s.images)-1]
@@ -60,7 +61,7 @@ func (h *harness) applyOpenKruiseSet(s okSetSpec) *appsv1beta1.StatefulSet {
 	for i, img := range s.images {
 		c := set.DeepCopy()
 		c.Spec.Template.Spec.Containers[0].Image = img
-		r, err := h.env.Kube.AppsV1().ControllerRevisions(h.ns).Create(ctx, openkruise.StatefulSetRevision(t, c, int64(i+1), s.flotillaBefore), metav1.CreateOptions{})
+		r, err := h.Env.Kube.AppsV1().ControllerRevisions(h.NS).Create(ctx, openkruise.StatefulSetRevision(t, c, int64(i+1), s.flotillaBefore), metav1.CreateOptions{})
 		require.NoError(t, err)
 		revs = append(revs, r)
 	}
@@ -75,32 +76,22 @@ func (h *harness) applyOpenKruiseSet(s okSetSpec) *appsv1beta1.StatefulSet {
 		}
 		for _, vct := range set.Spec.VolumeClaimTemplates {
 			pvc := &corev1.PersistentVolumeClaim{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", vct.Name, set.Name, ord), Namespace: h.ns, Labels: maps.Clone(set.Spec.Selector.MatchLabels)},
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", vct.Name, set.Name, ord), Namespace: h.NS, Labels: maps.Clone(set.Spec.Selector.MatchLabels)},
 				Spec:       vct.Spec,
 			}
-			_, err := h.env.Kube.CoreV1().PersistentVolumeClaims(h.ns).Create(ctx, pvc, metav1.CreateOptions{})
+			_, err := h.Env.Kube.CoreV1().PersistentVolumeClaims(h.NS).Create(ctx, pvc, metav1.CreateOptions{})
 			require.NoError(t, err)
 		}
-		_, err := h.env.Kube.CoreV1().Pods(h.ns).Create(ctx, openkruise.StatefulSetPod(set, rev, img, ord, from), metav1.CreateOptions{})
+		_, err := h.Env.Kube.CoreV1().Pods(h.NS).Create(ctx, openkruise.StatefulSetPod(set, rev, img, ord, from), metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 	// inplaceupdate Refresh (InPlaceUpdateReady) and the podreadiness
 	// controller (KruisePodReady) set their conditions True.
 	now := time.Now().UTC().Format(time.RFC3339)
 	for ord := range int(s.replicas) {
-		h.env.PatchPodStatus(t, h.ns, fmt.Sprintf("%s-%d", s.name, ord), openkruise.ReadyConditions(now))
+		h.Env.PatchPodStatus(t, h.NS, fmt.Sprintf("%s-%d", s.name, ord), openkruise.ReadyConditions(now))
 	}
-	h.waitPods(s.name, "all ready", func(ps []corev1.Pod) bool {
-		if len(ps) != int(s.replicas) {
-			return false
-		}
-		for i := range ps {
-			if ps[i].Status.Phase != corev1.PodRunning || !podReady(&ps[i]) {
-				return false
-			}
-		}
-		return true
-	})
+	h.waitPods(s.name, "all ready", func(ps []corev1.Pod) bool { return len(ps) == int(s.replicas) && lab.RunningReady(ps) })
 	cur := first.Name
 	if s.updated == s.replicas {
 		cur = update.Name
@@ -136,10 +127,10 @@ func TestTakeoverFromOpenKruise(t *testing.T) {
 	for _, s := range specs {
 		sets[s.name] = h.applyOpenKruiseSet(s)
 	}
-	revisions := h.env.Kube.AppsV1().ControllerRevisions(h.ns)
+	revisions := h.Env.Kube.AppsV1().ControllerRevisions(h.NS)
 	before, err := revisions.List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
-	writes := testenv.WatchPodWrites(t, h.env.Kube, h.ns)
+	writes := testenv.WatchPodWrites(t, h.Env.Kube, h.NS)
 
 	var taken []string
 	for _, s := range specs {

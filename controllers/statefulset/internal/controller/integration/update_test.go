@@ -165,7 +165,7 @@ func TestPausedOnDeleteAndSpecifiedDelete(t *testing.T) {
 		return nil
 	})
 
-	require.NoError(t, h.env.Kube.CoreV1().Pods(h.ns).Delete(context.Background(), "ondel-1", metav1.DeleteOptions{}))
+	require.NoError(t, h.Env.Kube.CoreV1().Pods(h.NS).Delete(context.Background(), "ondel-1", metav1.DeleteOptions{}))
 	h.waitPods("ondel", "ondel-1 recreated at v2", func(ps []corev1.Pod) bool {
 		return readyNames("ondel-0", "ondel-1")(ps) && images(ps) == "ondel-0=v1 ondel-1=v2"
 	})
