@@ -21,6 +21,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 	"github.com/flotilla-dev/flotilla/kit/workload"
 )
@@ -56,9 +57,10 @@ func TestCreatePodsSlowStart(t *testing.T) {
 			rev := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: updateRev}, Data: runtime.RawExtension{Raw: data}}
 			c := &Controller{
 				Base: &workload.Base{
-					Kube:     kube,
-					Pods:     cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{controller.OwnerUIDIndex: controller.IndexByOwnerUID}),
-					Recorder: record.NewFakeRecorder(100),
+					Kube:       kube,
+					PodControl: podcontrol.New(kube),
+					Pods:       cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{controller.OwnerUIDIndex: controller.IndexByOwnerUID}),
+					Recorder:   record.NewFakeRecorder(100),
 				},
 				scaleExp: expectations.NewScale[types.NamespacedName](),
 			}
