@@ -18,7 +18,7 @@ import (
 // ReplayInitialList is set: workers start only once every cache has synced
 // and each owner is enqueued by its own initial-list event, so its first sync
 // already sees all of its dependents (OpenKruise instead requeues the owner
-// per replayed pod with a growing delay, reference §2.6). Updates of existing
+// per replayed pod with a growing delay, behaviour §2.6 in docs/openkruise-behaviour.md). Updates of existing
 // dependents (scheduling, kubelet status, the controller's own writes) arrive
 // by the thousand during a large rollout and every sync looks at all of them,
 // so they are gathered over UpdateDelay; creations and deletions, which

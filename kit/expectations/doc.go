@@ -18,7 +18,7 @@
 //
 // Every entry expires after a timeout ([DefaultTimeout], [WithTimeout]): a lost
 // event delays an owner by at most that long instead of wedging it for ever
-// (DESIGN §2). Expired entries are dropped lazily, by Satisfied; Scale and
+// (docs/architecture.md §3). Expired entries are dropped lazily, by Satisfied; Scale and
 // Update report the moment it happens (ok with a non-zero unsatisfiedFor) so the
 // caller can log it, and every type counts them ([Scale.TimedOut] and friends)
 // for a metric, e.g. a prometheus.CounterFunc. The package holds no global

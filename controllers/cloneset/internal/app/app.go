@@ -15,7 +15,8 @@ import (
 
 // Binary describes cloneset-controller to the kit/app shell: one CloneSet
 // reconciler over the shared clients (kit/wiring.Workload), and the feature
-// gates it accepts in --feature-gates (OpenKruise reference §1.x "Gates").
+// gates it accepts in --feature-gates (behaviour §1.1 Gates,
+// docs/openkruise-behaviour.md).
 func Binary() kitapp.Binary {
 	gates := []featuregate.Feature{features.CloneSetShortHash, features.CloneSetPartitionRollback,
 		features.CloneSetEventHandlerOptimization, features.PreDownloadImageForInPlaceUpdate, features.PreparingUpdateAsUpdate,

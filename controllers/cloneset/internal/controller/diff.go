@@ -48,7 +48,7 @@ func resolveLimits(spec *appsv1alpha1.CloneSetSpec) limits {
 }
 
 // PartitionReplicas is how many pods a partition keeps at the current
-// revision (reference §1.1, v1.2 seed): a percentage rounds up, except that a
+// revision (behaviour §1.1 in docs/openkruise-behaviour.md, v1.2 seed): a percentage rounds up, except that a
 // percentage other than 100% never keeps every one of more than one replica.
 func PartitionReplicas(partition *intstr.IntOrString, replicas int) int {
 	if partition == nil {

@@ -23,7 +23,7 @@ import (
 
 // scale brings the number of pods to replicas (plus the surge in use). It
 // returns true when it wrote something; the caller then does not update in
-// the same pass. Order (reference §1.1 Scale): cancel PreparingDelete when
+// the same pass. Order (behaviour §1.1 Scale, docs/openkruise-behaviour.md): cancel PreparingDelete when
 // replicas grew back, create, finish deletions already in PreparingDelete,
 // specified deletes, then scale-in.
 func (c *Controller) scale(ctx context.Context, st *syncState) (bool, error) {
@@ -162,7 +162,7 @@ func (c *Controller) choosePodsToDelete(st *syncState, d diffs) []*corev1.Pod {
 }
 
 // pickForDeletion returns the first n of pods in deletion order. The rank
-// (reference §1.1, v0.10 seed) is computed over this group only: by
+// (behaviour §1.1 in docs/openkruise-behaviour.md, v0.10 seed) is computed over this group only: by
 // topology domain when the template has topologySpreadConstraints, else by
 // node.
 func (c *Controller) pickForDeletion(st *syncState, pods []*corev1.Pod, n int) []*corev1.Pod {

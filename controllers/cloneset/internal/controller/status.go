@@ -38,7 +38,8 @@ type statusInput struct {
 	missingPodsToDelete []string
 }
 
-// calculateStatus computes the CloneSet's status (reference §1.1 Status).
+// calculateStatus computes the CloneSet's status (behaviour §1.1
+// Status, docs/openkruise-behaviour.md).
 // It is pure: the old status is read from in.cs, never modified.
 func calculateStatus(in statusInput) appsv1alpha1.CloneSetStatus {
 	cs := in.cs

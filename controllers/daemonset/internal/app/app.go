@@ -31,8 +31,8 @@ const CRD = "daemonsets.apps.kruise.io"
 // Binary describes daemonset-controller to the kit/app shell: one DaemonSet
 // reconciler over the shared clients (kit/wiring.Workload), the DaemonSet
 // CRD's conversion webhook on every replica (the --webhook-* flags), and the
-// feature gates it accepts in --feature-gates (OpenKruise reference §1.x
-// "Gates").
+// feature gates it accepts in --feature-gates (behaviour §1.3 Gates,
+// docs/openkruise-behaviour.md).
 func Binary() kitapp.Binary {
 	gates := []featuregate.Feature{features.PreDownloadImageForDaemonSetUpdate, features.DaemonSetPruneIneligibleNodes,
 		features.InPlaceUpdateEnvFromMetadata, features.KruiseDaemon}

@@ -17,7 +17,8 @@ import (
 )
 
 // Binary describes probe-controller to the kit/app shell, with the feature
-// gates it accepts in --feature-gates (OpenKruise reference §1.x "Gates").
+// gates it accepts in --feature-gates (behaviour §1.6 Gates,
+// docs/openkruise-behaviour.md).
 func Binary() kitapp.Binary {
 	gates := []featuregate.Feature{features.PodProbeMarkerGate, features.KruiseDaemon,
 		features.EnablePodProbeMarkerOnServerless, features.PodWebhook}

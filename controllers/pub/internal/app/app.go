@@ -22,7 +22,7 @@ const Name = "pub-controller"
 
 // Binary describes pub-controller to the kit/app shell (kit/wiring.Webhook):
 // the PUB reconciler on the leader, the guard on every replica. Its feature
-// gates (OpenKruise reference §1.0) are the two PUB gates,
+// gates (behaviour §1.0, docs/openkruise-behaviour.md) are the two PUB gates,
 // InPlacePodVerticalScaling and PodWebhook (EnableExternalCerts comes with
 // the shell).
 func Binary() kitapp.Binary {

@@ -27,7 +27,7 @@ const deletionDelay = 5 * time.Second
 // namespace only, and only on add or when its labels or owners change —
 // in a namespace without budgets that is one index lookup. Updates of
 // marked pods enqueue only when availability changes or deletion starts
-// (OpenKruise #1027, reference §2.8).
+// (OpenKruise #1027; behaviour §2.8, docs/openkruise-behaviour.md).
 type podHandler struct{ c *Controller }
 
 func (h podHandler) OnAdd(obj any, isInInitialList bool) {

@@ -62,8 +62,8 @@ func (o *Options) addFlags(fs *pflag.FlagSet) {
 // (kit/wiring.Webhook): the SidecarSet reconciler on the leader, the
 // admission webhooks on every replica (PodWebhook=false turns pod injection
 // off, as in OpenKruise, and keeps SidecarSet validation). Its feature gates
-// (OpenKruise reference §1.x "Gates"): EnableExternalCerts comes with the
-// shell.
+// (behaviour §1.4 Gates, docs/openkruise-behaviour.md): EnableExternalCerts
+// comes with the shell.
 func Binary() kitapp.Binary {
 	o := NewOptions()
 	return wiring.Webhook(wiring.WebhookBinary{

@@ -15,7 +15,8 @@ import (
 
 // Binary describes statefulset-controller to the kit/app shell: one StatefulSet
 // reconciler over the shared clients (kit/wiring.Workload), and the feature
-// gates it accepts in --feature-gates (OpenKruise reference §1.x "Gates").
+// gates it accepts in --feature-gates (behaviour §1.2 Gates,
+// docs/openkruise-behaviour.md).
 func Binary() kitapp.Binary {
 	gates := []featuregate.Feature{features.StatefulSetAutoDeletePVC, features.StatefulSetStartOrdinal,
 		features.PodIndexLabel, features.StatefulSetAutoResizePVCGate, features.PreDownloadImageForInPlaceUpdate,

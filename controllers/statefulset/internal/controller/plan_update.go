@@ -13,7 +13,7 @@ type updateInput struct {
 	slots []int
 	pods  map[int]*corev1.Pod
 	// partition: the pods of the first partition slots keep the current
-	// revision (absolute; reference §1.2).
+	// revision (absolute; behaviour §1.2, docs/openkruise-behaviour.md).
 	partition      int
 	maxUnavailable int
 	isUpdated      func(*corev1.Pod) bool

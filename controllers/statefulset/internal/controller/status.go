@@ -28,7 +28,8 @@ type statusInput struct {
 	updateErr       error
 }
 
-// calculateStatus computes the set's status (reference §1.2 Status). Pods
+// calculateStatus computes the set's status (behaviour §1.2 Status,
+// docs/openkruise-behaviour.md). Pods
 // count when created; Ready and available when Running and Ready (for
 // minReadySeconds); current and updated when not terminating and labelled
 // with that revision. Under RollingUpdate the current revision becomes the
