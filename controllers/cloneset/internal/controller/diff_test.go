@@ -178,7 +178,7 @@ func TestCountPods(t *testing.T) {
 }
 
 // TestCalculateDiffs works every expected number out by hand from the
-// reference's formulas (§1.1 "The diff algorithm"):
+// formulas of behaviour §1.1 "The diff algorithm" (docs/openkruise-behaviour.md):
 //
 //	updateOldDiff = oldActive - partition, updateNewDiff = newActive - (replicas - partition)
 //	  (clamped to >= 0 and <= 0 unless rollback and the revisions differ)

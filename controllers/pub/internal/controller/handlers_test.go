@@ -48,7 +48,7 @@ func drain(c *Controller) []string {
 	return out
 }
 
-// Reference §2.8: pods unrelated to any budget cost a lookup and enqueue
+// Behaviour §2.8 (docs/openkruise-behaviour.md): pods unrelated to any budget cost a lookup and enqueue
 // nothing; marked pods enqueue their budget, on add and when their
 // availability changes, not on other updates.
 func TestPodHandlerEnqueuesOnlyRelatedPods(t *testing.T) {
