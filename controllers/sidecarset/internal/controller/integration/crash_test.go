@@ -71,9 +71,9 @@ type watcher struct {
 }
 
 func (h *harness) watchInvariants(name string, maxUnavailable int) *watcher {
-	h.t.Helper()
+	h.T.Helper()
 	w := &watcher{maxUnavailable: maxUnavailable, live: map[string]*corev1.Pod{}}
-	f := informers.NewSharedInformerFactoryWithOptions(h.env.Kube, 0, informers.WithNamespace(h.ns),
+	f := informers.NewSharedInformerFactoryWithOptions(h.Env.Kube, 0, informers.WithNamespace(h.NS),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = labels.Set{"app": name}.String() }))
 	inf := f.Core().V1().Pods().Informer()
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -88,11 +88,11 @@ func (h *harness) watchInvariants(name string, maxUnavailable int) *watcher {
 			}
 		},
 	})
-	require.NoError(h.t, err)
+	require.NoError(h.T, err)
 	stop := make(chan struct{})
 	f.Start(stop)
 	f.WaitForCacheSync(stop)
-	h.t.Cleanup(func() { close(stop); f.Shutdown() })
+	h.T.Cleanup(func() { close(stop); f.Shutdown() })
 	return w
 }
 
@@ -130,9 +130,9 @@ func (w *watcher) observe(event string, p *corev1.Pod) {
 // waitCaughtUp polls until the watcher has seen exactly the pods the API
 // server lists now, at their current resourceVersions.
 func (w *watcher) waitCaughtUp(h *harness, name string) {
-	h.t.Helper()
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
-		list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + name})
+	h.T.Helper()
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
+		list, err := h.Env.Kube.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + name})
 		if err != nil {
 			return false, err
 		}

@@ -21,17 +21,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
-	"k8s.io/utils/clock"
+	"k8s.io/component-base/featuregate"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/controller"
 	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/sidecarcontrol"
-	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
-	"github.com/flotilla-dev/flotilla/kit/wiring"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -42,12 +40,9 @@ const waitTimeout = 90 * time.Second
 const testLabel = "flotilla.dev/sidecarset-test"
 
 type harness struct {
-	t      *testing.T
-	env    *testenv.Env
-	ns     string
-	client versioned.Interface
-	sets   *testenv.Objects[*appsv1alpha1.SidecarSet]
-	gates  map[string]bool
+	*lab.Lab
+	sets  *testenv.Objects[*appsv1alpha1.SidecarSet]
+	gates map[string]bool
 	// revNS is where the controller and the webhook keep SidecarSet
 	// revisions and read kruise-configuration (--revision-namespace); the
 	// test's namespace unless a test stands another in for kruise-system.
@@ -56,53 +51,42 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	t.Parallel()
-	env := testenv.Get(t)
-	h := &harness{t: t, env: env, ns: env.Namespace(t), client: versioned.NewForConfigOrDie(env.Config), gates: map[string]bool{}}
-	h.revNS = h.ns
-	h.sets = testenv.ObjectsOf[*appsv1alpha1.SidecarSet](t, h.client.AppsV1alpha1().SidecarSets(), waitTimeout)
+	h := &harness{Lab: lab.New(t, waitTimeout), gates: map[string]bool{}}
+	h.revNS = h.NS
+	h.sets = testenv.ObjectsOf[*appsv1alpha1.SidecarSet](t, h.Client.AppsV1alpha1().SidecarSets(), waitTimeout)
 	h.sets.Describe = func(s *appsv1alpha1.SidecarSet) string { return fmt.Sprintf("%+v", s.Status) }
 	return h
 }
 
 // startController runs the reconciler with the test's namespace as its
 // system namespace (revisions, configuration); the returned function stops it.
+// Its pod informer keeps managedFields and it sees only the test's
+// SidecarSets (cluster-scoped: selected by testLabel).
 func (h *harness) startController() (stop func()) {
-	t := h.t
-	t.Helper()
-	scheme, err := wiring.NewScheme()
-	require.NoError(t, err)
-	gate := features.MustNewGate(features.SidecarSetPatchPodMetadataDefaultsAllowed)
+	h.T.Helper()
+	gates := map[featuregate.Feature]bool{}
 	for g, v := range h.gates {
-		require.NoError(t, gate.SetFromMap(map[string]bool{g: v}))
+		gates[featuregate.Feature(g)] = v
 	}
-	d := controller.Deps{SystemNamespace: h.revNS, Deps: wiring.Deps{
-		Kube:          h.env.Kube,
-		Client:        h.client,
-		KubeInformers: informers.NewSharedInformerFactoryWithOptions(h.env.Kube, 0, informers.WithNamespace(h.ns)),
-		Informers: flotillainformers.NewSharedInformerFactoryWithOptions(h.client, 0,
-			flotillainformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = testLabel + "=" + h.ns })),
-		Namespace:    h.ns,
-		Gates:        gate,
-		Clock:        clock.RealClock{},
-		Recorder:     testenv.EventRecorder(t, h.env.Kube, h.ns, "sidecarset-test", scheme),
-		QueueOptions: kitcontroller.DefaultQueueOptions(),
-	}}
-	c, err := controller.New(d)
-	require.NoError(t, err)
-	return testenv.StartController(t, c, 2, d.KubeInformers, d.Informers)
+	d := h.Deps("sidecarset-test", h.Gates([]featuregate.Feature{features.SidecarSetPatchPodMetadataDefaultsAllowed}, gates))
+	d.KubeInformers = informers.NewSharedInformerFactoryWithOptions(h.Env.Kube, 0, informers.WithNamespace(h.NS))
+	d.Informers = flotillainformers.NewSharedInformerFactoryWithOptions(h.Client, 0,
+		flotillainformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = testLabel + "=" + h.NS }))
+	c, err := controller.New(controller.Deps{SystemNamespace: h.revNS, Deps: d})
+	require.NoError(h.T, err)
+	return h.Start(c, 2, d)
 }
 
 // setName is unique across parallel tests (SidecarSets are cluster-scoped).
-func (h *harness) setName(name string) string { return h.ns + "-" + name }
+func (h *harness) setName(name string) string { return h.NS + "-" + name }
 
 // newSet builds a SidecarSet selecting pods labelled app=<name> in the
 // test's namespace, with one sidecar "side" on image.
 func (h *harness) newSet(name, image string, mutate ...func(*appsv1alpha1.SidecarSet)) *appsv1alpha1.SidecarSet {
 	s := &appsv1alpha1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: h.setName(name), Labels: map[string]string{testLabel: h.ns}},
+		ObjectMeta: metav1.ObjectMeta{Name: h.setName(name), Labels: map[string]string{testLabel: h.NS}},
 		Spec: appsv1alpha1.SidecarSetSpec{
-			Namespace:  h.ns,
+			Namespace:  h.NS,
 			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			Containers: []appsv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "side", Image: image}}},
 		},
@@ -114,17 +98,17 @@ func (h *harness) newSet(name, image string, mutate ...func(*appsv1alpha1.Sideca
 }
 
 func (h *harness) createSet(s *appsv1alpha1.SidecarSet) *appsv1alpha1.SidecarSet {
-	h.t.Helper()
+	h.T.Helper()
 	out := h.sets.Create(s)
-	h.t.Cleanup(func() {
-		_ = h.client.AppsV1alpha1().SidecarSets().Delete(context.Background(), s.Name, metav1.DeleteOptions{})
+	h.T.Cleanup(func() {
+		_ = h.Client.AppsV1alpha1().SidecarSets().Delete(context.Background(), s.Name, metav1.DeleteOptions{})
 	})
 	return out
 }
 
 // waitStatus waits for the SidecarSet's status to satisfy cond.
 func (h *harness) waitStatus(name, what string, cond func(appsv1alpha1.SidecarSetStatus) bool) *appsv1alpha1.SidecarSet {
-	h.t.Helper()
+	h.T.Helper()
 	return h.sets.WaitFor(h.setName(name), what, func(s *appsv1alpha1.SidecarSet) bool {
 		return s.Status.ObservedGeneration == s.Generation && cond(s.Status)
 	})
@@ -133,10 +117,10 @@ func (h *harness) waitStatus(name, what string, cond func(appsv1alpha1.SidecarSe
 // createPods creates n pods labelled app=<name> (plus extra labels), with
 // the sidecars the webhook would inject from the SidecarSet as stored now.
 func (h *harness) createPods(name string, n int, extra map[string]string, annotations map[string]string) []*corev1.Pod {
-	h.t.Helper()
+	h.T.Helper()
 	set := h.sets.Get(h.setName(name))
-	revs, err := h.env.Kube.AppsV1().ControllerRevisions(h.revNS).List(context.Background(), metav1.ListOptions{LabelSelector: sidecarcontrol.RevisionNameLabel + "=" + set.Name})
-	require.NoError(h.t, err)
+	revs, err := h.Env.Kube.AppsV1().ControllerRevisions(h.revNS).List(context.Background(), metav1.ListOptions{LabelSelector: sidecarcontrol.RevisionNameLabel + "=" + set.Name})
+	require.NoError(h.T, err)
 	var list sidecarcontrol.RevisionList
 	for i := range revs.Items {
 		list = append(list, &revs.Items[i])
@@ -148,34 +132,29 @@ func (h *harness) createPods(name string, n int, extra map[string]string, annota
 			lbls[k] = v
 		}
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-", Namespace: h.ns, Labels: lbls, Annotations: annotations},
+			ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-", Namespace: h.NS, Labels: lbls, Annotations: annotations},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.local/app:v1"}}},
 		}
 		injected, _, err := sidecarcontrol.Inject(pod, []*appsv1alpha1.SidecarSet{set}, list, sidecarcontrol.Options{Now: time.Now()})
-		require.NoError(h.t, err)
-		created, err := h.env.Kube.CoreV1().Pods(h.ns).Create(context.Background(), injected, metav1.CreateOptions{})
-		require.NoError(h.t, err)
+		require.NoError(h.T, err)
+		created, err := h.Env.Kube.CoreV1().Pods(h.NS).Create(context.Background(), injected, metav1.CreateOptions{})
+		require.NoError(h.T, err)
 		out = append(out, created)
 	}
 	return out
 }
 
-func (h *harness) pods(name string) []corev1.Pod {
-	h.t.Helper()
-	list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + name})
-	require.NoError(h.t, err)
-	return testenv.Live(list.Items)
-}
+func (h *harness) pods(name string) []corev1.Pod { h.T.Helper(); return h.Pods("app=" + name) }
 
 func (h *harness) waitPods(name, what string, cond func([]corev1.Pod) bool) []corev1.Pod {
-	h.t.Helper()
+	h.T.Helper()
 	var last []corev1.Pod
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
 		last = h.pods(name)
 		return cond(last), nil
 	})
-	if h.t.Failed() {
-		h.t.Logf("%s: last pods %v", what, describePods(last))
+	if h.T.Failed() {
+		h.T.Logf("%s: last pods %v", what, describePods(last))
 	}
 	return last
 }

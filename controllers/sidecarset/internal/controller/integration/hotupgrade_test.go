@@ -42,7 +42,7 @@ func TestHotUpgrade(t *testing.T) {
 	h.waitStatus("hot", "1 ready", func(s appsv1alpha1.SidecarSetStatus) bool { return s.ReadyPods == 1 && s.UpdatedPods == 1 })
 
 	// The new container will fail its readiness probe for now.
-	h.env.PatchPod(t, h.ns, name, fmt.Sprintf(`{"metadata":{"annotations":{%q:"proxy-2"}}}`, unready))
+	h.Env.PatchPod(t, h.NS, name, fmt.Sprintf(`{"metadata":{"annotations":{%q:"proxy-2"}}}`, unready))
 	h.sets.Modify(h.setName("hot"), setImage("proxy", sideV2))
 
 	// State 1: both containers on real images, proxy-2 (new) working, not flipped.
@@ -63,7 +63,7 @@ func TestHotUpgrade(t *testing.T) {
 	h.waitStatus("hot", "updated, not ready", func(s appsv1alpha1.SidecarSetStatus) bool { return s.UpdatedPods == 1 && s.UpdatedReadyPods == 0 })
 
 	// State 2: the new container is ready — the old one goes back to the empty image.
-	h.env.PatchPod(t, h.ns, name, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, unready))
+	h.Env.PatchPod(t, h.NS, name, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, unready))
 	done := h.waitPods("hot", "flipped", func(ps []corev1.Pod) bool {
 		return len(ps) == 1 && pair(&ps[0]) == [2]string{emptyImage, sideV2} && statusImage(&ps[0], "proxy-1") == emptyImage && testenv.PodReady(&ps[0])
 	})[0]

@@ -50,7 +50,7 @@ func TestInjectedPodRuns(t *testing.T) {
 		s.Spec.Volumes = []corev1.Volume{logs}
 	}))
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "inj-0", Namespace: h.ns, Labels: map[string]string{"app": "inj"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "inj-0", Namespace: h.NS, Labels: map[string]string{"app": "inj"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "main", Image: "registry.local/app:v1",
 			Env:          []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}},
@@ -59,7 +59,7 @@ func TestInjectedPodRuns(t *testing.T) {
 	}
 	injected, _, err := sidecarcontrol.Inject(pod, []*appsv1alpha1.SidecarSet{a, b}, sidecarcontrol.RevisionList{}, sidecarcontrol.Options{})
 	require.NoError(t, err)
-	_, err = h.env.Kube.CoreV1().Pods(h.ns).Create(context.Background(), injected, metav1.CreateOptions{})
+	_, err = h.Env.Kube.CoreV1().Pods(h.NS).Create(context.Background(), injected, metav1.CreateOptions{})
 	require.NoError(t, err, "the API server accepts the injected pod")
 	p := h.waitPods("inj", "running", allReady(1))[0]
 	assert.Equal(t, []string{"side", "second", "main", "after"}, containerNames(p.Spec.Containers), "before-app sidecars in SidecarSet name order")

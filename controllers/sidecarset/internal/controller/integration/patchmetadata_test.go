@@ -20,7 +20,7 @@ import (
 // a SidecarSet no rule selects is upgraded without touching annotations.
 func TestPatchPodMetadataInUpgrade(t *testing.T) {
 	h := newHarness(t)
-	_, err := h.env.Kube.CoreV1().ConfigMaps(h.ns).Create(context.Background(), &corev1.ConfigMap{
+	_, err := h.Env.Kube.CoreV1().ConfigMaps(h.NS).Create(context.Background(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: sidecarcontrol.ConfigMapName},
 		Data: map[string]string{sidecarcontrol.WhitelistKey: `{"rules":[{"selector":{"matchLabels":{"team":"mesh"}},` +
 			`"allowedAnnotationKeyExprs":["^oom-score$","^apps\\.kruise\\.io/container-launch-priority$","^retained$"]}]}`},
@@ -44,13 +44,13 @@ func TestPatchPodMetadataInUpgrade(t *testing.T) {
 		// Both pods start patched (as a webhook with the gate on would inject).
 		set := h.sets.Get(h.setName(name))
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-", Namespace: h.ns, Labels: map[string]string{"app": name},
+			ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-", Namespace: h.NS, Labels: map[string]string{"app": name},
 				Annotations: map[string]string{"oom-score": `{"main": 2}`}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.local/app:v1"}}},
 		}
 		injected, _, err := sidecarcontrol.Inject(pod, []*appsv1alpha1.SidecarSet{set}, sidecarcontrol.RevisionList{}, sidecarcontrol.Options{PatchMetadataDefaultsAllowed: true})
 		require.NoError(t, err)
-		_, err = h.env.Kube.CoreV1().Pods(h.ns).Create(context.Background(), injected, metav1.CreateOptions{})
+		_, err = h.Env.Kube.CoreV1().Pods(h.NS).Create(context.Background(), injected, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 	for _, name := range []string{"allowed", "other"} {

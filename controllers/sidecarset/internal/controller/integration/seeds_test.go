@@ -92,8 +92,8 @@ func TestSeedYAML(t *testing.T) {
 		if s.Labels == nil {
 			s.Labels = map[string]string{}
 		}
-		s.Labels[testLabel] = h.ns
-		s.Spec.Namespace = h.ns
+		s.Labels[testLabel] = h.NS
+		s.Spec.Namespace = h.NS
 		s.Spec.Selector = h.newSet(name, sideV1).Spec.Selector
 		if len(s.Spec.Containers) == 0 {
 			s.Spec.Containers = h.newSet(name, sideV1).Spec.Containers

@@ -190,15 +190,15 @@ func okInjectedPod(t *testing.T, ns, app, name string, set *appsv1alpha1.Sidecar
 // OpenKruise's namespace holds.
 func TestTakeoverFromOpenKruise(t *testing.T) {
 	h := newHarness(t)
-	h.revNS = h.env.Namespace(t) // kruise-system's stand-in
-	kube := h.env.Kube
+	h.revNS = h.Env.Namespace(t) // kruise-system's stand-in
+	kube := h.Env.Kube
 	ctx := context.Background()
 	const app = "okapp"
 
 	// The whitelist as OpenKruise reads it (kruise-configuration in kruise-system).
 	_, err := kube.CoreV1().ConfigMaps(h.revNS).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: sidecarcontrol.ConfigMapName},
-		Data: map[string]string{sidecarcontrol.WhitelistKey: `{"rules":[{"selector":{"matchLabels":{"` + testLabel + `":"` + h.ns + `"}},` +
+		Data: map[string]string{sidecarcontrol.WhitelistKey: `{"rules":[{"selector":{"matchLabels":{"` + testLabel + `":"` + h.NS + `"}},` +
 			`"allowedAnnotationKeyExprs":["^takeover\\.flotilla\\.dev/patched$"]}]}`},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -207,7 +207,7 @@ func TestTakeoverFromOpenKruise(t *testing.T) {
 	// image v1 after an earlier v0.
 	spec := func(image string) appsv1alpha1.SidecarSetSpec {
 		return appsv1alpha1.SidecarSetSpec{
-			Namespace:  h.ns,
+			Namespace:  h.NS,
 			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
 			Containers: okSidecarContainers(image),
 			UpdateStrategy: appsv1alpha1.SidecarSetUpdateStrategy{
@@ -225,7 +225,7 @@ func TestTakeoverFromOpenKruise(t *testing.T) {
 			okNoImgAnnot: okSidecarSetHash(s.Spec.Containers, false),
 		}
 	}
-	v0 := &appsv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: h.setName("ok"), Labels: map[string]string{testLabel: h.ns}}, Spec: spec(sideV0)}
+	v0 := &appsv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: h.setName("ok"), Labels: map[string]string{testLabel: h.NS}}, Spec: spec(sideV0)}
 	hashes(v0)
 	v1 := v0.DeepCopy()
 	v1.Spec = spec(sideV1)
@@ -247,7 +247,7 @@ func TestTakeoverFromOpenKruise(t *testing.T) {
 
 	injected := time.Now()
 	for i := range 3 {
-		_, err := kube.CoreV1().Pods(h.ns).Create(ctx, okInjectedPod(t, h.ns, app, fmt.Sprintf("okapp-%d", i), v1, injected), metav1.CreateOptions{})
+		_, err := kube.CoreV1().Pods(h.NS).Create(ctx, okInjectedPod(t, h.NS, app, fmt.Sprintf("okapp-%d", i), v1, injected), metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 	h.waitPods(app, "OpenKruise's pods running", allReady(3))
@@ -258,7 +258,7 @@ func TestTakeoverFromOpenKruise(t *testing.T) {
 	}
 	h.sets.ModifyStatus(set.Name, func(s *appsv1alpha1.SidecarSet) { s.Status = okStatus })
 	before := h.pods(app)
-	writes := testenv.WatchPodWrites(t, kube, h.ns)
+	writes := testenv.WatchPodWrites(t, kube, h.NS)
 
 	// Flotilla takes over.
 	h.startController()
@@ -266,8 +266,8 @@ func TestTakeoverFromOpenKruise(t *testing.T) {
 
 	// A pod created now: pinned to OpenKruise's v0 revision, patched as the
 	// whitelist in OpenKruise's namespace allows.
-	pod, err := kube.CoreV1().Pods(h.ns).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "okapp-new", Namespace: h.ns, Labels: map[string]string{"app": app}},
+	pod, err := kube.CoreV1().Pods(h.NS).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "okapp-new", Namespace: h.NS, Labels: map[string]string{"app": app}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.local/app:v1"}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err, "a pod pinned to OpenKruise's revision is injected, not denied")

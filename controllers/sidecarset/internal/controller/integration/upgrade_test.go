@@ -214,7 +214,7 @@ func TestRevisions(t *testing.T) {
 		s.Spec.UpdateStrategy.Type = appsv1alpha1.NotUpdateSidecarSetStrategyType
 	}))
 	v1 := h.waitStatus("rev", "latestRevision", func(s appsv1alpha1.SidecarSetStatus) bool { return s.LatestRevision != "" })
-	r1, err := h.env.Kube.AppsV1().ControllerRevisions(h.ns).Get(context.Background(), v1.Status.LatestRevision, metav1.GetOptions{})
+	r1, err := h.Env.Kube.AppsV1().ControllerRevisions(h.NS).Get(context.Background(), v1.Status.LatestRevision, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, set.Name, r1.Labels[sidecarcontrol.RevisionNameLabel])
 	assert.Equal(t, "version-1", r1.Labels[sidecarcontrol.CustomVersionLabel])
@@ -232,7 +232,7 @@ func TestRevisions(t *testing.T) {
 	}
 	v3 := h.waitStatus("rev", "latest is v3", func(s appsv1alpha1.SidecarSetStatus) bool { return s.LatestRevision != v1.Status.LatestRevision })
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		list, err := h.env.Kube.AppsV1().ControllerRevisions(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: sidecarcontrol.RevisionNameLabel + "=" + set.Name})
+		list, err := h.Env.Kube.AppsV1().ControllerRevisions(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: sidecarcontrol.RevisionNameLabel + "=" + set.Name})
 		if err != nil {
 			return false, err
 		}
@@ -290,19 +290,19 @@ func TestCorruptAnnotationLeavesPodAloneAndReports(t *testing.T) {
 	created := h.createPods("corrupt", 2, nil, nil)
 	h.waitPods("corrupt", "2 ready", allReady(2))
 	bad := created[0].Name
-	h.env.PatchPod(t, h.ns, bad, fmt.Sprintf(`{"metadata":{"annotations":{%q:"{not json"}}}`, sidecarcontrol.InplaceUpdateStateKey))
+	h.Env.PatchPod(t, h.NS, bad, fmt.Sprintf(`{"metadata":{"annotations":{%q:"{not json"}}}`, sidecarcontrol.InplaceUpdateStateKey))
 
 	h.sets.Modify(set.Name, setImage("side", sideV2))
 	h.waitPods("corrupt", "the readable pod on v2", func(ps []corev1.Pod) bool { return countOn(ps, "side", sideV2) == 1 })
 	warned := func(name, ns string) bool {
-		for _, e := range h.env.Events(t, ns, name) {
+		for _, e := range h.Env.Events(t, ns, name) {
 			if e.Type == corev1.EventTypeWarning && e.Reason == "CorruptPodAnnotation" {
 				return true
 			}
 		}
 		return false
 	}
-	testenv.Eventually(t, waitTimeout, func() (bool, error) { return warned(set.Name, "default") && warned(bad, h.ns), nil })
+	testenv.Eventually(t, waitTimeout, func() (bool, error) { return warned(set.Name, "default") && warned(bad, h.NS), nil })
 	testenv.Consistently(t, 2*time.Second, func() error {
 		for _, p := range h.pods("corrupt") {
 			if p.Name == bad && image(&p, "side") != sideV1 {
@@ -312,6 +312,6 @@ func TestCorruptAnnotationLeavesPodAloneAndReports(t *testing.T) {
 		return nil
 	})
 
-	h.env.PatchPod(t, h.ns, bad, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, sidecarcontrol.InplaceUpdateStateKey))
+	h.Env.PatchPod(t, h.NS, bad, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, sidecarcontrol.InplaceUpdateStateKey))
 	h.waitPods("corrupt", "both on v2 once the annotation is gone", allOn(2, "side", sideV2))
 }

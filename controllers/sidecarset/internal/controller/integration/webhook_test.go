@@ -33,17 +33,17 @@ import (
 // MutatingWebhookConfiguration of the test's own that only this namespace's
 // pods reach, and returns once the API server can call it.
 func (h *harness) startWebhook() {
-	t := h.t
+	t := h.T
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
 	require.NoError(t, ln.Close())
 
-	config := "flotilla-sc-test-" + h.ns
+	config := "flotilla-sc-test-" + h.NS
 	none := admissionregistrationv1.SideEffectClassNone
 	fail := admissionregistrationv1.Fail
-	_, err = h.env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), &admissionregistrationv1.MutatingWebhookConfiguration{
+	_, err = h.Env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: config},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name:         webhook.PodWebhookName,
@@ -56,30 +56,30 @@ func (h *harness) startWebhook() {
 			SideEffects:             &none,
 			AdmissionReviewVersions: []string{"v1"},
 			TimeoutSeconds:          ptr.To[int32](5),
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: h.ns}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: h.NS}},
 		}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		_ = h.env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), config, metav1.DeleteOptions{})
+		_ = h.Env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), config, metav1.DeleteOptions{})
 	})
 
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background().WithValues("test", t.Name(), "component", "webhook")))
-	sets := flotillainformers.NewSharedInformerFactoryWithOptions(h.client, 0,
-		flotillainformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = labels.Set{testLabel: h.ns}.String() }))
+	sets := flotillainformers.NewSharedInformerFactoryWithOptions(h.Client, 0,
+		flotillainformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = labels.Set{testLabel: h.NS}.String() }))
 	setInf := sets.Apps().V1alpha1().SidecarSets()
-	kube := informers.NewSharedInformerFactory(h.env.Kube, 0)
+	kube := informers.NewSharedInformerFactory(h.Env.Kube, 0)
 	nsInf := kube.Core().V1().Namespaces()
-	sys := informers.NewSharedInformerFactoryWithOptions(h.env.Kube, 0, informers.WithNamespace(h.revNS))
+	sys := informers.NewSharedInformerFactoryWithOptions(h.Env.Kube, 0, informers.WithNamespace(h.revNS))
 	revInf := sys.Apps().V1().ControllerRevisions()
 	require.NoError(t, revInf.Informer().AddIndexers(cache.Indexers{sidecarcontrol.RevisionIndex: sidecarcontrol.IndexRevisionBySidecarSet}))
 	cmInf := sys.Core().V1().ConfigMaps()
 
-	c, err := kitwebhook.New(kitwebhook.Options{Host: "127.0.0.1", Port: port, SecretName: "webhook-certs", Namespace: h.ns, ServiceName: "sidecarset-webhook"},
-		h.env.Kube, prometheus.NewRegistry(), nil, kitwebhook.ConfigRef{Kind: kitwebhook.Mutating, Name: config})
+	c, err := kitwebhook.New(kitwebhook.Options{Host: "127.0.0.1", Port: port, SecretName: "webhook-certs", Namespace: h.NS, ServiceName: "sidecarset-webhook"},
+		h.Env.Kube, prometheus.NewRegistry(), nil, kitwebhook.ConfigRef{Kind: kitwebhook.Mutating, Name: config})
 	require.NoError(t, err)
 	(&webhook.Handlers{
-		Sets: setInf.Lister(), Namespaces: nsInf.Lister(), Kube: h.env.Kube,
+		Sets: setInf.Lister(), Namespaces: nsInf.Lister(), Kube: h.Env.Kube,
 		Revisions:  sidecarcontrol.RevisionIndexer{Indexer: revInf.Informer().GetIndexer()},
 		ConfigMaps: cmInf.Lister(), SystemNamespace: h.revNS,
 	}).Register(c.Server)
@@ -102,7 +102,7 @@ func (h *harness) startWebhook() {
 	})
 	testenv.Eventually(t, waitTimeout, func() (bool, error) { return c.Ready() == nil, nil })
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		m, err := h.env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, config, metav1.GetOptions{})
+		m, err := h.Env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, config, metav1.GetOptions{})
 		return err == nil && len(m.Webhooks[0].ClientConfig.CABundle) > 0, err
 	})
 }
@@ -128,18 +128,18 @@ func TestWebhookInjectionAndUpgrade(t *testing.T) {
 	h.waitStatus("web", "latest revision", func(s appsv1alpha1.SidecarSetStatus) bool { return s.LatestRevision != "" })
 	// Wait for the webhook's caches to know the SidecarSet: a probe pod is injected.
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		p, err := h.env.Kube.CoreV1().Pods(h.ns).Create(context.Background(), &corev1.Pod{
+		p, err := h.Env.Kube.CoreV1().Pods(h.NS).Create(context.Background(), &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Labels: map[string]string{"app": "web", "probe": "true"}},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.local/app:v1"}}},
 		}, metav1.CreateOptions{})
 		if err != nil {
 			return false, err
 		}
-		_ = h.env.Kube.CoreV1().Pods(h.ns).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		_ = h.Env.Kube.CoreV1().Pods(h.NS).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 		return sidecarcontrol.IsInjected(p, set.Name), nil
 	})
 
-	_, err := h.env.Kube.AppsV1().Deployments(h.ns).Create(context.Background(), &appsv1.Deployment{
+	_, err := h.Env.Kube.AppsV1().Deployments(h.NS).Create(context.Background(), &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](3),
@@ -199,7 +199,7 @@ func TestWebhookInjectionAndUpgrade(t *testing.T) {
 	})
 
 	// A pod the SidecarSet does not select is created untouched.
-	other, err := h.env.Kube.CoreV1().Pods(h.ns).Create(context.Background(), &corev1.Pod{
+	other, err := h.Env.Kube.CoreV1().Pods(h.NS).Create(context.Background(), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "other", Labels: map[string]string{"app": "other"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.local/app:v1"}}},
 	}, metav1.CreateOptions{})
@@ -210,12 +210,12 @@ func TestWebhookInjectionAndUpgrade(t *testing.T) {
 	// namespaceSelector (instead of spec.namespace), then injectionStrategy.paused and back.
 	ns := h.createSet(h.newSet("nssel", sideV1, func(s *appsv1alpha1.SidecarSet) {
 		s.Spec.Namespace = ""
-		s.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: h.ns}}
+		s.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: h.NS}}
 	}))
 	i := 0
 	injected := func() bool {
 		i++
-		p, err := h.env.Kube.CoreV1().Pods(h.ns).Create(context.Background(), &corev1.Pod{
+		p, err := h.Env.Kube.CoreV1().Pods(h.NS).Create(context.Background(), &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("nssel-%d", i), Labels: map[string]string{"app": "nssel"}},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.local/app:v1"}}},
 		}, metav1.CreateOptions{})
