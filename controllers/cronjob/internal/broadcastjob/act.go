@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +14,7 @@ import (
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 )
 
 // Event reasons (besides the condition reasons).
@@ -44,8 +44,7 @@ func (c *Controller) act(ctx context.Context, key types.NamespacedName, job *app
 		logger.Info("BroadcastJob paused by its failurePolicy")
 	}
 	for _, pod := range plan.delete {
-		uid := pod.UID
-		err := c.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		err := c.PodControl.Delete(ctx, pod, nil)
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err))
 			continue
@@ -71,32 +70,17 @@ func (c *Controller) createPods(ctx context.Context, key types.NamespacedName, j
 const createInFlight = 32
 
 func (c *Controller) createPod(ctx context.Context, key types.NamespacedName, job *appsv1alpha1.BroadcastJob, node string) error {
-	// Expect before the request: if the outcome is unknown (timeout), the node stays blocked until the
-	// expectation expires rather than getting a second pod.
-	c.creates.Expect(key, job.UID, node, "")
-	pod, err := c.Kube.CoreV1().Pods(job.Namespace).Create(ctx, newPod(job, node), metav1.CreateOptions{})
+	// Expected before the request (PodControl): if the outcome is unknown (timeout), the node stays blocked
+	// until the expectation expires rather than getting a second pod; only a definite refusal unblocks it.
+	exp := podcontrol.NodeExpectations[types.NamespacedName]{Exp: c.creates, Key: key, UID: job.UID, Node: node, Lowered: podcontrol.Rejected}
+	pod, err := c.PodControl.Create(ctx, newPod(job, node), exp)
 	if err != nil {
-		if rejected(err) {
-			c.creates.Observed(key, node, "")
-		}
 		c.Recorder.Eventf(job, corev1.EventTypeWarning, EventFailedCreate, "Error creating pod for node %s: %v", node, err)
 		return fmt.Errorf("create pod for node %s: %w", node, err)
 	}
-	c.creates.Expect(key, job.UID, node, pod.Name)
 	klog.FromContext(ctx).V(2).Info("Created pod", "pod", klog.KObj(pod), "node", node)
 	c.Recorder.Eventf(job, corev1.EventTypeNormal, EventSuccessfulCreate, "Created pod %s for node %s", pod.Name, node)
 	return nil
-}
-
-// rejected reports whether the API server answered a request with a definite refusal (4xx other than timeouts and
-// throttling), i.e. nothing was created.
-func rejected(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return false
-	}
-	code := int(status.Status().Code)
-	return code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests
 }
 
 // deleteJob deletes a finished job whose TTL has passed; the garbage collector removes its pods.

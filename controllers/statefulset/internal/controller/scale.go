@@ -20,6 +20,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
@@ -286,9 +287,7 @@ func (c *Controller) createPod(ctx context.Context, st *syncState, ordinal int, 
 			}
 		}
 	}
-	c.scaleExp.Expect(st.key, expectations.Create, pod.Name)
-	if _, err := c.Kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		c.scaleExp.Observe(st.key, expectations.Create, pod.Name)
+	if _, err := c.PodControl.Create(ctx, pod, podcontrol.Scale(c.scaleExp, st.key)); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil // a namesake not yet in the cache (or not ours): the next sync sees it
 		}
@@ -361,11 +360,8 @@ func (c *Controller) deleteWithHook(ctx context.Context, st *syncState, p *corev
 }
 
 func (c *Controller) deletePod(ctx context.Context, st *syncState, p *corev1.Pod, why string) error {
-	c.scaleExp.Expect(st.key, expectations.Delete, p.Name)
-	uid := p.UID
-	err := c.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := c.PodControl.Delete(ctx, p, podcontrol.Scale(c.scaleExp, st.key))
 	if err != nil && !apierrors.IsNotFound(err) {
-		c.scaleExp.Observe(st.key, expectations.Delete, p.Name)
 		c.Recorder.Eventf(st.set, corev1.EventTypeWarning, "FailedDelete", "delete Pod %s in StatefulSet %s failed error: %v", p.Name, st.set.Name, err)
 		return fmt.Errorf("delete pod %s: %w", p.Name, err)
 	}

@@ -189,7 +189,7 @@ func (c *Controller) refreshPod(ctx context.Context, st *syncState, p *corev1.Po
 		if p.Spec.NodeName == "" {
 			return false, nil // the kubelet reports nothing before scheduling
 		}
-		out, err := controller.PatchPod(ctx, c.Kube, p, next, "status")
+		out, err := c.PodControl.PatchStatus(ctx, p, next)
 		if err != nil {
 			return false, fmt.Errorf("initialise readiness conditions of pod %s: %w", p.Name, err)
 		}
