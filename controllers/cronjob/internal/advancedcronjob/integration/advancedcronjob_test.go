@@ -47,7 +47,7 @@ func TestEveryMinuteCreatesOwnedJob(t *testing.T) {
 		return len(st.Active) == 1 && scheduledAt(s1)(st)
 	})
 	assert.Equal(t, appsv1alpha1.JobTemplate, st.Type)
-	assert.Equal(t, corev1.ObjectReference{Kind: "Job", APIVersion: "batch/v1", Namespace: h.ns, Name: j.Name, UID: j.UID}, st.Active[0])
+	assert.Equal(t, corev1.ObjectReference{Kind: "Job", APIVersion: "batch/v1", Namespace: h.NS, Name: j.Name, UID: j.UID}, st.Active[0])
 
 	// Completion: no clock step, so only the Job watch can bring the AdvancedCronJob back.
 	h.finishJob(j.Name, "Succeeded")
@@ -229,7 +229,7 @@ func TestPaused(t *testing.T) {
 		return nil
 	})
 
-	_, err := h.client.AppsV1alpha1().AdvancedCronJobs(h.ns).Patch(context.Background(), acj.Name, types.MergePatchType,
+	_, err := h.Client.AppsV1alpha1().AdvancedCronJobs(h.NS).Patch(context.Background(), acj.Name, types.MergePatchType,
 		[]byte(`{"spec":{"paused":false}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	h.waitJob(childName(acj, s2))
@@ -302,14 +302,14 @@ func TestBroadcastJobTemplate(t *testing.T) {
 	s1 := nextMinute(acj)
 	h.stepTo(s1.Add(time.Second))
 	name := childName(acj, s1)
-	bcjs := testenv.ObjectsOf(t, h.client.AppsV1alpha1().BroadcastJobs(h.ns), waitTimeout)
+	bcjs := testenv.ObjectsOf(t, h.Client.AppsV1alpha1().BroadcastJobs(h.NS), waitTimeout)
 	bcj := bcjs.WaitFor(name, "exists", func(*appsv1alpha1.BroadcastJob) bool { return true })
 	assert.Equal(t, s1.UTC().Format(time.RFC3339), bcj.Annotations[pub.AdvancedCronJobScheduledAtAnnotation])
 	assert.Equal(t, "broadcast", bcj.Labels["app"])
 	require.NotNil(t, metav1.GetControllerOf(bcj))
 	assert.Equal(t, acj.UID, metav1.GetControllerOf(bcj).UID)
 	st := h.waitStatus(acj.Name, "the BroadcastJob active", func(st appsv1alpha1.AdvancedCronJobStatus) bool { return len(st.Active) == 1 })
-	assert.Equal(t, corev1.ObjectReference{Kind: "BroadcastJob", APIVersion: "apps.kruise.io/v1alpha1", Namespace: h.ns, Name: name, UID: bcj.UID}, st.Active[0])
+	assert.Equal(t, corev1.ObjectReference{Kind: "BroadcastJob", APIVersion: "apps.kruise.io/v1alpha1", Namespace: h.NS, Name: name, UID: bcj.UID}, st.Active[0])
 
 	bcjs.ModifyStatus(name, func(bcj *appsv1alpha1.BroadcastJob) {
 		bcj.Status.Phase = appsv1alpha1.PhaseCompleted
@@ -336,7 +336,7 @@ func TestRestartDoesNotRerunASlot(t *testing.T) {
 	h.waitStatus(acj.Name, "first run", func(st appsv1alpha1.AdvancedCronJobStatus) bool { return scheduledAt(s1)(st) && len(st.Active) == 1 })
 	stop()
 
-	_, err := h.client.AppsV1alpha1().AdvancedCronJobs(h.ns).Patch(context.Background(), acj.Name, types.MergePatchType,
+	_, err := h.Client.AppsV1alpha1().AdvancedCronJobs(h.NS).Patch(context.Background(), acj.Name, types.MergePatchType,
 		[]byte(`{"status":{"active":null,"lastScheduleTime":null}}`), metav1.PatchOptions{}, "status")
 	require.NoError(t, err)
 	require.Nil(t, h.get(acj.Name).Status.LastScheduleTime)
@@ -359,7 +359,7 @@ func TestRestartDoesNotRerunASlot(t *testing.T) {
 func TestInvalidSpecsRejectedByTheAPIServer(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	acjs := h.client.AppsV1alpha1().AdvancedCronJobs(h.ns)
+	acjs := h.Client.AppsV1alpha1().AdvancedCronJobs(h.NS)
 	bcjTemplate := &appsv1alpha1.BroadcastJobTemplateSpec{Spec: appsv1alpha1.BroadcastJobSpec{Template: corev1.PodTemplateSpec{
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}}}
 	cases := []struct {

@@ -21,13 +21,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/advancedcronjob"
-	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/deps"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
-	"github.com/flotilla-dev/flotilla/kit/wiring"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -40,10 +37,7 @@ const waitTimeout = 60 * time.Second
 const completeAnnotation = "sim.kwok.x-k8s.io/complete"
 
 type harness struct {
-	t      *testing.T
-	env    *testenv.Env
-	ns     string
-	client versioned.Interface
+	*lab.Lab
 	acjs   *testenv.Objects[*appsv1alpha1.AdvancedCronJob]
 	jobAPI *testenv.Objects[*batchv1.Job]
 	// clock is the reconciler's "now" and drives its queue's delays. It starts an hour in the past, before any
@@ -53,39 +47,28 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	t.Parallel()
-	env := testenv.Get(t)
-	h := &harness{t: t, env: env, ns: env.Namespace(t), clock: clocktesting.NewFakeClock(time.Now().Add(-time.Hour))}
-	h.client = versioned.NewForConfigOrDie(env.Config)
-	h.acjs = testenv.ObjectsOf(t, h.client.AppsV1alpha1().AdvancedCronJobs(h.ns), waitTimeout)
+	h := &harness{Lab: lab.New(t, waitTimeout), clock: clocktesting.NewFakeClock(time.Now().Add(-time.Hour))}
+	h.acjs = testenv.ObjectsOf(t, h.Client.AppsV1alpha1().AdvancedCronJobs(h.NS), waitTimeout)
 	h.acjs.Describe = func(acj *appsv1alpha1.AdvancedCronJob) string {
 		b, _ := json.Marshal(acj.Status)
 		return string(b)
 	}
-	h.jobAPI = testenv.ObjectsOf(t, env.Kube.BatchV1().Jobs(h.ns), waitTimeout)
+	h.jobAPI = testenv.ObjectsOf(t, h.Env.Kube.BatchV1().Jobs(h.NS), waitTimeout)
 	return h
 }
 
-// startController runs a reconciler over informers limited to the test's namespace; the returned function
-// stops it and waits until it has (also done at cleanup).
+// startController runs a reconciler over informers limited to the test's namespace (keeping managedFields),
+// on the test's clock; the returned function stops it and waits until it has (also done at cleanup).
 func (h *harness) startController() (stop func()) {
-	t := h.t
-	t.Helper()
-	scheme, err := wiring.NewScheme()
-	require.NoError(t, err)
-	d := deps.Deps{
-		Kube:          h.env.Kube,
-		Client:        h.client,
-		KubeInformers: informers.NewSharedInformerFactoryWithOptions(h.env.Kube, 0, informers.WithNamespace(h.ns)),
-		Informers:     flotillainformers.NewSharedInformerFactoryWithOptions(h.client, 0, flotillainformers.WithNamespace(h.ns)),
-		Clock:         h.clock,
-		Recorder:      testenv.EventRecorder(t, h.env.Kube, h.ns, "advancedcronjob-test", scheme),
-		QueueOptions:  controller.DefaultQueueOptions(),
-		QueueConfig:   controller.QueueConfig{Clock: h.clock},
-	}
+	h.T.Helper()
+	d := h.Deps("advancedcronjob-test", nil)
+	d.KubeInformers = informers.NewSharedInformerFactoryWithOptions(h.Env.Kube, 0, informers.WithNamespace(h.NS))
+	d.Namespace = ""
+	d.Clock = h.clock
+	d.QueueConfig = controller.QueueConfig{Clock: h.clock}
 	c, err := advancedcronjob.New(d)
-	require.NoError(t, err)
-	return testenv.StartController(t, c, 2, d.KubeInformers, d.Informers)
+	require.NoError(h.T, err)
+	return h.Start(c, 2, d)
 }
 
 // stepTo moves the reconciler's clock; the queue's timers due by then fire.
@@ -125,12 +108,12 @@ func longRunning(acj *appsv1alpha1.AdvancedCronJob) {
 
 // create and get go to the API server (kit/testenv.Objects).
 func (h *harness) create(acj *appsv1alpha1.AdvancedCronJob) *appsv1alpha1.AdvancedCronJob {
-	h.t.Helper()
+	h.T.Helper()
 	return h.acjs.Create(acj)
 }
 
 func (h *harness) get(name string) *appsv1alpha1.AdvancedCronJob {
-	h.t.Helper()
+	h.T.Helper()
 	return h.acjs.Get(name)
 }
 
@@ -145,9 +128,9 @@ func childName(acj *appsv1alpha1.AdvancedCronJob, scheduled time.Time) string {
 
 // jobs returns the Jobs controlled by acj, by name, straight from the API server.
 func (h *harness) jobs(acj *appsv1alpha1.AdvancedCronJob) map[string]batchv1.Job {
-	h.t.Helper()
-	list, err := h.env.Kube.BatchV1().Jobs(h.ns).List(context.Background(), metav1.ListOptions{})
-	require.NoError(h.t, err)
+	h.T.Helper()
+	list, err := h.Env.Kube.BatchV1().Jobs(h.NS).List(context.Background(), metav1.ListOptions{})
+	require.NoError(h.T, err)
 	out := map[string]batchv1.Job{}
 	for _, j := range list.Items {
 		if ref := metav1.GetControllerOf(&j); ref != nil && ref.UID == acj.UID {
@@ -170,13 +153,13 @@ func (h *harness) liveJobNames(acj *appsv1alpha1.AdvancedCronJob) map[string]boo
 
 // waitJob waits for the Job to exist.
 func (h *harness) waitJob(name string) batchv1.Job {
-	h.t.Helper()
+	h.T.Helper()
 	return *h.jobAPI.WaitFor(name, "exists", func(*batchv1.Job) bool { return true })
 }
 
 // waitStatus polls the AdvancedCronJob until cond holds for its status.
 func (h *harness) waitStatus(name string, what string, cond func(appsv1alpha1.AdvancedCronJobStatus) bool) appsv1alpha1.AdvancedCronJobStatus {
-	h.t.Helper()
+	h.T.Helper()
 	return h.acjs.WaitFor(name, what, func(acj *appsv1alpha1.AdvancedCronJob) bool { return cond(acj.Status) }).Status
 }
 
@@ -198,11 +181,11 @@ func activeNames(st appsv1alpha1.AdvancedCronJobStatus) []string {
 
 // finishJob sets the completion annotation on the Job's pods (waiting for them to exist).
 func (h *harness) finishJob(jobName, phase string) {
-	h.t.Helper()
+	h.T.Helper()
 	ctx := context.Background()
 	var pods []corev1.Pod
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
-		list, err := h.env.Kube.CoreV1().Pods(h.ns).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + jobName})
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
+		list, err := h.Env.Kube.CoreV1().Pods(h.NS).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + jobName})
 		if err != nil {
 			return false, err
 		}
@@ -211,14 +194,14 @@ func (h *harness) finishJob(jobName, phase string) {
 	})
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, completeAnnotation, phase)
 	for _, p := range pods {
-		_, err := h.env.Kube.CoreV1().Pods(h.ns).Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-		require.NoError(h.t, err)
+		_, err := h.Env.Kube.CoreV1().Pods(h.NS).Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		require.NoError(h.T, err)
 	}
 }
 
 // waitJobFinished waits for the Job's Complete or Failed condition.
 func (h *harness) waitJobFinished(name string) {
-	h.t.Helper()
+	h.T.Helper()
 	h.jobAPI.WaitFor(name, "Complete or Failed", func(j *batchv1.Job) bool {
 		for _, c := range j.Status.Conditions {
 			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
@@ -231,10 +214,10 @@ func (h *harness) waitJobFinished(name string) {
 
 // eventCount is the number of times (aggregated counts included) the reason was recorded for the object.
 func (h *harness) eventCount(name, reason string) (int, []corev1.Event) {
-	h.t.Helper()
+	h.T.Helper()
 	sel := fields.Set{"involvedObject.name": name, "reason": reason}.AsSelector().String()
-	list, err := h.env.Kube.CoreV1().Events(h.ns).List(context.Background(), metav1.ListOptions{FieldSelector: sel})
-	require.NoError(h.t, err)
+	list, err := h.Env.Kube.CoreV1().Events(h.NS).List(context.Background(), metav1.ListOptions{FieldSelector: sel})
+	require.NoError(h.T, err)
 	n := 0
 	for _, e := range list.Items {
 		n += int(max(e.Count, 1))
@@ -243,9 +226,9 @@ func (h *harness) eventCount(name, reason string) (int, []corev1.Event) {
 }
 
 func (h *harness) waitEvent(name, reason string) corev1.Event {
-	h.t.Helper()
+	h.T.Helper()
 	var evs []corev1.Event
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
 		_, evs = h.eventCount(name, reason)
 		return len(evs) > 0, nil
 	})

@@ -56,7 +56,7 @@ func okChild(acj *appsv1alpha1.AdvancedCronJob, scheduled time.Time) *appsv1alph
 func TestTakeoverFromOpenKruise(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	bcjs := testenv.ObjectsOf(t, h.client.AppsV1alpha1().BroadcastJobs(h.ns), waitTimeout)
+	bcjs := testenv.ObjectsOf(t, h.Client.AppsV1alpha1().BroadcastJobs(h.NS), waitTimeout)
 	acj := h.create(newACJ("okacj", func(a *appsv1alpha1.AdvancedCronJob) {
 		a.Spec.ConcurrencyPolicy = appsv1alpha1.ForbidConcurrent
 		// SetDefaultsAdvancedCronJob.
@@ -87,11 +87,11 @@ func TestTakeoverFromOpenKruise(t *testing.T) {
 	h.acjs.ModifyStatus(acj.Name, func(a *appsv1alpha1.AdvancedCronJob) {
 		a.Status.Type = appsv1alpha1.BroadcastJobTemplate
 		a.Status.LastScheduleTime = &metav1.Time{Time: s2}
-		a.Status.Active = []corev1.ObjectReference{{Kind: "BroadcastJob", Namespace: h.ns, Name: running.Name, UID: running.UID,
+		a.Status.Active = []corev1.ObjectReference{{Kind: "BroadcastJob", Namespace: h.NS, Name: running.Name, UID: running.UID,
 			APIVersion: "apps.kruise.io/v1beta1", ResourceVersion: running.ResourceVersion}}
 	})
 	children := func() map[string]*appsv1alpha1.BroadcastJob {
-		list, err := h.client.AppsV1alpha1().BroadcastJobs(h.ns).List(ctx, metav1.ListOptions{})
+		list, err := h.Client.AppsV1alpha1().BroadcastJobs(h.NS).List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)
 		out := map[string]*appsv1alpha1.BroadcastJob{}
 		for i := range list.Items {
