@@ -16,9 +16,9 @@ import (
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
-	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 )
 
 // writeConcurrency bounds the parallel pod updates (in place, lifecycle,
@@ -105,14 +105,16 @@ func (c *Controller) createPod(ctx context.Context, st *syncState, node, hash st
 	var err error
 	for range nameAttempts {
 		pod := newPod(st.ds, node, hash)
-		c.creates.Expect(st.key, st.ds.UID, node, pod.Name)
+		// The node's expectation is raised before the request and lowered
+		// by PodControl unless the answer is AlreadyExists (nothing else was
+		// created: nothing to wait for).
+		exp := podcontrol.NodeExpectations[types.NamespacedName]{Exp: c.creates, Key: st.key, UID: st.ds.UID, Node: node}
 		var created *corev1.Pod
-		created, err = c.Kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		created, err = c.PodControl.Create(ctx, pod, exp)
 		if err == nil {
 			return created, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			c.creates.Observed(st.key, node, pod.Name) // nothing was created: nothing to wait for
 			return nil, err
 		}
 	}
@@ -189,10 +191,9 @@ func (c *Controller) deletePods(ctx context.Context, st *syncState, pods []*core
 		default:
 			return nil // waiting for the hook to be released
 		}
-		c.deletes.Expect(st.key, expectations.Delete, p.Name)
-		err := c.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
+		// Every failed delete lowers its expectation (PodControl), NotFound too.
+		err := c.PodControl.Delete(ctx, p, podcontrol.ScaleExpectations[types.NamespacedName]{Exp: c.deletes, Key: st.key, LowerDeleteNotFound: true})
 		if err != nil {
-			c.deletes.Observe(st.key, expectations.Delete, p.Name)
 			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 				return nil // already gone (or replaced by a namesake)
 			}

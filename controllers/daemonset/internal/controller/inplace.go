@@ -124,7 +124,7 @@ func (c *Controller) refreshPods(ctx context.Context, st *syncState) (bool, erro
 		if next == nil {
 			return nil
 		}
-		out, err := controller.PatchPod(ctx, c.Kube, p, next, "status")
+		out, err := c.PodControl.PatchStatus(ctx, p, next)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil // the kubelet wrote it meanwhile (its event brings us back), or it is gone
 		}
