@@ -114,22 +114,18 @@ func TestHotUpgradeDecisions(t *testing.T) {
 	sc := &set.Spec.Containers[0]
 	base, _ := mustInject(t, newPod(), []*appsv1alpha1.SidecarSet{hotSet("proxy:1")}, RevisionList{}, Options{})
 	pair := func(img1, img2 string, ready1, ready2 bool, working string) *corev1.Pod {
-		p := running(base)
-		for i := range p.Spec.Containers {
-			switch p.Spec.Containers[i].Name {
-			case "proxy-1":
-				p.Spec.Containers[i].Image = img1
-			case "proxy-2":
-				p.Spec.Containers[i].Image = img2
+		images := map[string]string{"proxy-1": img1, "proxy-2": img2}
+		ready := map[string]bool{"proxy-1": ready1, "proxy-2": ready2}
+		p := base.DeepCopy()
+		for i, c := range p.Spec.Containers {
+			if img, ok := images[c.Name]; ok {
+				p.Spec.Containers[i].Image = img
 			}
 		}
 		p = running(p)
-		for i := range p.Status.ContainerStatuses {
-			switch p.Status.ContainerStatuses[i].Name {
-			case "proxy-1":
-				p.Status.ContainerStatuses[i].Ready = ready1
-			case "proxy-2":
-				p.Status.ContainerStatuses[i].Ready = ready2
+		for i, s := range p.Status.ContainerStatuses {
+			if r, ok := ready[s.Name]; ok {
+				p.Status.ContainerStatuses[i].Ready = r
 			}
 		}
 		setWorking(p.Annotations, "proxy", working)
