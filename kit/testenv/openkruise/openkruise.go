@@ -115,6 +115,18 @@ func VCTHash(t testing.TB, vcts []corev1.PersistentVolumeClaim) string {
 	return strconv.FormatUint(uint64(h.Sum32()), 10)
 }
 
+// hashed is what history.NewControllerRevision derives from a workload: the
+// revision data, its hash and the labels (template labels +
+// controller.kubernetes.io/hash).
+func hashed(t testing.TB, workload any, collisionCount *int32, tmplLabels map[string]string, flotillaBefore bool) ([]byte, string, map[string]string) {
+	t.Helper()
+	data := TemplatePatch(t, workload, flotillaBefore)
+	hash := Hash(data, ptr.Deref(collisionCount, 0))
+	labels := maps.Clone(tmplLabels)
+	labels["controller.kubernetes.io/hash"] = hash
+	return data, hash, labels
+}
+
 // CloneSetRef is the controllerRef OpenKruise puts on a CloneSet's objects.
 func CloneSetRef(cs *appsv1alpha1.CloneSet) metav1.OwnerReference {
 	return *metav1.NewControllerRef(cs, appsv1alpha1.SchemeGroupVersion.WithKind("CloneSet"))
@@ -126,10 +138,7 @@ func CloneSetRef(cs *appsv1alpha1.CloneSet) metav1.OwnerReference {
 // CloneSet annotation copied, PatchVCTemplateHash.
 func CloneSetRevision(t testing.TB, cs *appsv1alpha1.CloneSet, number int64, flotillaBefore bool) *appsv1.ControllerRevision {
 	t.Helper()
-	data := TemplatePatch(t, cs, flotillaBefore)
-	hash := Hash(data, ptr.Deref(cs.Status.CollisionCount, 0))
-	labels := maps.Clone(cs.Spec.Template.Labels)
-	labels["controller.kubernetes.io/hash"] = hash
+	data, hash, labels := hashed(t, cs, cs.Status.CollisionCount, cs.Spec.Template.Labels, flotillaBefore)
 	annotations := maps.Clone(cs.Annotations)
 	if annotations == nil {
 		annotations = map[string]string{}
@@ -192,10 +201,7 @@ func CloneSetPVC(cs *appsv1alpha1.CloneSet, vct corev1.PersistentVolumeClaim, id
 // + controller.kubernetes.io/hash, controllerRef) and every set annotation.
 func StatefulSetRevision(t testing.TB, set *appsv1beta1.StatefulSet, number int64, flotillaBefore bool) *appsv1.ControllerRevision {
 	t.Helper()
-	data := TemplatePatch(t, set, flotillaBefore)
-	hash := Hash(data, ptr.Deref(set.Status.CollisionCount, 0))
-	labels := maps.Clone(set.Spec.Template.Labels)
-	labels["controller.kubernetes.io/hash"] = hash
+	data, hash, labels := hashed(t, set, set.Status.CollisionCount, set.Spec.Template.Labels, flotillaBefore)
 	return &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: set.Name + "-" + hash, Namespace: set.Namespace, Labels: labels, Annotations: maps.Clone(set.Annotations),
