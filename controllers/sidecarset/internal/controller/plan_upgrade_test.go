@@ -7,11 +7,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 
 	appspub "github.com/flotilla-dev/flotilla/apis/apps/pub"
@@ -269,36 +267,4 @@ func TestExpandScatter(t *testing.T) {
 	}
 	got := expandScatter(appspub.UpdateScatterStrategy{{Key: "zone", Value: "*"}, {Key: "x", Value: "y"}}, pods)
 	assert.Equal(t, appspub.UpdateScatterStrategy{{Key: "zone", Value: "a"}, {Key: "zone", Value: "b"}, {Key: "x", Value: "y"}}, got)
-}
-
-func TestCalculateStatus(t *testing.T) {
-	v1, v2 := testSet("side:1"), testSet("side:2")
-	ready := injectedPod(t, "a", v1, nil)
-	notReady := running(injectedPod(t, "b", v1, nil), false)
-	upgradedStale, _, _ := sidecarcontrol.Upgrade(injectedPod(t, "c", v1, nil), v2, "r", false, now)
-	upgradedDone := running(upgradedStale, true)
-	st := calculateStatus(v2, []*corev1.Pod{ready, notReady, upgradedStale, upgradedDone}, "s-rev", 0)
-	assert.Equal(t, appsv1alpha1.SidecarSetStatus{
-		MatchedPods: 4, UpdatedPods: 2, ReadyPods: 2, UpdatedReadyPods: 1,
-		LatestRevision: "s-rev", CollisionCount: ptr.To[int32](0),
-	}, st)
-}
-
-func TestRevisionsToDelete(t *testing.T) {
-	rev := func(name string, n int64) *appsv1.ControllerRevision {
-		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name}, Revision: n}
-	}
-	revs := []*appsv1.ControllerRevision{rev("r1", 1), rev("r2", 2), rev("r3", 3), rev("r4", 4)}
-	names := func(rs []*appsv1.ControllerRevision) []string {
-		var out []string
-		for _, r := range rs {
-			out = append(out, r.Name)
-		}
-		return out
-	}
-	assert.Equal(t, []string{"r1", "r2"}, names(revisionsToDelete(revs, sets.New("r4"), 2)))
-	assert.Equal(t, []string{"r2", "r3"}, names(revisionsToDelete(revs, sets.New("r1"), 2)), "a revision a pod uses stays")
-	assert.Equal(t, []string{"r2"}, names(revisionsToDelete(revs, sets.New("r1", "r3"), 1)), "live ones may exceed the limit; the newest always stays")
-	assert.Nil(t, revisionsToDelete(revs, sets.New[string](), 10))
-	assert.Equal(t, []string{"r1", "r2", "r3"}, names(revisionsToDelete(revs, sets.New[string](), 0)), "limit 0 counts as 1")
 }
