@@ -62,16 +62,6 @@ func (c *Controller) manage(ctx context.Context, st *syncState, pending sets.Set
 	return len(create) > 0 || deleted > 0, errors.Join(delErr, createErr)
 }
 
-func countDesired(nodes []*nodeState) int {
-	n := 0
-	for _, st := range nodes {
-		if st.exists && st.verdict.ShouldRun {
-			n++
-		}
-	}
-	return n
-}
-
 // failedPodsToDelete applies the per-node back-off to the failed pods: a
 // node whose failed pod was deleted recently waits (1s doubling to 15min),
 // so a kubelet that keeps rejecting the pod does not meet a hot loop.

@@ -7,9 +7,10 @@
 // controllers/daemonset/README.md describes the behaviour.
 //
 // One sync reads only from informer caches, decides with pure functions
-// (manage.go, update.go, budgets.go, status.go) and writes through narrow
-// interfaces, recording expectations so that the next sync does not act on a
-// cache that has not caught up with its own writes.
+// (plan_manage.go, plan_update.go, plan_budgets.go, plan_inplace.go,
+// status.go) and writes through narrow interfaces (act.go, act_inplace.go),
+// recording expectations so that the next sync does not act on a cache that
+// has not caught up with its own writes.
 package controller
 
 import (

@@ -225,3 +225,13 @@ func splitPods(pods []*corev1.Pod, hash string, generation *string) (newPod, old
 	}
 	return newPod, oldPod, true
 }
+
+func countDesired(nodes []*nodeState) int {
+	n := 0
+	for _, st := range nodes {
+		if st.exists && st.verdict.ShouldRun {
+			n++
+		}
+	}
+	return n
+}
