@@ -6,9 +6,10 @@
 // status. controllers/statefulset/README.md describes the behaviour.
 //
 // One sync reads only from informer caches, decides with pure functions
-// (scale.go, plan_update.go, status.go) and writes through narrow
-// interfaces, recording expectations so that the next sync does not act on
-// a cache that has not caught up with its own writes.
+// (plan_scale.go, plan_update.go, plan_ordinals.go, status.go) and writes
+// through narrow interfaces (act_scale.go, act_update.go), recording
+// expectations so that the next sync does not act on a cache that has not
+// caught up with its own writes.
 package controller
 
 import (

@@ -2,8 +2,10 @@ package controller
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
 	"github.com/flotilla-dev/flotilla/kit/updatesort"
 )
@@ -86,4 +88,30 @@ func revisionTargets(in updateInput) []*corev1.Pod {
 	allowed := max(len(in.slots)-in.partition-updated, 0)
 	out = updatesort.Sort(out, in.unordered, nil)
 	return out[:min(allowed, len(out))]
+}
+
+// updateMaxUnavailable is rollingUpdate.maxUnavailable rounded down, at
+// least 1 (default 1).
+func updateMaxUnavailable(ru *appsv1beta1.RollingUpdateStatefulSetStrategy, replicas int) int {
+	if ru.MaxUnavailable == nil {
+		return 1
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, replicas, false)
+	if err != nil {
+		return 1
+	}
+	return max(n, 1)
+}
+
+// available: Running and Ready for minReadySeconds, not terminating,
+// lifecycle Normal, and no in-place update pending (no grace period either,
+// even without a recorded state).
+func (st *syncState) available(p *corev1.Pod) bool {
+	if !podutil.IsActiveAndReady(p) || !podutil.IsAvailable(p, st.minReadySeconds, st.now) || !podutil.IsLifecycleNormal(p) {
+		return false
+	}
+	if _, grace := pub.GetInPlaceUpdateGrace(p); grace {
+		return false
+	}
+	return podutil.IsInPlaceUpdateCompleted(p)
 }

@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -55,32 +54,6 @@ func (c *Controller) rollOut(ctx context.Context, st *syncState) error {
 	}
 	targets := planUpdate(in)
 	return controller.ForEach(targets, writeConcurrency, func(p *corev1.Pod) error { return c.updatePod(ctx, st, p) })
-}
-
-// updateMaxUnavailable is rollingUpdate.maxUnavailable rounded down, at
-// least 1 (default 1).
-func updateMaxUnavailable(ru *appsv1beta1.RollingUpdateStatefulSetStrategy, replicas int) int {
-	if ru.MaxUnavailable == nil {
-		return 1
-	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, replicas, false)
-	if err != nil {
-		return 1
-	}
-	return max(n, 1)
-}
-
-// available: Running and Ready for minReadySeconds, not terminating,
-// lifecycle Normal, and no in-place update pending (no grace period either,
-// even without a recorded state).
-func (st *syncState) available(p *corev1.Pod) bool {
-	if !podutil.IsActiveAndReady(p) || !podutil.IsAvailable(p, st.minReadySeconds, st.now) || !podutil.IsLifecycleNormal(p) {
-		return false
-	}
-	if _, grace := pub.GetInPlaceUpdateGrace(p); grace {
-		return false
-	}
-	return podutil.IsInPlaceUpdateCompleted(p)
 }
 
 // updatePod deletes a specified-delete pod, or moves one pod to the update
