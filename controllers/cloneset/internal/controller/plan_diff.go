@@ -264,3 +264,14 @@ func (s *syncState) facts(now time.Time) []podFacts {
 func isPreparingDelete(p *corev1.Pod) bool {
 	return pub.LifecycleStateType(p.Labels[pub.LifecycleStateKey]) == pub.LifecycleStatePreparingDelete
 }
+
+// diffInput gathers what calculateDiffs needs from the sync state.
+func (st *syncState) diffInput() diffInput {
+	return diffInput{
+		limits:                 resolveLimits(&st.cs.Spec),
+		counts:                 countPods(st.facts(st.now)),
+		sameRevision:           st.Current.Name == st.Update.Name,
+		rollback:               st.rollback,
+		excludePreparingDelete: st.cs.Labels[pub.CloneSetScalingExcludePreparingDeleteKey] == "true",
+	}
+}

@@ -17,7 +17,6 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
-	"github.com/flotilla-dev/flotilla/kit/podutil"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
 
@@ -76,17 +75,6 @@ func (c *Controller) scale(ctx context.Context, st *syncState) (bool, error) {
 	return false, nil
 }
 
-// diffInput gathers what calculateDiffs needs from the sync state.
-func (st *syncState) diffInput() diffInput {
-	return diffInput{
-		limits:                 resolveLimits(&st.cs.Spec),
-		counts:                 countPods(st.facts(st.now)),
-		sameRevision:           st.Current.Name == st.Update.Name,
-		rollback:               st.rollback,
-		excludePreparingDelete: st.cs.Labels[pub.CloneSetScalingExcludePreparingDeleteKey] == "true",
-	}
-}
-
 // cancelPreparingDelete returns scaled-in pods still waiting in
 // PreparingDelete to PreparingNormal when replicas grew back (v1.3 seed).
 // Specified deletes are never cancelled, and nothing is when a hook marks
@@ -124,66 +112,6 @@ func (c *Controller) cancelPreparingDelete(ctx context.Context, st *syncState) (
 		short--
 	}
 	return wrote, nil
-}
-
-// limitAvailable keeps every pod that is not ready and at most limit ready
-// ones. "Ready" is availability without minReadySeconds, as OpenKruise
-// counts this budget: a pod that became ready a second ago already costs.
-func limitAvailable(st *syncState, pods []*corev1.Pod, limit int) []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, p := range pods {
-		if !podutil.IsWorkloadAvailable(p, 0, st.now) {
-			out = append(out, p)
-		} else if limit > 0 {
-			out = append(out, p)
-			limit--
-		}
-	}
-	return out
-}
-
-// choosePodsToDelete picks d.scaleDown pods for scale-in: pods at the current
-// revision first (up to d.scaleDownOld), then updated ones, each group in
-// deletion order with ranks computed within the group, then limits ready
-// ones to d.deleteReadyLimit.
-func (c *Controller) choosePodsToDelete(st *syncState, d diffs) []*corev1.Pod {
-	var updated, old []*corev1.Pod
-	for _, p := range st.pods {
-		if st.isUpdated(p) {
-			updated = append(updated, p)
-		} else {
-			old = append(old, p)
-		}
-	}
-	fromOld := min(d.scaleDownOld, d.scaleDown)
-	chosen := c.pickForDeletion(st, old, fromOld)
-	chosen = append(chosen, c.pickForDeletion(st, updated, d.scaleDown-len(chosen))...)
-	return limitAvailable(st, chosen, d.deleteReadyLimit)
-}
-
-// pickForDeletion returns the first n of pods in deletion order. The rank
-// (behaviour §1.1 in docs/openkruise-behaviour.md, v0.10 seed) is computed over this group only: by
-// topology domain when the template has topologySpreadConstraints, else by
-// node.
-func (c *Controller) pickForDeletion(st *syncState, pods []*corev1.Pod, n int) []*corev1.Pod {
-	if n <= 0 {
-		return nil
-	}
-	// Sorted even when all of them go: deleteReadyLimit then keeps the
-	// ready pods that sort last, not whichever the cache listed last.
-	order := podutil.DeletionOrder{Rank: podutil.RankBySameNode(pods), MinReadySeconds: st.cs.Spec.MinReadySeconds, Now: st.now}
-	if keys := spreadKeys(&st.cs.Spec.Template.Spec); len(keys) > 0 {
-		order.Rank = podutil.RankBySpread(pods, keys, c.nodeLabels)
-	}
-	return order.Sort(pods)[:min(n, len(pods))]
-}
-
-func spreadKeys(spec *corev1.PodSpec) []string {
-	var keys []string
-	for _, c := range spec.TopologySpreadConstraints {
-		keys = append(keys, c.TopologyKey)
-	}
-	return keys
 }
 
 // createPods creates n pods in slow-start batches (1, 2, 4, …; at most

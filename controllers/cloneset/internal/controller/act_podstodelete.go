@@ -57,25 +57,6 @@ func (d *deletedNames) drop(key types.NamespacedName) {
 	delete(d.names, key)
 }
 
-// missingPodsToDelete returns the names in spec.scaleStrategy.podsToDelete
-// that no pod of the CloneSet has and that this process did not delete.
-func (st *syncState) missingPodsToDelete(pods []*corev1.Pod) []string {
-	if len(st.cs.Spec.ScaleStrategy.PodsToDelete) == 0 {
-		return nil
-	}
-	names := sets.New[string]()
-	for _, p := range pods {
-		names.Insert(p.Name)
-	}
-	var out []string
-	for _, n := range st.cs.Spec.ScaleStrategy.PodsToDelete {
-		if !names.Has(n) && !st.deleted.Has(n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // truncatePodsToDelete removes from spec.scaleStrategy.podsToDelete the
 // names of the pods this sync deleted and the names no pod of the CloneSet
 // has, so the list only holds pending work (as OpenKruise trims it). Only the
