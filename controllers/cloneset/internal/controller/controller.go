@@ -5,8 +5,9 @@
 // status. controllers/cloneset/README.md describes the behaviour in full.
 //
 // One sync reads only from informer caches, decides with pure functions
-// (diff.go, scale.go, update.go, status.go) and writes through narrow
-// interfaces, recording expectations so that the next sync does not act on a
+// (plan_diff.go, plan_scale.go, plan_update.go, plan_refresh.go,
+// plan_podstodelete.go, status.go) and writes through narrow interfaces
+// (act_*.go), recording expectations so that the next sync does not act on a
 // cache that has not caught up with its own writes.
 package controller
 
@@ -60,7 +61,7 @@ type Controller struct {
 	// replayInitialList: dependents replayed from an informer's initial list
 	// enqueue their CloneSet (--disable-initial-list-delay; see handlers.go).
 	replayInitialList bool
-	// deletedNames: see podstodelete.go.
+	// deletedNames: see act_podstodelete.go.
 	deletedNames deletedNames
 }
 
