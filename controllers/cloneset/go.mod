@@ -16,6 +16,8 @@ require (
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
 )
 
+require k8s.io/apiextensions-apiserver v0.37.1 // indirect
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect

@@ -10,6 +10,8 @@ require (
 	k8s.io/component-helpers v0.37.1
 )
 
+require k8s.io/apiextensions-apiserver v0.37.1 // indirect
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
