@@ -120,21 +120,7 @@ func Consistent(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
 // idle container back on the empty image (OpenKruise's IsPodReady for a
 // SidecarSet).
 func Ready(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
-	images := map[string]string{}
-	for _, c := range pod.Spec.Containers {
-		images[c.Name] = c.Image
-	}
-	for i := range set.Spec.Containers {
-		sc := &set.Spec.Containers[i]
-		if !IsHotUpgrade(sc) {
-			continue
-		}
-		_, idle := HotUpgradeContainers(sc.Name, pod)
-		if images[idle] != sc.UpgradeStrategy.HotUpgradeEmptyImage {
-			return false
-		}
-	}
-	return podutil.IsActiveAndReady(pod)
+	return !HotUpgrading(pod, set) && podutil.IsActiveAndReady(pod)
 }
 
 // Upgrade returns a copy of pod moved in place to set's current version
