@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
@@ -42,4 +43,27 @@ func (b *Base) UpdateInPlace(ctx context.Context, owner runtime.Object, p *corev
 		requeue.After(time.Duration(req.GracePeriodSeconds) * time.Second)
 	}
 	return nil
+}
+
+// PreDelete is the lifecycle's step for a pod the workload is about to
+// delete (kit/lifecycle, OpDelete): a preDelete hook that holds the pod moves
+// it into PreparingDelete, with the event OpenKruise emits on owner, instead
+// of letting it go. proceed says the pod may be deleted now; wrote that a
+// lifecycle write was made.
+func (b *Base) PreDelete(ctx context.Context, owner runtime.Object, lc *pub.Lifecycle, p *corev1.Pod, now time.Time) (proceed, wrote bool, err error) {
+	dec := lifecycle.Decide(lc, p, lifecycle.Request{Op: lifecycle.OpDelete}, now)
+	switch dec.Action {
+	case lifecycle.ActionPatch:
+		if err := b.WriteLifecycle(ctx, p, dec.Patch); err != nil {
+			return false, false, err
+		}
+		if dec.Patch.State == pub.LifecycleStatePreparingDelete {
+			b.Recorder.Eventf(owner, corev1.EventTypeNormal, "SuccessfulPreparingDelete", "succeed to update pod %s lifecycle to PreparingDelete", p.Name)
+		}
+		return false, true, nil
+	case lifecycle.ActionProceed:
+		return true, false, nil
+	default:
+		return false, false, nil
+	}
 }

@@ -197,19 +197,12 @@ func (c *Controller) createPod(ctx context.Context, st *syncState, id string, re
 func (c *Controller) deletePods(ctx context.Context, st *syncState, pods []*corev1.Pod) (bool, error) {
 	wrote := false
 	for _, p := range pods {
-		dec := lifecycle.Decide(st.cs.Spec.Lifecycle, p, lifecycle.Request{Op: lifecycle.OpDelete}, st.now)
-		switch dec.Action {
-		case lifecycle.ActionPatch:
-			if err := c.WriteLifecycle(ctx, p, dec.Patch); err != nil {
-				return wrote, err
-			}
-			if dec.Patch.State == pub.LifecycleStatePreparingDelete {
-				c.Recorder.Eventf(st.cs, corev1.EventTypeNormal, "SuccessfulPreparingDelete", "succeed to update pod %s lifecycle to PreparingDelete", p.Name)
-			}
-			wrote = true
-			continue
-		case lifecycle.ActionProceed:
-		default:
+		proceed, held, err := c.PreDelete(ctx, st.cs, st.cs.Spec.Lifecycle, p, st.now)
+		if err != nil {
+			return wrote, err
+		}
+		wrote = wrote || held
+		if !proceed {
 			continue
 		}
 		if err := c.deletePod(ctx, st, p); err != nil {

@@ -15,11 +15,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
-	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
@@ -179,21 +177,11 @@ func (c *Controller) syncClaimOwners(ctx context.Context, st *syncState) error {
 // deleteWithHook deletes a pod, or moves it into PreparingDelete while a
 // preDelete hook holds it. It returns true when it wrote something.
 func (c *Controller) deleteWithHook(ctx context.Context, st *syncState, p *corev1.Pod, why string) (bool, error) {
-	dec := lifecycle.Decide(st.set.Spec.Lifecycle, p, lifecycle.Request{Op: lifecycle.OpDelete}, st.now)
-	switch dec.Action {
-	case lifecycle.ActionPatch:
-		if err := c.WriteLifecycle(ctx, p, dec.Patch); err != nil {
-			return false, err
-		}
-		if dec.Patch.State == pub.LifecycleStatePreparingDelete {
-			c.Recorder.Eventf(st.set, corev1.EventTypeNormal, "SuccessfulPreparingDelete", "succeed to update pod %s lifecycle to PreparingDelete", p.Name)
-		}
-		return true, nil
-	case lifecycle.ActionProceed:
-		return true, c.deletePod(ctx, st, p, why)
-	default:
-		return false, nil
+	proceed, held, err := c.PreDelete(ctx, st.set, st.set.Spec.Lifecycle, p, st.now)
+	if err != nil || !proceed {
+		return held, err
 	}
+	return true, c.deletePod(ctx, st, p, why)
 }
 
 func (c *Controller) deletePod(ctx context.Context, st *syncState, p *corev1.Pod, why string) error {
