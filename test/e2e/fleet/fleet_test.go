@@ -127,6 +127,8 @@ func TestControllerRBACIsLeastPrivilege(t *testing.T) {
 		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "patch", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "daemonsets.apps.kruise.io"}, false},
 		{"cronjob", authorizationv1.ResourceAttributes{Verb: "patch", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "advancedcronjobs.apps.kruise.io"}, false},
 		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Namespace: "default"}, false},
+		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "patch", Resource: "pods", Namespace: "default"}, true},
+		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "update", Resource: "pods", Namespace: "default"}, false},
 		// The webhook: its own configurations and certificate Secret, by name, nothing else.
 		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-sidecarset"}, true},
 		{"sidecarset", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "flotilla-sidecarset"}, true},
@@ -149,7 +151,8 @@ func TestControllerRBACIsLeastPrivilege(t *testing.T) {
 		{"pub", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "flotilla-sidecarset"}, false},
 		{"probe", authorizationv1.ResourceAttributes{Verb: "create", Group: "apps.kruise.io", Resource: "nodepodprobes"}, true},
 		{"probe", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
-		{"probe", authorizationv1.ResourceAttributes{Verb: "update", Resource: "pods", Subresource: "status", Namespace: "default"}, true},
+		{"probe", authorizationv1.ResourceAttributes{Verb: "patch", Resource: "pods", Subresource: "status", Namespace: "default"}, true},
+		{"probe", authorizationv1.ResourceAttributes{Verb: "update", Resource: "pods", Subresource: "status", Namespace: "default"}, false},
 		{"probe", authorizationv1.ResourceAttributes{Verb: "update", Resource: "pods", Namespace: "default"}, false},
 		{"probe", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "nodepodprobes", Subresource: "status"}, false},
 		{"cronjob", authorizationv1.ResourceAttributes{Verb: "create", Group: "batch", Resource: "jobs", Namespace: "default"}, true},
