@@ -18,7 +18,8 @@ import (
 
 // TestPodStartOnRealNode follows a bare pod from creation to Ready on the real node and on a kwok node, and checks
 // what both report (hack/cluster/README.md, "What the real kubelet does differently", rows 2 and 7): a Pending
-// status first (hostIP but no podIP, PodReadyToStartContainers False, containers waiting ContainerCreating), then
+// status first (hostIP but no podIP, PodReadyToStartContainers False — or already True on the real node when the
+// kubelet writes after the sandbox is up — containers waiting ContainerCreating), then
 // Running; hostIP is the node's InternalIP; status.observedGeneration and the node's conditions carry the pod's
 // generation; containerStatuses list the volume mounts and resources of the spec.
 func TestPodStartOnRealNode(t *testing.T) {
@@ -67,15 +68,19 @@ spec:
 	require.NotEmpty(t, nodeIP, "node %s has no InternalIP", node.Name)
 
 	// Row 2: the node reports the pod Pending before Running.
+	// The real kubelet's first status write may come after the sandbox is ready (its status manager and the pod
+	// worker race: CI saw PodReadyToStartContainers=True on the first Pending write), so only kwok, whose stage we
+	// define, must say False there; on the real node either value is the kubelet's truth.
 	pending, _ := rec.firstAt(created.UID, func(s statusStep) bool {
-		return s.Phase == string(corev1.PodPending) && s.HostIP == nodeIP && s.PodIP == "" && s.ReadyToStart == "False" &&
+		readyToStartOK := s.ReadyToStart == "False" || (!kwok && s.ReadyToStart == "True")
+		return s.Phase == string(corev1.PodPending) && s.HostIP == nodeIP && s.PodIP == "" && readyToStartOK &&
 			strings.Contains(s.Containers, "side:waiting(ContainerCreating)/ready=false/rc=0/") &&
 			strings.Contains(s.Containers, "web:waiting(ContainerCreating)/ready=false/rc=0/")
 	})
 	if kwok && os.Getenv("KWOK_POD_PENDING_STEP") == "0" {
 		t.Log("KWOK_POD_PENDING_STEP=0: the kwok nodes have no Pending step (hack/cluster/up.sh)")
 	} else {
-		assert.GreaterOrEqual(t, pending, 0, "never Pending with hostIP %s, no podIP, PodReadyToStartContainers=False and both containers waiting in ContainerCreating", nodeIP)
+		assert.GreaterOrEqual(t, pending, 0, "never Pending with hostIP %s, no podIP, PodReadyToStartContainers=False (or True on the real node) and both containers waiting in ContainerCreating", nodeIP)
 		running, _ := rec.firstAt(created.UID, func(s statusStep) bool { return s.Phase == string(corev1.PodRunning) && s.PodIP != "" })
 		assert.Greater(t, running, pending, "Running (with a podIP) after the Pending step")
 	}
