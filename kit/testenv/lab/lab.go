@@ -30,7 +30,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
 
@@ -60,6 +63,19 @@ func New(t *testing.T, timeout time.Duration) *Lab {
 	t.Parallel()
 	env := testenv.Get(t)
 	return &Lab{T: t, Env: env, NS: env.Namespace(t), Client: versioned.NewForConfigOrDie(env.Config), Timeout: timeout}
+}
+
+// Another returns a lab on a second namespace of the same test, sharing its
+// clients and timeout (e.g. the same scenario run by a second controller).
+func (l *Lab) Another() *Lab {
+	l.T.Helper()
+	return &Lab{T: l.T, Env: l.Env, NS: l.Env.Namespace(l.T), Client: l.Client, Timeout: l.Timeout}
+}
+
+// Nodes are the create/get/modify/wait helpers for the cluster's nodes
+// (testenv.Objects), e.g. to taint or relabel a node the test created.
+func (l *Lab) Nodes() *testenv.Objects[*corev1.Node] {
+	return testenv.ObjectsOf(l.T, l.Env.Kube.CoreV1().Nodes(), l.Timeout)
 }
 
 // Gates returns a feature gate knowing the known features, set as in set,
@@ -123,6 +139,33 @@ func (l *Lab) Pods(selector string) []corev1.Pod {
 	out := testenv.Live(list.Items)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// WatchPods lists the namespace's pods matching the label selector (all of
+// them, terminating ones too) and watches them from that list on: unlike a
+// plain watch it replays no ADDED events for the pods listed, and it resumes
+// from the last event seen when the API server closes it (it does under load,
+// for slow readers). The watch stops when the test ends.
+func (l *Lab) WatchPods(selector string) ([]corev1.Pod, watch.Interface) {
+	l.T.Helper()
+	pods := l.Env.Kube.CoreV1().Pods(l.NS)
+	list, err := pods.List(context.Background(), metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		l.T.Fatalf("lab: list pods %s: %v", selector, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return pods.Watch(ctx, o)
+		},
+	})
+	if err != nil {
+		cancel()
+		l.T.Fatalf("lab: watch pods %s: %v", selector, err)
+	}
+	l.T.Cleanup(func() { w.Stop(); cancel() })
+	return list.Items, w
 }
 
 // WaitPods polls list until cond holds for the pods it returns, and returns
