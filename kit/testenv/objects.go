@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 )
@@ -109,6 +110,22 @@ func (o *Objects[T]) WaitFor(name, what string, cond func(T) bool) T {
 		return false, fmt.Errorf("%s %s: %s (last: %s)", kindOf(obj), name, what, o.describe(last))
 	})
 	return last
+}
+
+// WaitGone polls until the named object no longer exists (a Get answers
+// NotFound); it fails the test after the timeout.
+func (o *Objects[T]) WaitGone(name string) {
+	o.t.Helper()
+	Eventually(o.t, o.timeout, func() (bool, error) {
+		obj, err := o.client.Get(context.Background(), name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return false, fmt.Errorf("%s %s still exists", kindOf(obj), name)
+	})
 }
 
 func (o *Objects[T]) describe(obj T) string {
