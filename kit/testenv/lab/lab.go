@@ -3,7 +3,9 @@
 // own and Flotilla's clientset, builds its reconciler's wiring.Deps over
 // informers limited to that namespace, starts the real reconciler in-process
 // (its real informers and clients) and waits, with deadlines, on pods,
-// revisions and events. A controller's integration harness is then its own
+// revisions and events; a webhook binary's handlers are served in-process
+// for the real API server to call (NewWebhook, InstallMutating,
+// InstallValidating). A controller's integration harness is then its own
 // constructor call and the helpers only it needs:
 //
 //	func TestMain(m *testing.M) { testenv.Main(m) }
