@@ -21,16 +21,16 @@ const crashNodes = 20
 // aborted, caches, expectations and queue discarded) once progress reaches
 // each threshold, and starts a fresh one.
 func (h *harness) crashLoop(stop *func(), thresholds []int, progress func([]corev1.Pod) int) {
-	h.t.Helper()
+	h.T.Helper()
 	for _, n := range thresholds {
-		testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+		testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
 			if got := progress(h.pods(parityApp)); got < n {
 				return false, fmt.Errorf("progress %d, waiting for %d", got, n)
 			}
 			return true, nil
 		})
 		(*stop)()
-		h.t.Logf("killed the reconciler at progress %d", n)
+		h.T.Logf("killed the reconciler at progress %d", n)
 		*stop = startOurs(h)
 	}
 }
@@ -51,10 +51,10 @@ func readyOn(image string) func([]corev1.Pod) int {
 // settledOn waits until every node of the fleet runs one Ready pod of image
 // and the status says so.
 func (h *harness) settledOn(f *fleet, image string) {
-	h.t.Helper()
+	h.T.Helper()
 	n := int32(len(f.names))
 	want := dsStatus{n, n, 0, n, n, n, 0, true}
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
 		pods := h.pods(parityApp)
 		if got := readyOn(image)(pods); got != len(f.names) || len(pods) != len(f.names) {
 			return false, fmt.Errorf("%d pods, %d Ready on %s, want %d", len(pods), got, image, n)
@@ -82,13 +82,13 @@ func crashRollout(t *testing.T, maxUnavailable, maxSurge int32) {
 			UpdateStrategy: appsv1alpha1.DaemonSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateDaemonSetStrategyType,
 				RollingUpdate: &appsv1alpha1.RollingUpdateDaemonSet{Type: appsv1alpha1.StandardRollingUpdateType, MaxUnavailable: &unav, MaxSurge: &surge}}},
 	}
-	_, err := h.client.AppsV1alpha1().DaemonSets(h.ns).Create(context.Background(), ds, metav1.CreateOptions{})
+	_, err := h.Client.AppsV1alpha1().DaemonSets(h.NS).Create(context.Background(), ds, metav1.CreateOptions{})
 	require.NoError(t, err)
 	h.settledOn(f, imageV1)
 
 	w := h.watchPods(parityApp)
 	w.enforce(h, parityApp, f.names, int(maxSurge), int(maxUnavailable))
-	testenv.ObjectsOf(t, h.client.AppsV1alpha1().DaemonSets(h.ns), waitTimeout).Modify(parityApp, func(ds *appsv1alpha1.DaemonSet) {
+	testenv.ObjectsOf(t, h.Client.AppsV1alpha1().DaemonSets(h.NS), waitTimeout).Modify(parityApp, func(ds *appsv1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.Containers[0].Image = imageV2
 	})
 	h.crashLoop(&stop, []int{3, 8, 13, 17}, readyOn(imageV2))

@@ -8,7 +8,6 @@ package verify
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -18,14 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
-	"k8s.io/client-go/util/retry"
 
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -49,24 +44,15 @@ const poolLabel = "flotilla.dev/ds-pool"
 // controllers write (apps/v1 DefaultDaemonSetUniqueLabelKey).
 const revisionHashLabel = "controller-revision-hash"
 
-type harness struct {
-	t      *testing.T
-	env    *testenv.Env
-	ns     string
-	client versioned.Interface
-}
+type harness struct{ *lab.Lab }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	t.Parallel()
-	env := testenv.Get(t)
-	return &harness{t: t, env: env, ns: env.Namespace(t), client: versioned.NewForConfigOrDie(env.Config)}
+	return &harness{lab.New(t, waitTimeout)}
 }
 
 // another returns a harness on a second namespace of the same test.
-func (h *harness) another() *harness {
-	return &harness{t: h.t, env: h.env, ns: h.env.Namespace(h.t), client: h.client}
-}
+func (h *harness) another() *harness { return &harness{h.Another()} }
 
 // fleet is a set of kwok nodes owned by one test: labelled
 // poolLabel=in and TestNodeLabel=<owner>, tainted with the test-node taint
@@ -78,16 +64,16 @@ type fleet struct {
 }
 
 func (h *harness) newFleet(n int) *fleet {
-	h.t.Helper()
-	f := &fleet{h: h, owner: h.ns}
+	h.T.Helper()
+	f := &fleet{h: h, owner: h.NS}
 	f.add(n)
 	return f
 }
 
 // add creates n more nodes and returns their names.
 func (f *fleet) add(n int) []string {
-	f.h.t.Helper()
-	names := f.h.env.KwokNodes(f.h.t, f.owner, n, map[string]string{poolLabel: "in"})
+	f.h.T.Helper()
+	names := f.h.Env.KwokNodes(f.h.T, f.owner, n, map[string]string{poolLabel: "in"})
 	f.names = append(f.names, names...)
 	return names
 }
@@ -107,71 +93,33 @@ func (f *fleet) template(app, image string) corev1.PodTemplateSpec {
 
 // label sets poolLabel on a node.
 func (f *fleet) label(node, value string) {
-	f.h.t.Helper()
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{poolLabel: value}}})
-	require.NoError(f.h.t, err)
-	_, err = f.h.env.Kube.CoreV1().Nodes().Patch(context.Background(), node, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-	require.NoError(f.h.t, err, "label node %s", node)
+	f.h.T.Helper()
+	f.h.Nodes().Modify(node, func(n *corev1.Node) { n.Labels[poolLabel] = value })
 }
 
 // taint adds a taint no pod here tolerates.
 func (f *fleet) taint(node string, effect corev1.TaintEffect) {
-	f.h.t.Helper()
-	nodes := f.h.env.Kube.CoreV1().Nodes()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := nodes.Get(context.Background(), node, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		n = n.DeepCopy()
+	f.h.T.Helper()
+	f.h.Nodes().Modify(node, func(n *corev1.Node) {
 		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "flotilla.dev/ds-verify", Value: strings.ToLower(string(effect)), Effect: effect})
-		_, err = nodes.Update(context.Background(), n, metav1.UpdateOptions{})
-		return err
 	})
-	require.NoError(f.h.t, err, "taint node %s", node)
 }
 
 // pods returns the namespace's live (not terminating) pods of app, by node.
 func (h *harness) pods(app string) []corev1.Pod {
-	h.t.Helper()
-	list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
-	require.NoError(h.t, err)
-	var out []corev1.Pod
-	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil {
-			out = append(out, p)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return nodeOf(&out[i]) < nodeOf(&out[j]) })
+	h.T.Helper()
+	out := h.Pods("app=" + app)
+	sort.Slice(out, func(i, j int) bool { return nodeplacement.TargetNode(&out[i]) < nodeplacement.TargetNode(&out[j]) })
 	return out
-}
-
-// nodeOf is the node a daemon pod runs on or is meant for: its nodeName
-// once bound, before that the node of its required node affinity
-// (metadata.name In [node]), which both controllers write.
-func nodeOf(p *corev1.Pod) string {
-	if p.Spec.NodeName != "" {
-		return p.Spec.NodeName
-	}
-	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-			for _, f := range term.MatchFields {
-				if f.Key == metav1.ObjectNameField && len(f.Values) == 1 {
-					return f.Values[0]
-				}
-			}
-		}
-	}
-	return "?"
 }
 
 // revisions maps each ControllerRevision hash of the namespace to its
 // revision number, so that the two controllers' revisions, whose hashes
 // differ (apps/v1 templates get server-side defaults), compare as r1, r2...
 func (h *harness) revisions() map[string]int64 {
-	h.t.Helper()
-	list, err := h.env.Kube.AppsV1().ControllerRevisions(h.ns).List(context.Background(), metav1.ListOptions{})
-	require.NoError(h.t, err)
+	h.T.Helper()
+	list, err := h.Env.Kube.AppsV1().ControllerRevisions(h.NS).List(context.Background(), metav1.ListOptions{})
+	require.NoError(h.T, err)
 	out := map[string]int64{}
 	for _, r := range list.Items {
 		out[r.Labels[revisionHashLabel]] = r.Revision
@@ -182,7 +130,7 @@ func (h *harness) revisions() map[string]int64 {
 // layout describes the live pods as node=r<revision> (r? for a pod not
 // Ready yet), nodes renamed to their index in names.
 func (h *harness) layout(app string, names []string) string {
-	h.t.Helper()
+	h.T.Helper()
 	revs := h.revisions()
 	var parts []string
 	for _, p := range h.pods(app) {
@@ -190,7 +138,7 @@ func (h *harness) layout(app string, names []string) string {
 		if testenv.PodReady(&p) {
 			rev = fmt.Sprintf("r%d", revs[p.Labels[revisionHashLabel]])
 		}
-		parts = append(parts, shortNode(names, nodeOf(&p))+"="+rev)
+		parts = append(parts, shortNode(names, nodeplacement.TargetNode(&p))+"="+rev)
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, " ")
@@ -204,26 +152,4 @@ func shortNode(names []string, node string) string {
 		}
 	}
 	return node
-}
-
-// watchFromNow lists app's pods and watches them from that list on (no
-// ADDED events replayed for the pods that already exist). The watch resumes
-// from the last event seen when the API server closes it (it does under
-// load, for slow readers).
-func (h *harness) watchFromNow(app string) ([]corev1.Pod, watch.Interface) {
-	h.t.Helper()
-	sel := "app=" + app
-	pods := h.env.Kube.CoreV1().Pods(h.ns)
-	list, err := pods.List(context.Background(), metav1.ListOptions{LabelSelector: sel})
-	require.NoError(h.t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = sel
-			return pods.Watch(ctx, o)
-		},
-	})
-	require.NoError(h.t, err)
-	h.t.Cleanup(func() { w.Stop(); cancel() })
-	return list.Items, w
 }

@@ -45,11 +45,11 @@ func migrate(t *testing.T, keepAnnotations bool) {
 		}
 		return true, nil
 	})
-	old, err := h.env.Kube.AppsV1().DaemonSets(h.ns).Get(ctx, parityApp, metav1.GetOptions{})
+	old, err := h.Env.Kube.AppsV1().DaemonSets(h.NS).Get(ctx, parityApp, metav1.GetOptions{})
 	require.NoError(t, err)
 
 	orphan := metav1.DeletePropagationOrphan
-	require.NoError(t, h.env.Kube.AppsV1().DaemonSets(h.ns).Delete(ctx, parityApp, metav1.DeleteOptions{PropagationPolicy: &orphan}))
+	require.NoError(t, h.Env.Kube.AppsV1().DaemonSets(h.NS).Delete(ctx, parityApp, metav1.DeleteOptions{PropagationPolicy: &orphan}))
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
 		for _, p := range h.pods(parityApp) {
 			if metav1.GetControllerOf(&p) != nil {
@@ -80,7 +80,7 @@ func migrate(t *testing.T, keepAnnotations bool) {
 				RollingUpdate: &appsv1alpha1.RollingUpdateDaemonSet{Type: appsv1alpha1.StandardRollingUpdateType, MaxUnavailable: &one}},
 		},
 	}
-	created, err := h.client.AppsV1alpha1().DaemonSets(h.ns).Create(ctx, ds, metav1.CreateOptions{})
+	created, err := h.Client.AppsV1alpha1().DaemonSets(h.NS).Create(ctx, ds, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	want := dsStatus{3, 3, 0, 3, 3, 3, 0, true}

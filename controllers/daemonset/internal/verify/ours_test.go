@@ -1,10 +1,19 @@
 package verify
 
-import "github.com/flotilla-dev/flotilla/controllers/daemonset/internal/controller/controllertest"
+import (
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-dev/flotilla/controllers/daemonset/internal/app"
+	"github.com/flotilla-dev/flotilla/controllers/daemonset/internal/controller"
+)
 
 // startOurs runs the Advanced DaemonSet reconciler in-process over h's
-// namespace (and the cluster's nodes) and returns a function stopping it.
+// namespace (and the cluster's nodes) with the binary's defaults and returns
+// a function stopping it (also done at cleanup).
 func startOurs(h *harness) (stop func()) {
-	h.t.Helper()
-	return controllertest.Start(h.t, h.env, h.ns, controllertest.Options{}).Stop
+	h.T.Helper()
+	d := h.Deps("daemonset-test", h.Gates(app.Gates(), nil))
+	c, err := controller.New(d)
+	require.NoError(h.T, err)
+	return h.Start(c, 2, d)
 }

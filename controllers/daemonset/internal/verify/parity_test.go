@@ -17,6 +17,7 @@ import (
 
 	appspub "github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
 
@@ -51,12 +52,12 @@ func (d upstreamDS) create(tmpl corev1.PodTemplateSpec) {
 		ObjectMeta: metav1.ObjectMeta{Name: tmpl.Labels["app"]},
 		Spec:       appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: tmpl.Labels}, Template: tmpl},
 	}
-	_, err := d.h.env.Kube.AppsV1().DaemonSets(d.h.ns).Create(context.Background(), ds, metav1.CreateOptions{})
-	require.NoError(d.h.t, err, "create apps/v1 DaemonSet")
+	_, err := d.h.Env.Kube.AppsV1().DaemonSets(d.h.NS).Create(context.Background(), ds, metav1.CreateOptions{})
+	require.NoError(d.h.T, err, "create apps/v1 DaemonSet")
 }
 
 func (d upstreamDS) roll(image string, maxUnavailable, maxSurge intstr.IntOrString) {
-	testenv.ObjectsOf(d.h.t, d.h.env.Kube.AppsV1().DaemonSets(d.h.ns), waitTimeout).Modify(parityApp, func(ds *appsv1.DaemonSet) {
+	testenv.ObjectsOf(d.h.T, d.h.Env.Kube.AppsV1().DaemonSets(d.h.NS), waitTimeout).Modify(parityApp, func(ds *appsv1.DaemonSet) {
 		ds.Spec.Template.Spec.Containers[0].Image = image
 		ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType,
 			RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &maxUnavailable, MaxSurge: &maxSurge}}
@@ -64,8 +65,8 @@ func (d upstreamDS) roll(image string, maxUnavailable, maxSurge intstr.IntOrStri
 }
 
 func (d upstreamDS) status() dsStatus {
-	ds, err := d.h.env.Kube.AppsV1().DaemonSets(d.h.ns).Get(context.Background(), parityApp, metav1.GetOptions{})
-	require.NoError(d.h.t, err)
+	ds, err := d.h.Env.Kube.AppsV1().DaemonSets(d.h.NS).Get(context.Background(), parityApp, metav1.GetOptions{})
+	require.NoError(d.h.T, err)
 	s := ds.Status
 	return dsStatus{s.DesiredNumberScheduled, s.CurrentNumberScheduled, s.NumberMisscheduled, s.NumberReady,
 		s.UpdatedNumberScheduled, s.NumberAvailable, s.NumberUnavailable, s.ObservedGeneration == ds.Generation}
@@ -80,12 +81,12 @@ func (d oursDS) create(tmpl corev1.PodTemplateSpec) {
 		ObjectMeta: metav1.ObjectMeta{Name: tmpl.Labels["app"]},
 		Spec:       appsv1alpha1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: tmpl.Labels}, Template: tmpl},
 	}
-	_, err := d.h.client.AppsV1alpha1().DaemonSets(d.h.ns).Create(context.Background(), ds, metav1.CreateOptions{})
-	require.NoError(d.h.t, err, "create Advanced DaemonSet")
+	_, err := d.h.Client.AppsV1alpha1().DaemonSets(d.h.NS).Create(context.Background(), ds, metav1.CreateOptions{})
+	require.NoError(d.h.T, err, "create Advanced DaemonSet")
 }
 
 func (d oursDS) roll(image string, maxUnavailable, maxSurge intstr.IntOrString) {
-	testenv.ObjectsOf(d.h.t, d.h.client.AppsV1alpha1().DaemonSets(d.h.ns), waitTimeout).Modify(parityApp, func(ds *appsv1alpha1.DaemonSet) {
+	testenv.ObjectsOf(d.h.T, d.h.Client.AppsV1alpha1().DaemonSets(d.h.NS), waitTimeout).Modify(parityApp, func(ds *appsv1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.Containers[0].Image = image
 		ds.Spec.UpdateStrategy = appsv1alpha1.DaemonSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateDaemonSetStrategyType,
 			RollingUpdate: &appsv1alpha1.RollingUpdateDaemonSet{Type: appsv1alpha1.StandardRollingUpdateType, MaxUnavailable: &maxUnavailable, MaxSurge: &maxSurge}}
@@ -93,8 +94,8 @@ func (d oursDS) roll(image string, maxUnavailable, maxSurge intstr.IntOrString) 
 }
 
 func (d oursDS) status() dsStatus {
-	ds, err := d.h.client.AppsV1alpha1().DaemonSets(d.h.ns).Get(context.Background(), parityApp, metav1.GetOptions{})
-	require.NoError(d.h.t, err)
+	ds, err := d.h.Client.AppsV1alpha1().DaemonSets(d.h.NS).Get(context.Background(), parityApp, metav1.GetOptions{})
+	require.NoError(d.h.T, err)
 	s := ds.Status
 	return dsStatus{s.DesiredNumberScheduled, s.CurrentNumberScheduled, s.NumberMisscheduled, s.NumberReady,
 		s.UpdatedNumberScheduled, s.NumberAvailable, s.NumberUnavailable, s.ObservedGeneration == ds.Generation}
@@ -300,7 +301,7 @@ func TestUpstreamPodParity(t *testing.T) {
 func podShape(t *testing.T, h *harness, node string) corev1.Pod {
 	t.Helper()
 	for _, p := range h.pods(parityApp) {
-		if nodeOf(&p) != node {
+		if nodeplacement.TargetNode(&p) != node {
 			continue
 		}
 		shape := corev1.Pod{Spec: *p.Spec.DeepCopy()}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
 
@@ -41,8 +42,8 @@ type podWatch struct {
 }
 
 func (h *harness) watchPods(app string) *podWatch {
-	h.t.Helper()
-	initial, w := h.watchFromNow(app)
+	h.T.Helper()
+	initial, w := h.WatchPods("app=" + app)
 	pw := &podWatch{pods: map[types.UID]*corev1.Pod{}, ready: map[types.UID]bool{}, gone: map[types.UID]bool{}, ops: map[string][]string{}, owner: map[types.UID]types.UID{}}
 	for i := range initial {
 		p := &initial[i]
@@ -63,7 +64,7 @@ func (h *harness) watchPods(app string) *podWatch {
 func (w *podWatch) observe(t watch.EventType, p *corev1.Pod) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	node := nodeOf(p)
+	node := nodeplacement.TargetNode(p)
 	hash := p.Labels[revisionHashLabel]
 	if ref := metav1.GetControllerOf(p); ref != nil {
 		w.owner[p.UID] = ref.UID
@@ -101,7 +102,7 @@ func (w *podWatch) check() {
 	live := map[string]int{}
 	available := map[string]bool{}
 	for uid, p := range w.pods {
-		n := nodeOf(p)
+		n := nodeplacement.TargetNode(p)
 		perNode[n] = append(perNode[n], p.Name)
 		if !w.gone[uid] {
 			live[n]++
@@ -152,8 +153,8 @@ func (w *podWatch) check() {
 // Once caught up, the watch sees a controller's decisions after the events
 // they were based on (one watch delivers events in resourceVersion order).
 func (w *podWatch) enforce(h *harness, app string, nodes []string, maxSurge, maxUnavailable int) {
-	h.t.Helper()
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) { err := w.caughtUp(h, app); return err == nil, err })
+	h.T.Helper()
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) { err := w.caughtUp(h, app); return err == nil, err })
 	w.startChecks(nodes, maxSurge, maxUnavailable)
 }
 
@@ -187,7 +188,7 @@ func (w *podWatch) relax() (peaks, []string) {
 // caughtUp reports (as an error) whether the watch has seen exactly the pods
 // the API server lists now, at their current resourceVersions.
 func (w *podWatch) caughtUp(h *harness, app string) error {
-	list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
+	list, err := h.Env.Kube.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
 	if err != nil {
 		return err
 	}

@@ -33,10 +33,10 @@ func TestOnePodPerNodeUnderLoad(t *testing.T) {
 			UpdateStrategy: appsv1alpha1.DaemonSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateDaemonSetStrategyType,
 				RollingUpdate: &appsv1alpha1.RollingUpdateDaemonSet{Type: appsv1alpha1.StandardRollingUpdateType, MaxUnavailable: &unav}}},
 	}
-	_, err := h.client.AppsV1alpha1().DaemonSets(h.ns).Create(context.Background(), ds, metav1.CreateOptions{})
+	_, err := h.Client.AppsV1alpha1().DaemonSets(h.NS).Create(context.Background(), ds, metav1.CreateOptions{})
 	require.NoError(t, err)
 	h.settledOn(f, imageV1)
-	sets := testenv.ObjectsOf(t, h.client.AppsV1alpha1().DaemonSets(h.ns), waitTimeout)
+	sets := testenv.ObjectsOf(t, h.Client.AppsV1alpha1().DaemonSets(h.NS), waitTimeout)
 	for _, image := range []string{imageV2, imageV3} {
 		w.enforce(h, parityApp, f.names, 0, nodes*3/10)
 		sets.Modify(parityApp, func(ds *appsv1alpha1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = image })

@@ -1,12 +1,11 @@
 // Package integration runs the real Advanced DaemonSet reconciler in-process
-// (controllertest.Start) against the local control plane (kit/testenv:
+// (kit/testenv/lab) against the local control plane (kit/testenv:
 // kube-apiserver, kube-scheduler, kube-controller-manager, kwok nodes and
 // kubelets), one namespace and its own kwok nodes per test, and asserts what
 // a user sees: pods per node, revisions and status.
 package integration
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -18,16 +17,16 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	"github.com/flotilla-dev/flotilla/controllers/daemonset/internal/controller/controllertest"
+	"github.com/flotilla-dev/flotilla/controllers/daemonset/internal/app"
+	"github.com/flotilla-dev/flotilla/controllers/daemonset/internal/controller"
 	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -42,12 +41,9 @@ const (
 )
 
 type harness struct {
-	t      *testing.T
-	env    *testenv.Env
-	ns     string
-	client versioned.Interface
-	sets   *testenv.Objects[*appsv1alpha1.DaemonSet]
-	gates  map[featuregate.Feature]bool
+	*lab.Lab
+	sets  *testenv.Objects[*appsv1alpha1.DaemonSet]
+	gates map[featuregate.Feature]bool
 	// nodeLabel=ns selects this test's nodes; a DaemonSet built by newDS
 	// runs only there.
 	nodeLabel string
@@ -55,29 +51,34 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	t.Parallel()
-	env := testenv.Get(t)
-	h := &harness{t: t, env: env, ns: env.Namespace(t), client: versioned.NewForConfigOrDie(env.Config),
-		gates: map[featuregate.Feature]bool{}, nodeLabel: "flotilla.dev/ds-test"}
-	h.sets = testenv.ObjectsOf(t, h.client.AppsV1alpha1().DaemonSets(h.ns), waitTimeout)
+	h := &harness{Lab: lab.New(t, waitTimeout), gates: map[featuregate.Feature]bool{}, nodeLabel: "flotilla.dev/ds-test"}
+	h.sets = testenv.ObjectsOf(t, h.Client.AppsV1alpha1().DaemonSets(h.NS), waitTimeout)
 	h.sets.Describe = func(ds *appsv1alpha1.DaemonSet) string { return fmt.Sprintf("%+v", ds.Status) }
 	return h
+}
+
+// start runs the reconciler over informers limited to the test's namespace
+// (nodes are cluster-scoped: all of them) with the binary's gates as set in
+// h.gates; the returned function stops it — aborting its in-flight requests,
+// as a killed process would — and waits until it has (also done at cleanup).
+func (h *harness) start() (stop func()) {
+	h.T.Helper()
+	d := h.Deps("daemonset-test", h.Gates(app.Gates(), h.gates))
+	c, err := controller.New(d)
+	require.NoError(h.T, err)
+	return h.Start(c, 2, d)
 }
 
 // nodes creates n kwok nodes of this test (tainted for it, labelled
 // nodeLabel=ns plus extra) and returns their names, sorted.
 func (h *harness) nodes(n int, extra map[string]string) []string {
-	l := map[string]string{h.nodeLabel: h.ns}
+	l := map[string]string{h.nodeLabel: h.NS}
 	for k, v := range extra {
 		l[k] = v
 	}
-	names := h.env.KwokNodes(h.t, h.ns, n, l)
+	names := h.Env.KwokNodes(h.T, h.NS, n, l)
 	sort.Strings(names)
 	return names
-}
-
-func (h *harness) start() controllertest.Running {
-	return controllertest.Start(h.t, h.env, h.ns, controllertest.Options{Gates: h.gates})
 }
 
 // newDS builds a DaemonSet of one container "main" running imageV1 on this
@@ -90,7 +91,7 @@ func (h *harness) newDS(name string, mutate ...func(*appsv1alpha1.DaemonSet)) *a
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
 				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{h.nodeLabel: h.ns},
+					NodeSelector: map[string]string{h.nodeLabel: h.NS},
 					Tolerations:  []corev1.Toleration{testenv.TestNodeToleration()},
 					Containers:   []corev1.Container{{Name: "main", Image: imageV1}},
 				},
@@ -103,18 +104,15 @@ func (h *harness) newDS(name string, mutate ...func(*appsv1alpha1.DaemonSet)) *a
 	return ds
 }
 
-// pods lists the live pods of DaemonSet name.
-func (h *harness) pods(name string) []corev1.Pod {
-	h.t.Helper()
-	list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: labels.Set{"app": name}.String()})
-	require.NoError(h.t, err)
-	return testenv.Live(list.Items)
-}
+// pods lists the live pods of DaemonSet name, by name.
+func (h *harness) pods(name string) []corev1.Pod { h.T.Helper(); return h.Pods("app=" + name) }
 
 // byNode maps node → live pods of DaemonSet name targeting it.
-func (h *harness) byNode(name string) map[string][]corev1.Pod {
+func (h *harness) byNode(name string) map[string][]corev1.Pod { return byNode(h.pods(name)) }
+
+func byNode(pods []corev1.Pod) map[string][]corev1.Pod {
 	out := map[string][]corev1.Pod{}
-	for _, p := range h.pods(name) {
+	for _, p := range pods {
 		n := nodeplacement.TargetNode(&p)
 		out[n] = append(out[n], p)
 	}
@@ -125,33 +123,34 @@ func (h *harness) byNode(name string) map[string][]corev1.Pod {
 // of nodes and none elsewhere, every pod bound where its affinity pins it
 // and labelled with hash (if not empty).
 func (h *harness) waitPlaced(name string, nodes []string, hash string) map[string]corev1.Pod {
-	h.t.Helper()
+	h.T.Helper()
 	var got map[string]corev1.Pod
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
-		by := h.byNode(name)
-		if len(by) != len(nodes) {
-			return false, nil
-		}
-		got = map[string]corev1.Pod{}
-		for _, n := range nodes {
-			ps := by[n]
-			if len(ps) != 1 || !testenv.PodReady(&ps[0]) || ps[0].Spec.NodeName != n {
-				return false, nil
+	h.WaitPods(func() []corev1.Pod { return h.pods(name) }, "pods of "+name+": one Ready pod on each of "+strings.Join(nodes, ","),
+		func(pods []corev1.Pod) bool {
+			by := byNode(pods)
+			if len(by) != len(nodes) {
+				return false
 			}
-			if hash != "" && ps[0].Labels[pub.ControllerRevisionHashLabelKey] != hash {
-				return false, nil
+			got = map[string]corev1.Pod{}
+			for _, n := range nodes {
+				ps := by[n]
+				if len(ps) != 1 || !testenv.PodReady(&ps[0]) || ps[0].Spec.NodeName != n {
+					return false
+				}
+				if hash != "" && ps[0].Labels[pub.ControllerRevisionHashLabelKey] != hash {
+					return false
+				}
+				got[n] = ps[0]
 			}
-			got[n] = ps[0]
-		}
-		return true, nil
-	})
+			return true
+		})
 	return got
 }
 
 // waitStatus waits until the DaemonSet's status satisfies cond at its
 // current generation.
 func (h *harness) waitStatus(name, what string, cond func(appsv1alpha1.DaemonSetStatus) bool) *appsv1alpha1.DaemonSet {
-	h.t.Helper()
+	h.T.Helper()
 	return h.sets.WaitFor(name, what, func(ds *appsv1alpha1.DaemonSet) bool {
 		return ds.Status.ObservedGeneration == ds.Generation && cond(ds.Status)
 	})
@@ -194,18 +193,12 @@ type podWatcher struct {
 }
 
 func (h *harness) watchPods(name string, invariant func(byNode map[string][]*corev1.Pod) string) *podWatcher {
-	h.t.Helper()
-	opts := metav1.ListOptions{LabelSelector: "app=" + name}
-	list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), opts)
-	require.NoError(h.t, err)
+	h.T.Helper()
+	list, wi := h.WatchPods("app=" + name)
 	w := &podWatcher{pods: map[string]*corev1.Pod{}}
-	for i := range list.Items {
-		w.pods[list.Items[i].Name] = &list.Items[i]
+	for i := range list {
+		w.pods[list[i].Name] = &list[i]
 	}
-	opts.ResourceVersion = list.ResourceVersion
-	wi, err := h.env.Kube.CoreV1().Pods(h.ns).Watch(context.Background(), opts)
-	require.NoError(h.t, err)
-	h.t.Cleanup(wi.Stop)
 	go func() {
 		for ev := range wi.ResultChan() {
 			p, ok := ev.Object.(*corev1.Pod)

@@ -27,7 +27,7 @@ func invalidCondition(ds *appsv1alpha1.DaemonSet) *appsv1.DaemonSetCondition {
 // warnings sums the counts of Warning events with reason on DaemonSet name.
 func (h *harness) warnings(name, reason string) int32 {
 	var n int32
-	for _, e := range h.env.Events(h.t, h.ns, name) {
+	for _, e := range h.Events(name) {
 		if e.Type == corev1.EventTypeWarning && e.Reason == reason {
 			n += max(e.Count, 1)
 		}

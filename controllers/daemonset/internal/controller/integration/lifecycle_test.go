@@ -38,8 +38,8 @@ func (h *harness) preparing(name string) []corev1.Pod {
 }
 
 func (h *harness) release(p corev1.Pod) {
-	h.t.Helper()
-	h.env.PatchPod(h.t, h.ns, p.Name, fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, blockLabel))
+	h.T.Helper()
+	h.PatchPod(p.Name, fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, blockLabel))
 }
 
 // TestPreDeleteRecreateUpdate: a recreate update moves a hooked pod to
@@ -110,23 +110,18 @@ func TestPreDeleteScaleIn(t *testing.T) {
 		ds.Spec.Template.Finalizers = []string{fin}
 	}))
 	placed := h.waitPlaced("fin", nodes, "")
-	ctx := context.Background()
 	t.Cleanup(func() { // every pod carries the finalizer: it would keep the namespace Terminating for good
-		pods, _ := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{})
+		pods, _ := h.Env.Kube.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{})
 		for _, p := range pods.Items {
-			_, _ = h.env.Kube.CoreV1().Pods(h.ns).Patch(context.Background(), p.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			_, _ = h.Env.Kube.CoreV1().Pods(h.NS).Patch(context.Background(), p.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 		}
 	})
-	n, err := h.env.Kube.CoreV1().Nodes().Get(ctx, nodes[0], metav1.GetOptions{})
-	require.NoError(t, err)
-	n.Labels[h.nodeLabel] = "out"
-	_, err = h.env.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	h.Nodes().Modify(nodes[0], func(n *corev1.Node) { n.Labels[h.nodeLabel] = "out" })
 	testenv.Eventually(t, waitTimeout, func() (bool, error) { return len(h.preparing("fin")) == 1, nil })
 	p := h.preparing("fin")[0]
 	assert.Equal(t, placed[nodes[0]].UID, p.UID)
 	assert.Nil(t, p.DeletionTimestamp, "not deleted while the hook holds")
-	h.env.PatchPod(t, h.ns, p.Name, `{"metadata":{"finalizers":null}}`)
+	h.PatchPod(p.Name, `{"metadata":{"finalizers":null}}`)
 	testenv.Eventually(t, waitTimeout, func() (bool, error) { return len(h.byNode("fin")[nodes[0]]) == 0, nil })
 	h.waitStatus("fin", "one node left", settled(1))
 }

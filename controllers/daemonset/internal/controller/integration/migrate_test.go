@@ -27,13 +27,13 @@ func TestAdoptFromAppsV1(t *testing.T) {
 	ctx := context.Background()
 	tmpl := h.newDS("mig").Spec
 	up := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "mig"}, Spec: appsv1.DaemonSetSpec{Selector: tmpl.Selector, Template: tmpl.Template}}
-	_, err := h.env.Kube.AppsV1().DaemonSets(h.ns).Create(ctx, up, metav1.CreateOptions{})
+	_, err := h.Env.Kube.AppsV1().DaemonSets(h.NS).Create(ctx, up, metav1.CreateOptions{})
 	require.NoError(t, err)
 	testenv.Eventually(t, waitTimeout, func() (bool, error) { return len(h.pods("mig")) == 2, nil })
-	stored, err := h.env.Kube.AppsV1().DaemonSets(h.ns).Get(ctx, "mig", metav1.GetOptions{})
+	stored, err := h.Env.Kube.AppsV1().DaemonSets(h.NS).Get(ctx, "mig", metav1.GetOptions{})
 	require.NoError(t, err)
 	orphan := metav1.DeletePropagationOrphan
-	require.NoError(t, h.env.Kube.AppsV1().DaemonSets(h.ns).Delete(ctx, "mig", metav1.DeleteOptions{PropagationPolicy: &orphan}))
+	require.NoError(t, h.Env.Kube.AppsV1().DaemonSets(h.NS).Delete(ctx, "mig", metav1.DeleteOptions{PropagationPolicy: &orphan}))
 	uids := map[string]types.UID{}
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
 		for _, p := range h.pods("mig") {
@@ -72,9 +72,9 @@ func TestReleaseRelabelledPod(t *testing.T) {
 	h.sets.Create(h.newDS("rel"))
 	placed := h.waitPlaced("rel", nodes, "")
 	p := placed[nodes[0]]
-	h.env.PatchPod(t, h.ns, p.Name, `{"metadata":{"labels":{"app":"debug"}}}`)
+	h.PatchPod(p.Name, `{"metadata":{"labels":{"app":"debug"}}}`)
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		got, err := h.env.Kube.CoreV1().Pods(h.ns).Get(context.Background(), p.Name, metav1.GetOptions{})
+		got, err := h.Env.Kube.CoreV1().Pods(h.NS).Get(context.Background(), p.Name, metav1.GetOptions{})
 		return err == nil && metav1.GetControllerOf(got) == nil, nil
 	})
 	fresh := h.waitPlaced("rel", nodes, "")

@@ -48,21 +48,15 @@ func TestPlacement(t *testing.T) {
 
 	// A node is relabelled out: its pod goes.
 	ctx := context.Background()
-	node, err := h.env.Kube.CoreV1().Nodes().Get(ctx, nodes[0], metav1.GetOptions{})
-	require.NoError(t, err)
-	node.Labels[h.nodeLabel] = "elsewhere"
-	_, err = h.env.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	h.Nodes().Modify(nodes[0], func(n *corev1.Node) { n.Labels[h.nodeLabel] = "elsewhere" })
 	h.waitPlaced("agent", all[1:], "")
 	h.waitStatus("agent", "3 desired after relabel", settled(3))
 
 	// NoSchedule keeps the running pod; NoExecute evicts it.
 	taint := func(name string, effect corev1.TaintEffect) {
-		n, err := h.env.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		require.NoError(t, err)
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "flotilla.dev/ds-test-taint", Value: "x", Effect: effect})
-		_, err = h.env.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		require.NoError(t, err)
+		h.Nodes().Modify(name, func(n *corev1.Node) {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "flotilla.dev/ds-test-taint", Value: "x", Effect: effect})
+		})
 	}
 	taint(nodes[1], corev1.TaintEffectNoSchedule)
 	h.waitStatus("agent", "NoSchedule: not desired, pod kept (misscheduled)", func(s appsv1alpha1.DaemonSetStatus) bool {
@@ -76,7 +70,7 @@ func TestPlacement(t *testing.T) {
 	by := h.byNode("agent")
 	victim := by[more[0]][0]
 	victim.Status.Phase = corev1.PodFailed
-	_, err = h.env.Kube.CoreV1().Pods(h.ns).UpdateStatus(ctx, &victim, metav1.UpdateOptions{})
+	_, err := h.Env.Kube.CoreV1().Pods(h.NS).UpdateStatus(ctx, &victim, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
 		ps := h.byNode("agent")[more[0]]
@@ -87,7 +81,7 @@ func TestPlacement(t *testing.T) {
 	})
 
 	// A deleted node's pod goes (the pod garbage collector for a bound pod).
-	require.NoError(t, h.env.Kube.CoreV1().Nodes().Delete(ctx, more[0], metav1.DeleteOptions{}))
+	require.NoError(t, h.Env.Kube.CoreV1().Nodes().Delete(ctx, more[0], metav1.DeleteOptions{}))
 	h.waitStatus("agent", "node deleted", func(s appsv1alpha1.DaemonSetStatus) bool {
 		return s.DesiredNumberScheduled == 0 && s.CurrentNumberScheduled == 0
 	})
@@ -113,12 +107,7 @@ func TestBurstReplicas(t *testing.T) {
 func TestCordonedNodeRunsDaemon(t *testing.T) {
 	h := newHarness(t)
 	nodes := h.nodes(2, nil)
-	ctx := context.Background()
-	n, err := h.env.Kube.CoreV1().Nodes().Get(ctx, nodes[0], metav1.GetOptions{})
-	require.NoError(t, err)
-	n.Spec.Unschedulable = true
-	_, err = h.env.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	h.Nodes().Modify(nodes[0], func(n *corev1.Node) { n.Spec.Unschedulable = true })
 	h.start()
 	h.sets.Create(h.newDS("cordon"))
 	h.waitPlaced("cordon", nodes, "")
@@ -141,15 +130,15 @@ func TestDeletingNodeKeepsDaemon(t *testing.T) {
 	const fin = "example.io/drain"
 	draining := nodes[0]
 	unblock := func() {
-		_, err := h.env.Kube.CoreV1().Nodes().Patch(context.Background(), draining, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_, err := h.Env.Kube.CoreV1().Nodes().Patch(context.Background(), draining, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("remove the finalizer of node %s: %v", draining, err)
 		}
 	}
-	_, err := h.env.Kube.CoreV1().Nodes().Patch(ctx, draining, types.MergePatchType, []byte(`{"metadata":{"finalizers":["`+fin+`"]}}`), metav1.PatchOptions{})
+	_, err := h.Env.Kube.CoreV1().Nodes().Patch(ctx, draining, types.MergePatchType, []byte(`{"metadata":{"finalizers":["`+fin+`"]}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	t.Cleanup(unblock) // the node could not be deleted otherwise
-	require.NoError(t, h.env.Kube.CoreV1().Nodes().Delete(ctx, draining, metav1.DeleteOptions{}))
+	require.NoError(t, h.Env.Kube.CoreV1().Nodes().Delete(ctx, draining, metav1.DeleteOptions{}))
 
 	// A node created after the deletion reaches the controller after it
 	// (one ordered node watch): once the new node has its pod, the

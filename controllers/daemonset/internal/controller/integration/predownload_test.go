@@ -36,7 +36,7 @@ func TestImagePreDownload(t *testing.T) {
 	h.waitPlaced("pre", nodes, "")
 	h.waitStatus("pre", "settled", settled(4))
 	hash := h.rollTo("pre", imageV2)
-	jobs := h.client.AppsV1alpha1().ImagePullJobs(h.ns)
+	jobs := h.Client.AppsV1alpha1().ImagePullJobs(h.NS)
 	ctx := context.Background()
 	var job *appsv1alpha1.ImagePullJob
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
@@ -50,7 +50,7 @@ func TestImagePreDownload(t *testing.T) {
 	assert.Contains(t, job.Spec.PodSelector.MatchExpressions, metav1.LabelSelectorRequirement{
 		Key: pub.ControllerRevisionHashLabelKey, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"pre-" + hash, hash}})
 	assert.Equal(t, "pre", job.Spec.PodSelector.MatchLabels["app"])
-	rev, err := h.env.Kube.AppsV1().ControllerRevisions(h.ns).Get(ctx, "pre-"+hash, metav1.GetOptions{})
+	rev, err := h.Env.Kube.AppsV1().ControllerRevisions(h.NS).Get(ctx, "pre-"+hash, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "true", rev.Labels[pub.ImagePreDownloadCreatedKey])
 
@@ -65,7 +65,7 @@ func TestImagePreDownload(t *testing.T) {
 	h.sets.Modify("pre", rolling(func(r *appsv1alpha1.RollingUpdateDaemonSet) { r.MaxUnavailable = ptr.To(intstr.FromString("100%")) }))
 	hash3 := h.rollTo("pre", "registry.local/agent:v3")
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		r, err := h.env.Kube.AppsV1().ControllerRevisions(h.ns).Get(ctx, "pre-"+hash3, metav1.GetOptions{})
+		r, err := h.Env.Kube.AppsV1().ControllerRevisions(h.NS).Get(ctx, "pre-"+hash3, metav1.GetOptions{})
 		return err == nil && r.Labels[pub.ImagePreDownloadIgnoredKey] == "true", nil
 	})
 }

@@ -24,12 +24,12 @@ import (
 // DaemonSet's namespace that its selector matches and that it controls,
 // by .revision.
 func (h *harness) history(name string) []appsv1.ControllerRevision {
-	h.t.Helper()
+	h.T.Helper()
 	ds := h.sets.Get(name)
 	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-	require.NoError(h.t, err)
-	list, err := h.env.Kube.AppsV1().ControllerRevisions(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: sel.String()})
-	require.NoError(h.t, err)
+	require.NoError(h.T, err)
+	list, err := h.Env.Kube.AppsV1().ControllerRevisions(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: sel.String()})
+	require.NoError(h.T, err)
 	var out []appsv1.ControllerRevision
 	for _, r := range list.Items {
 		if metav1.IsControlledBy(&r, ds) {
@@ -43,12 +43,12 @@ func (h *harness) history(name string) []appsv1.ControllerRevision {
 // undo is `kubectl kruise rollout undo`: a JSON merge patch of the
 // DaemonSet with the previous revision's data, sent as is.
 func (h *harness) undo(name string) {
-	h.t.Helper()
+	h.T.Helper()
 	revs := h.history(name)
-	require.GreaterOrEqual(h.t, len(revs), 2)
+	require.GreaterOrEqual(h.T, len(revs), 2)
 	prev := revs[len(revs)-2]
-	_, err := h.client.AppsV1alpha1().DaemonSets(h.ns).Patch(context.Background(), name, types.MergePatchType, prev.Data.Raw, metav1.PatchOptions{})
-	require.NoError(h.t, err)
+	_, err := h.Client.AppsV1alpha1().DaemonSets(h.NS).Patch(context.Background(), name, types.MergePatchType, prev.Data.Raw, metav1.PatchOptions{})
+	require.NoError(h.T, err)
 }
 
 // TestRevisionsHistoryAndUndo: ControllerRevisions are upstream's — owned,

@@ -28,14 +28,14 @@ var inPlaceRolling = rolling(func(r *appsv1alpha1.RollingUpdateDaemonSet) { r.Ty
 func TestInPlaceGateStrandedByCrashIsHealed(t *testing.T) {
 	h := newHarness(t)
 	nodes := h.nodes(2, nil)
-	running := h.start()
+	stop := h.start()
 	h.sets.Create(h.newDS("strand", inPlaceRolling))
 	before := h.waitPlaced("strand", nodes, "")
 	h.waitStatus("strand", "settled", settled(2))
 
-	running.Stop() // the crash, between the status write and the pod write
+	stop() // the crash, between the status write and the pod write
 	victim := before[nodes[0]]
-	p := h.env.StrandInPlaceUpdate(t, h.ns, victim.Name)
+	p := h.Env.StrandInPlaceUpdate(t, h.NS, victim.Name)
 	assert.False(t, testenv.PodReady(p), "the pod is out of service")
 
 	h.start()
@@ -68,7 +68,7 @@ func TestInPlaceUpdateRejectedByAdmission(t *testing.T) {
 	h.sets.Create(h.newDS("deny", inPlaceRolling))
 	before := h.waitPlaced("deny", nodes, "")
 	h.waitStatus("deny", "settled", settled(2))
-	msg := h.env.DenyPodImage(t, h.ns, imageV2)
+	msg := h.Env.DenyPodImage(t, h.NS, imageV2)
 	for n, p := range h.waitPlaced("deny", nodes, "") {
 		before[n] = p // the versions the rejection must not change
 	}
@@ -76,7 +76,7 @@ func TestInPlaceUpdateRejectedByAdmission(t *testing.T) {
 	h.sets.Modify("deny", setImage(imageV2))
 	rejections := func() int32 {
 		var n int32
-		for _, e := range h.env.Events(t, h.ns, "deny") {
+		for _, e := range h.Events("deny") {
 			if e.Reason == controller.EventFailedInPlaceUpdate && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, msg) {
 				n += max(e.Count, 1)
 			}

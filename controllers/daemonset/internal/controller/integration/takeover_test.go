@@ -132,7 +132,7 @@ func okDaemonPod(ds *appsv1alpha1.DaemonSet, node, hash string) *corev1.Pod {
 func TestTakeoverFromOpenKruise(t *testing.T) {
 	h := newHarness(t)
 	nodes := h.nodes(2, nil)
-	kube, ctx := h.env.Kube, context.Background()
+	kube, ctx := h.Env.Kube, context.Background()
 
 	ds := h.newDS("okds", func(ds *appsv1alpha1.DaemonSet) {
 		ds.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9100, Protocol: corev1.ProtocolTCP}}
@@ -149,7 +149,7 @@ func TestTakeoverFromOpenKruise(t *testing.T) {
 	ds = h.sets.Create(ds)
 	rev, hash := h.okSnapshot(ds, 1)
 	for _, n := range nodes {
-		_, err := kube.CoreV1().Pods(h.ns).Create(ctx, okDaemonPod(ds, n, hash), metav1.CreateOptions{})
+		_, err := kube.CoreV1().Pods(h.NS).Create(ctx, okDaemonPod(ds, n, hash), metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 	placed := h.waitPlaced("okds", nodes, hash)
@@ -160,7 +160,7 @@ func TestTakeoverFromOpenKruise(t *testing.T) {
 		UpdatedNumberScheduled: 2, NumberAvailable: 2, DaemonSetHash: hash,
 	}
 	h.sets.ModifyStatus("okds", func(d *appsv1alpha1.DaemonSet) { d.Status = okStatus })
-	writes := testenv.WatchPodWrites(t, kube, h.ns)
+	writes := testenv.WatchPodWrites(t, kube, h.NS)
 	var okPods []string
 	for _, p := range placed {
 		okPods = append(okPods, p.Name)
@@ -192,22 +192,22 @@ func TestTakeoverFromOpenKruise(t *testing.T) {
 // ds's current template (ComputeHash name, getPatch data) numbered number,
 // and returns it with its hash.
 func (h *harness) okSnapshot(ds *appsv1alpha1.DaemonSet, number int64) (*appsv1.ControllerRevision, string) {
-	h.t.Helper()
+	h.T.Helper()
 	hash := okComputeHash(&ds.Spec.Template, ds.Status.CollisionCount)
 	lbls := map[string]string{}
 	for k, v := range ds.Spec.Template.Labels {
 		lbls[k] = v
 	}
 	lbls[pub.ControllerRevisionHashLabelKey] = hash
-	rev, err := h.env.Kube.AppsV1().ControllerRevisions(h.ns).Create(context.Background(), &appsv1.ControllerRevision{
+	rev, err := h.Env.Kube.AppsV1().ControllerRevisions(h.NS).Create(context.Background(), &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: ds.Name + "-" + hash, Namespace: h.ns, Labels: lbls, Annotations: ds.Annotations,
+			Name: ds.Name + "-" + hash, Namespace: h.NS, Labels: lbls, Annotations: ds.Annotations,
 			OwnerReferences: []metav1.OwnerReference{okControllerRef(ds)},
 		},
-		Data:     runtime.RawExtension{Raw: okDaemonSetPatch(h.t, ds)},
+		Data:     runtime.RawExtension{Raw: okDaemonSetPatch(h.T, ds)},
 		Revision: number,
 	}, metav1.CreateOptions{})
-	require.NoError(h.t, err)
+	require.NoError(h.T, err)
 	return rev, hash
 }
 
@@ -222,7 +222,7 @@ func (h *harness) okSnapshot(ds *appsv1alpha1.DaemonSet, number int64) (*appsv1.
 func TestTakeoverFromOpenKruiseMidRollout(t *testing.T) {
 	h := newHarness(t)
 	nodes := h.nodes(2, nil)
-	kube, ctx := h.env.Kube, context.Background()
+	kube, ctx := h.Env.Kube, context.Background()
 	ds := h.sets.Create(h.newDS("okroll", func(ds *appsv1alpha1.DaemonSet) {
 		ds.Spec.BurstReplicas = ptr.To(intstr.FromInt32(250))
 		ds.Spec.UpdateStrategy = appsv1alpha1.DaemonSetUpdateStrategy{
@@ -240,7 +240,7 @@ func TestTakeoverFromOpenKruiseMidRollout(t *testing.T) {
 	upd, updHash := h.okSnapshot(ds, 2)
 	require.NotEqual(t, oldHash, updHash)
 	for _, p := range []*corev1.Pod{oldPod, okDaemonPod(ds, nodes[1], updHash)} {
-		_, err := kube.CoreV1().Pods(h.ns).Create(ctx, p, metav1.CreateOptions{})
+		_, err := kube.CoreV1().Pods(h.NS).Create(ctx, p, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
@@ -253,7 +253,7 @@ func TestTakeoverFromOpenKruiseMidRollout(t *testing.T) {
 	}
 	h.sets.ModifyStatus("okroll", func(d *appsv1alpha1.DaemonSet) { d.Status = okStatus })
 	before := h.byNode("okroll")
-	writes := testenv.WatchPodWrites(t, kube, h.ns)
+	writes := testenv.WatchPodWrites(t, kube, h.NS)
 
 	h.start()
 	// The controller has synced once a new node holds a pod (at the update hash).

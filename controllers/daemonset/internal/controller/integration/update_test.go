@@ -20,7 +20,7 @@ import (
 
 // rollTo changes the image and waits for the new daemonSetHash.
 func (h *harness) rollTo(name, image string) string {
-	h.t.Helper()
+	h.T.Helper()
 	old := h.sets.Get(name).Status.DaemonSetHash
 	h.sets.Modify(name, setImage(image))
 	ds := h.sets.WaitFor(name, "new daemonSetHash", func(ds *appsv1alpha1.DaemonSet) bool {
@@ -132,12 +132,7 @@ func TestPartitionSelectorPaused(t *testing.T) {
 	})
 
 	// Selector: only nodes labelled zone=x among the rest.
-	ctx := context.Background()
-	n, err := h.env.Kube.CoreV1().Nodes().Get(ctx, nodes[0], metav1.GetOptions{})
-	require.NoError(t, err)
-	n.Labels["zone"] = "x"
-	_, err = h.env.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	h.Nodes().Modify(nodes[0], func(n *corev1.Node) { n.Labels["zone"] = "x" })
 	h.sets.Modify("part", rolling(func(r *appsv1alpha1.RollingUpdateDaemonSet) {
 		r.Partition = nil
 		r.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "x"}}
@@ -187,7 +182,7 @@ func TestOnDelete(t *testing.T) {
 		}
 		return nil
 	})
-	require.NoError(t, h.env.Kube.CoreV1().Pods(h.ns).Delete(context.Background(), before[nodes[0]].Name, metav1.DeleteOptions{}))
+	require.NoError(t, h.Env.Kube.CoreV1().Pods(h.NS).Delete(context.Background(), before[nodes[0]].Name, metav1.DeleteOptions{}))
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
 		return h.hashes("ondel")[nodes[0]] == hash && h.hashes("ondel")[nodes[1]] != hash, nil
 	})

@@ -30,7 +30,7 @@ func TestSelectorImmutable(t *testing.T) {
 	ds := h.sets.Get("sel")
 	ds.Spec.Selector.MatchLabels["track"] = "v2"
 	ds.Spec.Template.Labels["track"] = "v2"
-	_, err := h.client.AppsV1alpha1().DaemonSets(h.ns).Update(context.Background(), ds, metav1.UpdateOptions{})
+	_, err := h.Client.AppsV1alpha1().DaemonSets(h.NS).Update(context.Background(), ds, metav1.UpdateOptions{})
 	require.Error(t, err, "a selector change must be rejected")
 	assert.True(t, apierrors.IsInvalid(err), "rejected as invalid: %v", err)
 	assert.Contains(t, err.Error(), "spec.selector is immutable")
@@ -72,7 +72,7 @@ func TestRollingUpdateBudgetValidation(t *testing.T) {
 		{name: "surging-maxunavailable-0", ru: appsv1alpha1.RollingUpdateDaemonSet{Type: appsv1alpha1.SurgingRollingUpdateType, MaxUnavailable: &zero}, valid: true},
 	} {
 		ds := h.newDS(tc.name, rolling(func(r *appsv1alpha1.RollingUpdateDaemonSet) { *r = tc.ru }))
-		_, err := h.client.AppsV1alpha1().DaemonSets(h.ns).Create(ctx, ds, metav1.CreateOptions{})
+		_, err := h.Client.AppsV1alpha1().DaemonSets(h.NS).Create(ctx, ds, metav1.CreateOptions{})
 		if tc.valid {
 			assert.NoError(t, err, tc.name)
 			continue
@@ -87,7 +87,7 @@ func TestRollingUpdateBudgetValidation(t *testing.T) {
 	h.sets.Create(h.newDS("upd"))
 	ds := h.sets.Get("upd")
 	ds.Spec.UpdateStrategy.RollingUpdate = &appsv1alpha1.RollingUpdateDaemonSet{MaxUnavailable: &zero}
-	_, err := h.client.AppsV1alpha1().DaemonSets(h.ns).Update(ctx, ds, metav1.UpdateOptions{})
+	_, err := h.Client.AppsV1alpha1().DaemonSets(h.NS).Update(ctx, ds, metav1.UpdateOptions{})
 	if assert.Error(t, err, "the update must be rejected") {
 		assert.Contains(t, err.Error(), "cannot be 0 when maxSurge is 0")
 	}
