@@ -12,15 +12,11 @@ import (
 	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"k8s.io/utils/clock"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
-	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 // testRuntime is a CRI runtime service answering Version and ExecSync only:
@@ -69,50 +65,25 @@ func startTestRuntime(t *testing.T) (*testRuntime, string) {
 // the pod's status: exit 0 is Succeeded, a non-zero exit Failed with the
 // command's stderr as message, and back.
 func TestAgentExecProbeThroughCRI(t *testing.T) {
-	env := testenv.Get(t)
-	t.Parallel()
-	ctx := context.Background()
-	client, err := versioned.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := env.Namespace(t)
-	node := env.KwokNodes(t, ns, 1, nil)[0]
+	l := lab.New(t, time.Minute)
+	ctx, client, ns := context.Background(), l.Client, l.NS
+	node := l.Env.KwokNodes(t, ns, 1, nil)[0]
 	rt, endpoint := startTestRuntime(t)
 
-	pod := runningGamePod(t, env, ns, node)
+	pod := runningGamePod(l, node)
 	containerID := runtimeContainerID(pod.Status.ContainerStatuses[0].ContainerID)
 
 	npps := client.AppsV1alpha1().NodePodProbes()
-	_, err = npps.Create(ctx, &appsv1alpha1.NodePodProbe{
-		ObjectMeta: metav1.ObjectMeta{Name: node},
-		Spec: appsv1alpha1.NodePodProbeSpec{PodProbes: []appsv1alpha1.PodProbe{{
-			Name: pod.Name, Namespace: ns, UID: string(pod.UID), IP: pod.Status.PodIP,
-			Probes: []appsv1alpha1.ContainerProbe{{Name: "ppm#idle", ContainerName: "main",
-				Probe: appsv1alpha1.ContainerProbeSpec{Probe: corev1.Probe{
-					ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/check-idle.sh"}}},
-					PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1}}}},
-		}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = npps.Delete(context.Background(), node, metav1.DeleteOptions{}) })
+	probeNode(l, node, pod, appsv1alpha1.ContainerProbe{Name: "ppm#idle", ContainerName: "main",
+		Probe: appsv1alpha1.ContainerProbeSpec{Probe: corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/check-idle.sh"}}},
+			PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1}}})
 
 	exec, err := NewCRIExecer(ctx, endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeInf := informers.NewSharedInformerFactoryWithOptions(env.Kube, 0, informers.WithTransform(controller.StripManagedFields),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = NodePodFieldSelector(node) }))
-	flotInf := flotillainformers.NewSharedInformerFactoryWithOptions(client, 0,
-		flotillainformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = NodeNameFieldSelector(node) }))
-	a, err := New(Deps{NodeName: node, Client: client, KubeInformers: kubeInf, Informers: flotInf,
-		Clock: clock.RealClock{}, BatchDelay: 100 * time.Millisecond, Exec: exec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.StartController(t, a, 1, kubeInf, flotInf)
+	startAgent(l, node, func(d *Deps) { d.Exec = exec })
 
 	wait := func(what string, state appsv1alpha1.ProbeState, msg string) {
 		t.Helper()

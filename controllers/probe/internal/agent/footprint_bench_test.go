@@ -40,7 +40,7 @@ func BenchmarkAgentFootprint(b *testing.B) {
 		b.Fatal(err)
 	}
 	ns := env.Namespace(b)
-	node := loopbackKwokNodeTB(b, env, ns)
+	node := loopbackKwokNode(b, env, ns)
 
 	bin := filepath.Join(b.TempDir(), "probe-agent")
 	build := exec.Command("go", "build", "-o", bin, "github.com/flotilla-dev/flotilla/controllers/probe/cmd/probe-agent")

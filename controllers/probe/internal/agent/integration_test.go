@@ -16,34 +16,38 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	flotillascheme "github.com/flotilla-dev/flotilla/client/clientset/versioned/scheme"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 // Unit tests run without a control plane under -short; testenv skips the integration tests then.
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 // startAgent runs the real agent in-process for node, with informers scoped
-// the way probe-agent scopes them.
-func startAgent(t *testing.T, kube kubernetes.Interface, client versioned.Interface, node string, recorder record.EventRecorder) (*Agent, func()) {
-	kubeInf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(controller.StripManagedFields),
+// the way probe-agent scopes them; set adjusts its Deps (an exec runner, a
+// recorder) before it is built.
+func startAgent(l *lab.Lab, node string, set func(*Deps)) (*Agent, func()) {
+	l.T.Helper()
+	kubeInf := informers.NewSharedInformerFactoryWithOptions(l.Env.Kube, 0, informers.WithTransform(controller.StripManagedFields),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = NodePodFieldSelector(node) }))
-	flotInf := flotillainformers.NewSharedInformerFactoryWithOptions(client, 0,
+	flotInf := flotillainformers.NewSharedInformerFactoryWithOptions(l.Client, 0,
 		flotillainformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = NodeNameFieldSelector(node) }))
-	a, err := New(Deps{NodeName: node, Client: client, KubeInformers: kubeInf, Informers: flotInf,
-		Clock: clock.RealClock{}, BatchDelay: 100 * time.Millisecond, Recorder: recorder})
-	if err != nil {
-		t.Fatal(err)
+	d := Deps{NodeName: node, Client: l.Client, KubeInformers: kubeInf, Informers: flotInf,
+		Clock: clock.RealClock{}, BatchDelay: 100 * time.Millisecond}
+	if set != nil {
+		set(&d)
 	}
-	return a, testenv.StartController(t, a, 1, kubeInf, flotInf)
+	a, err := New(d)
+	if err != nil {
+		l.T.Fatal(err)
+	}
+	return a, testenv.StartController(l.T, a, 1, kubeInf, flotInf)
 }
 
 // toggleServer is a TCP listener and an HTTP server on 127.0.0.1 whose
@@ -101,11 +105,7 @@ func (s *toggleServer) startTCP(t *testing.T, port int) {
 // testenv.KwokNodes) whose spec.podCIDR is a /24 inside 127.0.0.0/8: kwok
 // hands its pods addresses from the node's podCIDR, so they get loopback IPs
 // a test can listen on. Deleted in Cleanup.
-func loopbackKwokNode(t *testing.T, env *testenv.Env, owner string) string {
-	return loopbackKwokNodeTB(t, env, owner)
-}
-
-func loopbackKwokNodeTB(t testing.TB, env *testenv.Env, owner string) string {
+func loopbackKwokNode(t testing.TB, env *testenv.Env, owner string) string {
 	cidr := fmt.Sprintf("127.%d.%d.0/24", 1+rand.IntN(254), rand.IntN(256))
 	node, err := env.Kube.CoreV1().Nodes().Create(context.Background(), &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: owner + "-n",
@@ -128,17 +128,11 @@ func loopbackKwokNodeTB(t testing.TB, env *testenv.Env, owner string) string {
 // failureThreshold probes failed, Succeeded again on recovery, and a
 // restarted agent keeps the results without a status write.
 func TestAgentProbesPodOnItsNode(t *testing.T) {
-	env := testenv.Get(t)
-	t.Parallel()
-	ctx := context.Background()
-	client, err := versioned.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := env.Namespace(t)
-	node := loopbackKwokNode(t, env, ns)
+	l := lab.New(t, time.Minute)
+	ctx, client, ns := context.Background(), l.Client, l.NS
+	node := loopbackKwokNode(t, l.Env, ns)
 
-	pod := runningGamePod(t, env, ns, node)
+	pod := runningGamePod(l, node)
 	if !net.ParseIP(pod.Status.PodIP).IsLoopback() {
 		t.Fatalf("kwok gave the pod %s, not a loopback address from the node's podCIDR", pod.Status.PodIP)
 	}
@@ -149,20 +143,10 @@ func TestAgentProbesPodOnItsNode(t *testing.T) {
 			PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 2}}
 	}
 	npps := client.AppsV1alpha1().NodePodProbes()
-	_, err = npps.Create(ctx, &appsv1alpha1.NodePodProbe{
-		ObjectMeta: metav1.ObjectMeta{Name: node},
-		Spec: appsv1alpha1.NodePodProbeSpec{PodProbes: []appsv1alpha1.PodProbe{{
-			Name: pod.Name, Namespace: ns, UID: string(pod.UID), IP: pod.Status.PodIP,
-			Probes: []appsv1alpha1.ContainerProbe{
-				{Name: "ppm#tcp", ContainerName: "main", Probe: probe(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(srv.tcpPort)}})},
-				{Name: "ppm#http", ContainerName: "main", Probe: probe(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/idle", Port: intstr.FromInt(srv.httpPort)}})},
-			},
-		}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = npps.Delete(context.Background(), node, metav1.DeleteOptions{}) })
+	probeNode(l, node, pod,
+		appsv1alpha1.ContainerProbe{Name: "ppm#tcp", ContainerName: "main", Probe: probe(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(srv.tcpPort)}})},
+		appsv1alpha1.ContainerProbe{Name: "ppm#http", ContainerName: "main", Probe: probe(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/idle", Port: intstr.FromInt(srv.httpPort)}})},
+	)
 
 	states := func() (map[string]appsv1alpha1.ContainerProbeState, *appsv1alpha1.NodePodProbe, error) {
 		npp, err := npps.Get(ctx, node, metav1.GetOptions{})
@@ -192,8 +176,9 @@ func TestAgentProbesPodOnItsNode(t *testing.T) {
 		})
 	}
 
-	recorder := testenv.EventRecorder(t, env.Kube, ns, "probe-agent", flotillascheme.Scheme)
-	agent, stop := startAgent(t, env.Kube, client, node, recorder)
+	recorder := testenv.EventRecorder(t, l.Env.Kube, ns, "probe-agent", flotillascheme.Scheme)
+	withRecorder := func(d *Deps) { d.Recorder = recorder }
+	agent, stop := startAgent(l, node, withRecorder)
 	waitStates("both probes succeed", ok, ok)
 	s, _, err := states()
 	if err != nil {
@@ -213,7 +198,7 @@ func TestAgentProbesPodOnItsNode(t *testing.T) {
 
 	// Each transition is a pod event with OpenKruise's reason.
 	testenv.Eventually(t, 30*time.Second, func() (bool, error) {
-		for _, ev := range env.Events(t, ns, pod.Name) {
+		for _, ev := range l.Events(pod.Name) {
 			if ev.Reason == EventProbeFailed && strings.Contains(ev.Message, "ppm#http") {
 				return true, nil
 			}
@@ -252,7 +237,7 @@ func TestAgentProbesPodOnItsNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	restarted, _ := startAgent(t, env.Kube, client, node, recorder)
+	restarted, _ := startAgent(l, node, withRecorder)
 	testenv.Consistently(t, 4*time.Second, func() error {
 		if n := restarted.Writes(); n != 0 {
 			return fmt.Errorf("restarted agent sent %d status updates", n)
@@ -281,27 +266,32 @@ func TestAgentProbesPodOnItsNode(t *testing.T) {
 	waitStates("HTTP recovers after the timeouts", ok, ok)
 }
 
+// probeNode creates node's NodePodProbe listing probes for pod, as the
+// PodProbeMarker controller would, and deletes it when the test ends.
+func probeNode(l *lab.Lab, node string, pod *corev1.Pod, probes ...appsv1alpha1.ContainerProbe) {
+	l.T.Helper()
+	npps := l.Client.AppsV1alpha1().NodePodProbes()
+	testenv.ObjectsOf(l.T, npps, l.Timeout).Create(&appsv1alpha1.NodePodProbe{
+		ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec: appsv1alpha1.NodePodProbeSpec{PodProbes: []appsv1alpha1.PodProbe{{
+			Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), IP: pod.Status.PodIP, Probes: probes,
+		}}},
+	})
+	l.T.Cleanup(func() { _ = npps.Delete(context.Background(), node, metav1.DeleteOptions{}) })
+}
+
 // runningGamePod creates pod "game" (one container) on the test's kwok node
 // and waits until kwok runs it: container ID and pod IP set.
-func runningGamePod(t *testing.T, env *testenv.Env, ns, node string) *corev1.Pod {
-	t.Helper()
-	ctx := context.Background()
-	pod, err := env.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "game", Namespace: ns},
+func runningGamePod(l *lab.Lab, node string) *corev1.Pod {
+	l.T.Helper()
+	pods := l.PodObjects()
+	pods.Create(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "game", Namespace: l.NS},
 		Spec: corev1.PodSpec{NodeName: node, Tolerations: []corev1.Toleration{testenv.TestNodeToleration()},
 			Containers: []corev1.Container{{Name: "main", Image: "game:1"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, time.Minute, func() (bool, error) {
-		p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		pod = p
-		cs := p.Status.ContainerStatuses
-		return len(cs) == 1 && cs[0].State.Running != nil && cs[0].ContainerID != "" && p.Status.PodIP != "", nil
 	})
-	return pod
+	return pods.WaitFor("game", "running with a container ID and a pod IP", func(p *corev1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].State.Running != nil && cs[0].ContainerID != "" && p.Status.PodIP != ""
+	})
 }

@@ -21,7 +21,7 @@ import (
 func (h *harness) createRaw(name, probe string) error {
 	body := fmt.Sprintf(`{"apiVersion":"apps.kruise.io/v1alpha1","kind":"PodProbeMarker","metadata":{"name":%q},
 		"spec":{"selector":{"matchLabels":{"app":"game-server"}},"probes":[%s]}}`, name, probe)
-	return h.client.AppsV1alpha1().RESTClient().Post().Namespace(h.ns).Resource("podprobemarkers").
+	return h.Client.AppsV1alpha1().RESTClient().Post().Namespace(h.NS).Resource("podprobemarkers").
 		Body([]byte(body)).Do(context.Background()).Error()
 }
 
@@ -96,16 +96,16 @@ func TestNodePodProbeOnlyForNodesWithProbes(t *testing.T) {
 	h.start()
 	pod := h.pod("game-server-0", nodes[0])
 	other := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: h.ns, Labels: map[string]string{"app": "other"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: h.NS, Labels: map[string]string{"app": "other"}},
 		Spec: corev1.PodSpec{NodeName: nodes[1], Tolerations: []corev1.Toleration{testenv.TestNodeToleration()},
 			Containers: []corev1.Container{{Name: "main", Image: "registry.local/app:v1"}}},
 	}
-	_, err := h.env.Kube.CoreV1().Pods(h.ns).Create(context.Background(), other, metav1.CreateOptions{})
+	_, err := h.Env.Kube.CoreV1().Pods(h.NS).Create(context.Background(), other, metav1.CreateOptions{})
 	require.NoError(t, err)
 	h.markers.Create(gameServer())
 	h.waitNPP(nodes[0], func(n *appsv1alpha1.NodePodProbe) bool { return len(probesOf(n, pod)) == 1 })
 	testenv.Consistently(t, 3*time.Second, func() error {
-		if _, err := h.client.AppsV1alpha1().NodePodProbes().Get(context.Background(), nodes[1], metav1.GetOptions{}); err == nil {
+		if _, err := h.Client.AppsV1alpha1().NodePodProbes().Get(context.Background(), nodes[1], metav1.GetOptions{}); err == nil {
 			return fmt.Errorf("NodePodProbe created for node %s, which has no probes", nodes[1])
 		}
 		return nil

@@ -26,9 +26,9 @@ const nodeNameKey = "authentication.kubernetes.io/node-name"
 func TestAgentWritesOnlyItsNodesNodePodProbe(t *testing.T) {
 	h := newHarness(t)
 	nodes := h.nodes(2)
-	h.env.ApplyPolicies(t, "deploy/components/probe/policy.yaml")
+	h.Env.ApplyPolicies(t, "deploy/components/probe/policy.yaml")
 	for _, n := range nodes {
-		_, err := h.client.AppsV1alpha1().NodePodProbes().Create(context.Background(), &appsv1alpha1.NodePodProbe{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
+		_, err := h.Client.AppsV1alpha1().NodePodProbes().Create(context.Background(), &appsv1alpha1.NodePodProbe{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 	const agent = "system:serviceaccount:flotilla-node:probe-agent"
@@ -38,37 +38,37 @@ func TestAgentWritesOnlyItsNodesNodePodProbe(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		npp.Status.PodProbeStatuses = []appsv1alpha1.PodProbeStatus{{Name: "p", Namespace: h.ns, UID: "u-" + time.Now().String()}}
+		npp.Status.PodProbeStatuses = []appsv1alpha1.PodProbeStatus{{Name: "p", Namespace: h.NS, UID: "u-" + time.Now().String()}}
 		_, err = c.AppsV1alpha1().NodePodProbes().UpdateStatus(context.Background(), npp, metav1.UpdateOptions{})
 		return err
 	}
-	agentOf0 := h.env.ActingAs(agent, map[string][]string{nodeNameKey: {nodes[0]}})
+	agentOf0 := h.Env.ActingAs(agent, map[string][]string{nodeNameKey: {nodes[0]}})
 	testenv.Refused(t, "another node's NodePodProbe", "probe-agent of node "+nodes[0]+" may not write the status of NodePodProbe "+nodes[1],
 		func() error { return write(agentOf0, nodes[1]) })
 	testenv.Refused(t, "a token bound to no node", "only with a token bound to its pod or node",
-		func() error { return write(h.env.ActingAs(agent, nil), nodes[0]) })
+		func() error { return write(h.Env.ActingAs(agent, nil), nodes[0]) })
 	require.NoError(t, write(agentOf0, nodes[0]), "its own node's NodePodProbe")
 	// Another identity is not concerned (the controller, an admin).
-	require.NoError(t, write(h.env.Config, nodes[1]))
+	require.NoError(t, write(h.Env.Config, nodes[1]))
 
 	// The claim the policy reads is what the API server puts into a token
 	// bound to a Node object (hack/run-local.sh's agents) ...
 	sa := "default"
-	tr, err := h.env.Kube.CoreV1().ServiceAccounts(h.ns).CreateToken(context.Background(), sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: nodes[0], UID: nodeUID(t, h.env.Kube, nodes[0])},
+	tr, err := h.Env.Kube.CoreV1().ServiceAccounts(h.NS).CreateToken(context.Background(), sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: nodes[0], UID: nodeUID(t, h.Env.Kube, nodes[0])},
 	}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	rev, err := h.env.Kube.AuthenticationV1().TokenReviews().Create(context.Background(), &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token}}, metav1.CreateOptions{})
+	rev, err := h.Env.Kube.AuthenticationV1().TokenReviews().Create(context.Background(), &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.True(t, rev.Status.Authenticated, rev.Status.Error)
 	require.Equal(t, authenticationv1.ExtraValue{nodes[0]}, rev.Status.User.Extra[nodeNameKey], "a Node-bound token names its node")
 	// ... and into a pod-bound one (the DaemonSet's projected token).
 	pod := h.pod("agent-stand-in", nodes[0])
-	tr, err = h.env.Kube.CoreV1().ServiceAccounts(h.ns).CreateToken(context.Background(), sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+	tr, err = h.Env.Kube.CoreV1().ServiceAccounts(h.NS).CreateToken(context.Background(), sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
 		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
 	}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	rev, err = h.env.Kube.AuthenticationV1().TokenReviews().Create(context.Background(), &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token}}, metav1.CreateOptions{})
+	rev, err = h.Env.Kube.AuthenticationV1().TokenReviews().Create(context.Background(), &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Equal(t, authenticationv1.ExtraValue{nodes[0]}, rev.Status.User.Extra[nodeNameKey], "a pod-bound token names the pod's node")
 }
@@ -86,11 +86,11 @@ func nodeUID(t *testing.T, kube kubernetes.Interface, name string) types.UID {
 func TestControllerPodStatusWritesArePinned(t *testing.T) {
 	h := newHarness(t)
 	node := h.nodes(1)[0]
-	h.env.ApplyPolicies(t, "deploy/components/probe/policy.yaml")
+	h.Env.ApplyPolicies(t, "deploy/components/probe/policy.yaml")
 	pod := h.pod("game-server-0", node)
-	kube := kubernetes.NewForConfigOrDie(h.env.ActingAs("system:serviceaccount:flotilla-system:probe-controller", nil))
+	kube := kubernetes.NewForConfigOrDie(h.Env.ActingAs("system:serviceaccount:flotilla-system:probe-controller", nil))
 	update := func(mutate func(*corev1.Pod)) error {
-		p, err := h.env.Kube.CoreV1().Pods(h.ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
+		p, err := h.Env.Kube.CoreV1().Pods(h.NS).Get(context.Background(), pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -102,7 +102,7 @@ func TestControllerPodStatusWritesArePinned(t *testing.T) {
 			p.Annotations = map[string]string{}
 		}
 		p.Annotations["flotilla.dev/test-attempt"] = time.Now().Format(time.RFC3339Nano)
-		_, err = kube.CoreV1().Pods(h.ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
+		_, err = kube.CoreV1().Pods(h.NS).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
 		return err
 	}
 	testenv.Refused(t, "the Ready condition", "conditions Kubernetes and Kruise own", func() error {

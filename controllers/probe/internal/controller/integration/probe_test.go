@@ -86,19 +86,19 @@ func TestNodePodProbeFollowsPodsMarkersAndNodes(t *testing.T) {
 	})
 
 	// A deleted pod leaves its node's NodePodProbe.
-	require.NoError(t, h.env.Kube.CoreV1().Pods(h.ns).Delete(context.Background(), "b", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}))
+	require.NoError(t, h.Env.Kube.CoreV1().Pods(h.NS).Delete(context.Background(), "b", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}))
 	h.waitNPP(nodes[1], func(n *appsv1alpha1.NodePodProbe) bool { return n != nil && len(n.Spec.PodProbes) == 0 })
 
 	// A deleted marker leaves every NodePodProbe and is released.
-	require.NoError(t, h.client.AppsV1alpha1().PodProbeMarkers(h.ns).Delete(context.Background(), "game-server-probe", metav1.DeleteOptions{}))
+	require.NoError(t, h.Client.AppsV1alpha1().PodProbeMarkers(h.NS).Delete(context.Background(), "game-server-probe", metav1.DeleteOptions{}))
 	h.waitNPP(nodes[0], func(n *appsv1alpha1.NodePodProbe) bool { return n != nil && len(n.Spec.PodProbes) == 0 })
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		_, err := h.client.AppsV1alpha1().PodProbeMarkers(h.ns).Get(context.Background(), "game-server-probe", metav1.GetOptions{})
+		_, err := h.Client.AppsV1alpha1().PodProbeMarkers(h.NS).Get(context.Background(), "game-server-probe", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 
 	// The NodePodProbe of a deleted node goes.
-	require.NoError(t, h.env.Kube.CoreV1().Nodes().Delete(context.Background(), nodes[1], metav1.DeleteOptions{}))
+	require.NoError(t, h.Env.Kube.CoreV1().Nodes().Delete(context.Background(), nodes[1], metav1.DeleteOptions{}))
 	h.waitNPP(nodes[1], func(n *appsv1alpha1.NodePodProbe) bool { return n == nil })
 }
 
@@ -112,8 +112,8 @@ func TestSampleIsTheSeedMarker(t *testing.T) {
 	m := &appsv1alpha1.PodProbeMarker{}
 	require.NoError(t, yaml.UnmarshalStrict(raw, m))
 	assert.Equal(t, gameServer().Spec, m.Spec)
-	m.Namespace = h.ns
-	_, err = h.client.AppsV1alpha1().PodProbeMarkers(h.ns).Create(context.Background(), m, metav1.CreateOptions{})
+	m.Namespace = h.NS
+	_, err = h.Client.AppsV1alpha1().PodProbeMarkers(h.NS).Create(context.Background(), m, metav1.CreateOptions{})
 	require.NoError(t, err)
 }
 
@@ -169,7 +169,7 @@ func TestGameServerIdleMarking(t *testing.T) {
 	assert.True(t, cond.LastTransitionTime.Equal(&t2))
 
 	// The marker goes: so do its label, annotation and condition.
-	require.NoError(t, h.client.AppsV1alpha1().PodProbeMarkers(h.ns).Delete(context.Background(), "game-server-probe", metav1.DeleteOptions{}))
+	require.NoError(t, h.Client.AppsV1alpha1().PodProbeMarkers(h.NS).Delete(context.Background(), "game-server-probe", metav1.DeleteOptions{}))
 	got = h.waitPod(pod.Name, func(p *corev1.Pod) bool {
 		_, l := p.Labels[idleLabel]
 		_, a := p.Annotations[deletionCost]
