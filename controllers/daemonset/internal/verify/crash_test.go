@@ -17,21 +17,14 @@ import (
 
 const crashNodes = 20
 
-// crashLoop kills the reconciler (its context cancelled, in-flight requests
-// aborted, caches, expectations and queue discarded) once progress reaches
-// each threshold, and starts a fresh one.
+// crashLoop kills the reconciler (lab.KillWhen: its context cancelled,
+// in-flight requests aborted, caches, expectations and queue discarded) once
+// progress reaches each threshold, and starts a fresh one.
 func (h *harness) crashLoop(stop *func(), thresholds []int, progress func([]corev1.Pod) int) {
 	h.T.Helper()
 	for _, n := range thresholds {
-		testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
-			if got := progress(h.pods(parityApp)); got < n {
-				return false, fmt.Errorf("progress %d, waiting for %d", got, n)
-			}
-			return true, nil
-		})
-		(*stop)()
-		h.T.Logf("killed the reconciler at progress %d", n)
-		*stop = startOurs(h)
+		h.KillWhen(fmt.Sprintf("at progress %d", n), func() bool { return progress(h.pods(parityApp)) >= n },
+			stop, func() func() { return startOurs(h) })
 	}
 }
 

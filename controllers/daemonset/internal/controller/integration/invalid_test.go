@@ -26,13 +26,7 @@ func invalidCondition(ds *appsv1alpha1.DaemonSet) *appsv1.DaemonSetCondition {
 
 // warnings sums the counts of Warning events with reason on DaemonSet name.
 func (h *harness) warnings(name, reason string) int32 {
-	var n int32
-	for _, e := range h.Events(name) {
-		if e.Type == corev1.EventTypeWarning && e.Reason == reason {
-			n += max(e.Count, 1)
-		}
-	}
-	return n
+	return h.CountEvents(name, func(e corev1.Event) bool { return e.Type == corev1.EventTypeWarning && e.Reason == reason })
 }
 
 // TestInvalidSpecCondition: what admission cannot see — a template the API

@@ -16,30 +16,18 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
-const blockLabel = "example.io/block-deleting"
-
-// withPreDelete hooks every pod: the template carries the hook's label.
+// withPreDelete hooks every pod: the template carries the hook's label
+// (lab.HookLabel).
 func withPreDelete(ds *appsv1alpha1.DaemonSet) {
-	ds.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{blockLabel: "true"}}}
-	ds.Spec.Template.Labels[blockLabel] = "true"
+	lab.AddHook(&ds.Spec.Lifecycle, ds.Spec.Template.Labels, "preDelete", false)
 }
 
 // preparing returns the pods of name in PreparingDelete.
 func (h *harness) preparing(name string) []corev1.Pod {
-	var out []corev1.Pod
-	for _, p := range h.pods(name) {
-		if p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingDelete) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func (h *harness) release(p corev1.Pod) {
-	h.T.Helper()
-	h.PatchPod(p.Name, fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, blockLabel))
+	return lab.InState(h.pods(name), pub.LifecycleStatePreparingDelete)
 }
 
 // TestPreDeleteRecreateUpdate: a recreate update moves a hooked pod to
@@ -83,7 +71,7 @@ func TestPreDeleteRecreateUpdate(t *testing.T) {
 		return nil
 	})
 
-	h.release(first)
+	h.Release(first.Name)
 	var second corev1.Pod
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
 		ps := h.preparing("hook")
@@ -93,7 +81,7 @@ func TestPreDeleteRecreateUpdate(t *testing.T) {
 		}
 		return false, nil
 	})
-	h.release(second)
+	h.Release(second.Name)
 	h.waitPlaced("hook", all, hash)
 	h.waitStatus("hook", "settled", settled(3))
 }
@@ -143,7 +131,7 @@ func TestPreDeleteMarkPodNotReady(t *testing.T) {
 		return len(ps) == 1 && !testenv.PodReady(&ps[0]) &&
 			testenv.ConditionStatus(&ps[0], pub.KruisePodReadyConditionType) == corev1.ConditionFalse, nil
 	})
-	h.release(h.preparing("mark")[0])
+	h.Release(h.preparing("mark")[0].Name)
 	h.waitPlaced("mark", nodes, h.sets.Get("mark").Status.DaemonSetHash)
 }
 
@@ -172,6 +160,6 @@ func TestMarkPodNotReadyTurnedOnLater(t *testing.T) {
 		return len(ps) == 1 && ps[0].UID == placed[nodes[0]].UID && !testenv.PodReady(&ps[0]) &&
 			testenv.ConditionStatus(&ps[0], pub.KruisePodReadyConditionType) == corev1.ConditionFalse, nil
 	})
-	h.release(h.preparing("later")[0])
+	h.Release(h.preparing("later")[0].Name)
 	h.waitPlaced("later", nodes, h.sets.Get("later").Status.DaemonSetHash)
 }

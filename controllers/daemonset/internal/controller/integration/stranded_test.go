@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +14,7 @@ import (
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/controllers/daemonset/internal/controller"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 var inPlaceRolling = rolling(func(r *appsv1alpha1.RollingUpdateDaemonSet) { r.Type = appsv1alpha1.InplaceRollingUpdateType })
@@ -49,11 +49,7 @@ func TestInPlaceGateStrandedByCrashIsHealed(t *testing.T) {
 	})
 	after := h.waitPlaced("strand", nodes, "")
 	h.waitStatus("strand", "settled", settled(2))
-	for _, n := range nodes {
-		assert.Equal(t, before[n].UID, after[n].UID, "no pod replaced on %s", n)
-		assert.Equal(t, imageV1, after[n].Spec.Containers[0].Image)
-		assert.NotContains(t, after[n].Annotations, pub.InPlaceUpdateStateKey, "no update was started")
-	}
+	lab.CheckHealedInPlace(t, slices.Collect(maps.Values(before)), slices.Collect(maps.Values(after)), imageV1)
 }
 
 // Issue 26 item 4, the pod write rejected (an image policy) and the rollout
@@ -75,23 +71,13 @@ func TestInPlaceUpdateRejectedByAdmission(t *testing.T) {
 
 	h.sets.Modify("deny", setImage(imageV2))
 	rejections := func() int32 {
-		var n int32
-		for _, e := range h.Events("deny") {
-			if e.Reason == controller.EventFailedInPlaceUpdate && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, msg) {
-				n += max(e.Count, 1)
-			}
-		}
-		return n
+		return h.CountEvents("deny", func(e corev1.Event) bool {
+			return e.Reason == controller.EventFailedInPlaceUpdate && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, msg)
+		})
 	}
 	testenv.Eventually(t, waitTimeout, func() (bool, error) { return rejections() > 0, nil })
 	untouched := func() error { return testenv.InServiceUnwritten(slices.Collect(maps.Values(before)), h.pods("deny")) }
-	testenv.Consistently(t, 3*time.Second, untouched)
-	// One dry run per attempt, retried with the queue's exponential back-off
-	// (5 ms doubling): about ten here; a loop re-triggered by its own pod
-	// writes would reach the recorder's spam cap (25) at once.
-	n := rejections()
-	t.Logf("%s events after the rejection: %d", controller.EventFailedInPlaceUpdate, n)
-	assert.LessOrEqual(t, n, int32(20), "retries back off")
+	h.BacksOffUnwritten(untouched, rejections)
 
 	h.sets.Modify("deny", setImage(imageV1))
 	h.waitStatus("deny", "settled at the reverted template", settled(2))
