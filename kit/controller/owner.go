@@ -3,6 +3,7 @@ package controller
 import (
 	"reflect"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -29,6 +30,17 @@ func ObjectOf(obj any) (metav1.Object, bool) {
 		return nil, false
 	}
 	return o, true
+}
+
+// PodOf is ObjectOf for pod informers: the pod an event carries (tombstones
+// unwrapped); ok is false for anything else.
+func PodOf(obj any) (*corev1.Pod, bool) {
+	o, ok := ObjectOf(obj)
+	if !ok {
+		return nil, false
+	}
+	p, ok := o.(*corev1.Pod)
+	return p, ok
 }
 
 // KeyOf returns the namespace/name key of an event object (tombstones

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
@@ -27,18 +26,13 @@ import (
 // resourceVersion, so a concurrent change makes it fail with Conflict, after
 // which the pod is read again and the change recomputed.
 type Control struct {
-	client kubernetes.Interface // reads the pod again after a Conflict
-	pods   podcontrol.PodControl
-	clock  clock.PassiveClock
+	podcontrol.Clocked
 }
 
 // NewControl returns a Control writing through client; clk stamps states and
 // conditions (nil: the real clock).
 func NewControl(client kubernetes.Interface, clk clock.PassiveClock) *Control {
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
-	return &Control{client: client, pods: podcontrol.New(client), clock: clk}
+	return &Control{Clocked: podcontrol.NewClocked(client, clk)}
 }
 
 // UpdateRequest is one in-place update of a pod.
@@ -84,7 +78,7 @@ func (c *Control) Update(ctx context.Context, pod *corev1.Pod, req UpdateRequest
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var err error
 		if cur == nil {
-			if cur, err = c.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
+			if cur, err = c.Fresh(ctx, pod); err != nil {
 				return err
 			}
 		}
@@ -101,7 +95,7 @@ func (c *Control) Update(ctx context.Context, pod *corev1.Pod, req UpdateRequest
 			}
 			st := cur.DeepCopy()
 			st.Status.Conditions = conds
-			if cur, err = c.pods.PatchStatus(ctx, cur, st); err != nil {
+			if cur, err = c.Pods.PatchStatus(ctx, cur, st); err != nil {
 				if apierrors.IsConflict(err) {
 					cur = nil
 				}
@@ -111,7 +105,7 @@ func (c *Control) Update(ctx context.Context, pod *corev1.Pod, req UpdateRequest
 				return err
 			}
 		}
-		out, err = c.pods.Patch(ctx, cur, next)
+		out, err = c.Pods.Patch(ctx, cur, next)
 		if apierrors.IsConflict(err) {
 			cur = nil
 		}
@@ -129,7 +123,7 @@ func (c *Control) startConditions(pod *corev1.Pod) []corev1.PodCondition {
 	if !HasReadinessGate(pod) {
 		return nil
 	}
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	conds, changed := StartConditions(pod, now)
 	if !changed {
 		return nil
@@ -149,7 +143,7 @@ func (c *Control) dryRun(ctx context.Context, pod, next *corev1.Pod, req UpdateR
 			return err
 		}
 	}
-	err := c.pods.DryRunPatch(ctx, pod, next)
+	err := c.Pods.DryRunPatch(ctx, pod, next)
 	if err != nil && !apierrors.IsConflict(err) {
 		return fmt.Errorf("the API server refuses the pod write (dry run; the pod is left in service): %w", err)
 	}
@@ -158,7 +152,7 @@ func (c *Control) dryRun(ctx context.Context, pod, next *corev1.Pod, req UpdateR
 
 // updatedPod is pod after the metadata, state and first batch of req.
 func (c *Control) updatedPod(pod *corev1.Pod, req UpdateRequest) (*corev1.Pod, error) {
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	var next *corev1.Pod
 	if req.GracePeriodSeconds > 0 {
 		state := NewState(req.Revision, req.Spec, now)
@@ -227,7 +221,7 @@ type RefreshResult struct {
 //     pod's resourceVersion and is not retried on conflict: it holds only
 //     for the version judged.
 func (c *Control) Refresh(ctx context.Context, pod *corev1.Pod) (RefreshResult, error) {
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	state, err := DecodeState(pod)
 	if err != nil {
 		return RefreshResult{Pod: pod}, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -254,7 +248,7 @@ func (c *Control) Refresh(ctx context.Context, pod *corev1.Pod) (RefreshResult, 
 	_, conds = podreadiness.RecomputeReady(pod, conds, now)
 	cp := pod.DeepCopy()
 	cp.Status.Conditions = conds
-	out, err := c.pods.PatchStatus(ctx, pod, cp)
+	out, err := c.Pods.PatchStatus(ctx, pod, cp)
 	if err != nil {
 		return RefreshResult{Pod: pod}, fmt.Errorf("mark pod %s/%s InPlaceUpdateReady: %w", pod.Namespace, pod.Name, err)
 	}
@@ -286,7 +280,7 @@ func (c *Control) finishGrace(ctx context.Context, pod *corev1.Pod, state *pub.I
 }
 
 func (c *Control) writePod(ctx context.Context, pod, next *corev1.Pod) (RefreshResult, error) {
-	out, err := c.pods.Patch(ctx, pod, next)
+	out, err := c.Pods.Patch(ctx, pod, next)
 	if err != nil {
 		return RefreshResult{Pod: next}, fmt.Errorf("update pod %s/%s in place: %w", next.Namespace, next.Name, err)
 	}

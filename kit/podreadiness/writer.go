@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
@@ -24,18 +23,13 @@ import (
 // (client-go's retry.DefaultRetry back-off). When nothing would change, no
 // request is made.
 type Writer struct {
-	client kubernetes.Interface // reads the pod again after a Conflict
-	pods   podcontrol.PodControl
-	clock  clock.PassiveClock
+	podcontrol.Clocked
 }
 
 // NewWriter returns a Writer using client. clk stamps lastTransitionTime;
 // nil means the real clock.
 func NewWriter(client kubernetes.Interface, clk clock.PassiveClock) *Writer {
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
-	return &Writer{client: client, pods: podcontrol.New(client), clock: clk}
+	return &Writer{Clocked: podcontrol.NewClocked(client, clk)}
 }
 
 // AddNotReadyKey holds the pod NotReady under key (see the package function).
@@ -59,15 +53,15 @@ func (w *Writer) Update(ctx context.Context, pod *corev1.Pod, add, remove []Key)
 	var written *corev1.Pod
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		written = nil
-		changed, conds := Apply(cur, add, remove, w.clock.Now())
+		changed, conds := Apply(cur, add, remove, w.Clock.Now())
 		if !changed {
 			return nil
 		}
 		next := cur.DeepCopy()
 		next.Status.Conditions = conds
-		got, err := w.pods.PatchStatus(ctx, cur, next)
+		got, err := w.Pods.PatchStatus(ctx, cur, next)
 		if apierrors.IsConflict(err) {
-			fresh, getErr := w.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			fresh, getErr := w.Fresh(ctx, pod)
 			if getErr != nil {
 				return getErr
 			}

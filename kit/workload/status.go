@@ -25,8 +25,8 @@ type StatusWrite[S any] struct {
 	Requeue *controller.Requeue
 }
 
-// WriteStatus writes w.Next through write (which deep-copies the cached
-// object, sets the status and calls UpdateStatus) when it differs from
+// WriteStatus writes w.Next through write (StatusUpdate: it deep-copies the
+// cached object, sets the status and calls UpdateStatus) when it differs from
 // w.Cur, unless it is a counters-only change the pacer holds back (the
 // workload is then requeued for when it may go, and written with whatever
 // the counters are by then). It returns the written object, or the zero O
@@ -51,6 +51,23 @@ func WriteStatus[O metav1.Object, S any](ctx context.Context, b *Base, w StatusW
 		b.Pacer.Wrote(w.Key, w.Now)
 	}
 	return out, nil
+}
+
+// StatusClient is the status side of a typed client of one workload kind
+// (e.g. the generated CloneSetInterface).
+type StatusClient[O any] interface {
+	UpdateStatus(ctx context.Context, obj O, opts metav1.UpdateOptions) (O, error)
+}
+
+// StatusUpdate is the write WriteStatus takes, for a typed client: a deep
+// copy of the cached obj (never modified itself) gets the status through set
+// and goes out with UpdateStatus.
+func StatusUpdate[O interface{ DeepCopy() O }, S any](client StatusClient[O], obj O, set func(O, S)) func(context.Context, S) (O, error) {
+	return func(ctx context.Context, s S) (O, error) {
+		cp := obj.DeepCopy()
+		set(cp, s)
+		return client.UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	}
 }
 
 // StatusSelector is a workload's status.labelSelector (what the scale

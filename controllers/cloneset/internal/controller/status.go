@@ -226,11 +226,8 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaled boo
 	}
 	out, err := workload.WriteStatus(ctx, c.Base, workload.StatusWrite[appsv1alpha1.CloneSetStatus]{
 		Key: st.key, Now: st.now, Cur: st.cs.Status, Next: status, CountersOnly: countersOnly, Requeue: &st.requeue,
-	}, func(ctx context.Context, s appsv1alpha1.CloneSetStatus) (*appsv1alpha1.CloneSet, error) {
-		cp := st.cs.DeepCopy()
-		cp.Status = s
-		return c.client.AppsV1alpha1().CloneSets(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-	})
+	}, workload.StatusUpdate(c.client.AppsV1alpha1().CloneSets(st.cs.Namespace), st.cs,
+		func(cs *appsv1alpha1.CloneSet, s appsv1alpha1.CloneSetStatus) { cs.Status = s }))
 	if out != nil {
 		st.cs = out
 	}

@@ -30,11 +30,7 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 }
 
 func (c *Controller) observe(obj any) {
-	o, ok := controller.ObjectOf(obj)
-	if !ok {
-		return
-	}
-	pod, ok := o.(*corev1.Pod)
+	pod, ok := controller.PodOf(obj)
 	if !ok {
 		return
 	}

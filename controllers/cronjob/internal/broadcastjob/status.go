@@ -84,11 +84,8 @@ func phase(s appsv1alpha1.BroadcastJobStatus, paused bool) appsv1alpha1.Broadcas
 // modified.
 func (c *Controller) updateStatus(ctx context.Context, job *appsv1alpha1.BroadcastJob, status appsv1alpha1.BroadcastJobStatus) error {
 	_, err := workload.WriteStatus(ctx, c.Base, workload.StatusWrite[appsv1alpha1.BroadcastJobStatus]{Cur: job.Status, Next: status},
-		func(ctx context.Context, s appsv1alpha1.BroadcastJobStatus) (*appsv1alpha1.BroadcastJob, error) {
-			updated := job.DeepCopy()
-			updated.Status = s
-			return c.client.AppsV1alpha1().BroadcastJobs(job.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-		})
+		workload.StatusUpdate(c.client.AppsV1alpha1().BroadcastJobs(job.Namespace), job,
+			func(j *appsv1alpha1.BroadcastJob, s appsv1alpha1.BroadcastJobStatus) { j.Status = s }))
 	if err != nil {
 		return fmt.Errorf("BroadcastJob %s/%s: %w", job.Namespace, job.Name, err)
 	}

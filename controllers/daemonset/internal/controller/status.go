@@ -146,11 +146,8 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState) error {
 	}
 	_, err := workload.WriteStatus(ctx, c.Base, workload.StatusWrite[appsv1alpha1.DaemonSetStatus]{
 		Key: st.key, Now: st.now, Cur: st.ds.Status, Next: s, CountersOnly: countersOnly, Requeue: &st.requeue,
-	}, func(ctx context.Context, s appsv1alpha1.DaemonSetStatus) (*appsv1alpha1.DaemonSet, error) {
-		cp := st.ds.DeepCopy()
-		cp.Status = s
-		return c.client.AppsV1alpha1().DaemonSets(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-	})
+	}, workload.StatusUpdate(c.client.AppsV1alpha1().DaemonSets(st.ds.Namespace), st.ds,
+		func(ds *appsv1alpha1.DaemonSet, s appsv1alpha1.DaemonSetStatus) { ds.Status = s }))
 	return err
 }
 

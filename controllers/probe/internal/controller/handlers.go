@@ -3,7 +3,6 @@ package controller
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -84,11 +83,7 @@ func (c *Controller) onNamed(obj any) {
 
 // onPod syncs the pod's node and the markers selecting it (matchedPods).
 func (c *Controller) onPod(obj any) {
-	o, ok := controller.ObjectOf(obj)
-	if !ok {
-		return
-	}
-	p, ok := o.(*corev1.Pod)
+	p, ok := controller.PodOf(obj)
 	if !ok {
 		return
 	}

@@ -132,11 +132,8 @@ func (c *Controller) updateStatus(ctx context.Context, st *syncState, scaleErr, 
 		st.requeue.After(availableIn(p, st.minReadySeconds, st.now)) // status changes then
 	}
 	_, err := workload.WriteStatus(ctx, c.Base, workload.StatusWrite[appsv1beta1.StatefulSetStatus]{Key: st.key, Now: st.now, Cur: st.set.Status, Next: s},
-		func(ctx context.Context, s appsv1beta1.StatefulSetStatus) (*appsv1beta1.StatefulSet, error) {
-			cp := st.set.DeepCopy()
-			cp.Status = s
-			return c.client.AppsV1beta1().StatefulSets(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-		})
+		workload.StatusUpdate(c.client.AppsV1beta1().StatefulSets(st.set.Namespace), st.set,
+			func(set *appsv1beta1.StatefulSet, s appsv1beta1.StatefulSetStatus) { set.Status = s }))
 	return err
 }
 
