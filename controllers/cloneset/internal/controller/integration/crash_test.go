@@ -9,7 +9,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
 
 // Item 9: the controller is killed (its context cancelled, which aborts
@@ -41,11 +40,8 @@ func TestCrashSafety(t *testing.T) {
 	restarts := 0
 	killWhen := func(what string, cond func([]corev1.Pod) bool) {
 		t.Helper()
-		testenv.Eventually(t, waitTimeout, func() (bool, error) { return cond(h.pods("crash")), nil })
-		stop()
+		h.KillWhen(what, func() bool { return cond(h.pods("crash")) }, &stop, h.startController)
 		restarts++
-		t.Logf("killed the controller (%s), restart %d", what, restarts)
-		stop = h.startController()
 	}
 	for _, n := range []int{2, 5, 8} {
 		killWhen("scale-up", func(ps []corev1.Pod) bool { return len(ps) >= n })

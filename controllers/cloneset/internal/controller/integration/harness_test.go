@@ -91,19 +91,7 @@ func knownGates() []featuregate.Feature {
 func newCloneSet(name string, replicas int32, mutate ...func(*appsv1alpha1.CloneSet)) *appsv1alpha1.CloneSet {
 	cs := &appsv1alpha1.CloneSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: appsv1alpha1.CloneSetSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
-				Spec: corev1.PodSpec{
-					// No toleration of test-owned nodes: other packages create
-					// and delete theirs while these tests run, and the pod
-					// garbage collector deletes pods bound to a deleted node.
-					Containers: []corev1.Container{{Name: "main", Image: imageV1}},
-				},
-			},
-		},
+		Spec:       appsv1alpha1.CloneSetSpec{Replicas: ptr.To(replicas), Selector: lab.Selector(name), Template: lab.Template(name, imageV1)},
 	}
 	for _, m := range mutate {
 		m(cs)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -16,6 +15,7 @@ import (
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 // unreadyAnnotation makes kwok report the listed containers not ready
@@ -24,15 +24,7 @@ const unreadyAnnotation = "sim.kwok.x-k8s.io/unready-containers"
 
 // withVolume adds a volumeClaimTemplate "data" mounted by the container.
 func withVolume(cs *appsv1alpha1.CloneSet) {
-	cs.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-		ObjectMeta: metav1.ObjectMeta{Name: "data"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
-		},
-	}}
-	c := &cs.Spec.Template.Spec.Containers[0]
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "data", MountPath: "/data"})
+	lab.SetDataClaim(&cs.Spec.VolumeClaimTemplates, &cs.Spec.Template.Spec.Containers[0])
 }
 
 func (h *harness) pvc(name string) *corev1.PersistentVolumeClaim {
@@ -174,34 +166,10 @@ func (w *watcher) observe(event string, p *corev1.Pod, objs []any) {
 }
 
 // waitCaughtUp polls until the watcher has observed exactly the pods the API
-// server lists now (same UIDs and resourceVersions), so a final check sees
-// every event up to the end state.
+// server lists now, so a final check sees every event up to the end state.
 func (w *watcher) waitCaughtUp(h *harness, name string) {
 	h.T.Helper()
-	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
-		list, err := h.Env.Kube.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + name})
-		if err != nil {
-			return false, err
-		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return sameVersions(w.live, list.Items), nil
-	})
-}
-
-// sameVersions reports whether seen holds exactly the listed pods at their
-// listed versions.
-func sameVersions(seen map[string]*corev1.Pod, listed []corev1.Pod) bool {
-	if len(seen) != len(listed) {
-		return false
-	}
-	for _, p := range listed {
-		q := seen[p.Name]
-		if q == nil || q.UID != p.UID || q.ResourceVersion != p.ResourceVersion {
-			return false
-		}
-	}
-	return true
+	h.WaitCaughtUp("app="+name, &w.mu, func() map[string]*corev1.Pod { return w.live })
 }
 
 // check fails the test if any invariant was broken.

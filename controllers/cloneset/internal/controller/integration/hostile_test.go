@@ -4,18 +4,17 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 // The API server refuses what the controller could not serve (issue 26):
@@ -25,21 +24,10 @@ import (
 func TestHostileSpecsRefusedAtAdmission(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	for _, tc := range []struct {
-		name string
-		cs   *appsv1alpha1.CloneSet
-		want string
-	}{
-		{name: "replicas 10,000,000", cs: newCloneSet("huge", 10_000_000), want: "spec.replicas"},
-		{name: "name of 53 characters", cs: newCloneSet(strings.Repeat("n", 53), 1), want: "metadata.name must be at most 52 characters"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := h.Client.AppsV1alpha1().CloneSets(h.NS).Create(ctx, tc.cs, metav1.CreateOptions{})
-			require.Error(t, err, "the API server accepted it")
-			assert.True(t, apierrors.IsInvalid(err), "%v", err)
-			assert.ErrorContains(t, err, tc.want)
-		})
-	}
+	lab.RefusedAtAdmission(t, h.Client.AppsV1alpha1().CloneSets(h.NS).Create, []lab.Refusal[*appsv1alpha1.CloneSet]{
+		{Name: "replicas 10,000,000", Object: newCloneSet("huge", 10_000_000), Want: "spec.replicas"},
+		{Name: "name of 53 characters", Object: newCloneSet(strings.Repeat("n", 53), 1), Want: "metadata.name must be at most 52 characters"},
+	})
 	h.create(newCloneSet("small", 1))
 	_, err := h.Client.AppsV1alpha1().CloneSets(h.NS).UpdateScale(ctx, "small",
 		&autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "small", Namespace: h.NS, ResourceVersion: h.get("small").ResourceVersion},
@@ -55,10 +43,7 @@ func TestLongestNameRunsPods(t *testing.T) {
 	h.startController()
 	h.create(newCloneSet(name, 2))
 	st := h.waitStatus(name, "2 settled", settled(2))
-	for _, p := range h.pods(name) {
-		assert.LessOrEqual(t, len(p.Labels[pub.ControllerRevisionHashLabelKey]), 63, p.Name)
-	}
-	assert.True(t, strings.HasPrefix(st.Status.UpdateRevision, name+"-"))
+	lab.CheckLongestName(t, name, h.pods(name), st.Status.UpdateRevision)
 }
 
 // A CloneSet at the replica maximum is served in bursts of at most 500
@@ -71,18 +56,16 @@ func TestLongestNameRunsPods(t *testing.T) {
 func TestMaxReplicasServedInBursts(t *testing.T) {
 	h := newHarness(t)
 	const quota = 1000
-	h.Env.PodQuota(t, h.NS, quota)
-
-	heap := testenv.SampleHeap(t, 100*time.Millisecond)
-	h.startController()
-	h.create(newCloneSet("huge", pub.MaxReplicas, func(cs *appsv1alpha1.CloneSet) { testenv.HoldPods(&cs.Spec.Template.Spec) }))
-	h.create(newCloneSet("small", 3))
-	h.waitStatus("small", "3 settled while the big one scales", settled(3))
-	// At least one burst; how many more before the quota stops it depends
-	// on how quota conflicts back the CloneSet off.
-	pods := h.waitPods("huge", "a first burst of 500 pods", func(pods []corev1.Pod) bool { return len(pods) >= 500 })
-	peak := heap.Stop()
+	pods, peak := h.FirstBurst(quota, func() {
+		h.startController()
+		h.create(newCloneSet("huge", pub.MaxReplicas, func(cs *appsv1alpha1.CloneSet) { testenv.HoldPods(&cs.Spec.Template.Spec) }))
+		h.create(newCloneSet("small", 3))
+		h.waitStatus("small", "3 settled while the big one scales", settled(3))
+	}, func() []corev1.Pod {
+		// At least one burst; how many more before the quota stops it
+		// depends on how quota conflicts back the CloneSet off.
+		return h.waitPods("huge", "a first burst of 500 pods", func(pods []corev1.Pod) bool { return len(pods) >= 500 })
+	})
 	t.Logf("CloneSet of %d replicas (quota: %d pods) had %d pods when a 3-replica CloneSet beside it had converged and its first burst was seen; peak heap in use %.1f MiB",
 		pub.MaxReplicas, quota, len(pods), float64(peak)/(1<<20))
-	assert.Less(t, peak, uint64(256<<20), "peak heap of the test process")
 }

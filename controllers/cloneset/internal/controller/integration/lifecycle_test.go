@@ -13,44 +13,18 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
-// hookLabel is the label a user's controller keeps on a pod while its hook
-// has work to do; the tests put it in the template so pods start hooked and
-// "release" a pod by removing it.
-const hookLabel = "example.com/hooked"
+const hookLabel = lab.HookLabel
 
 func withHook(kind string, markPodNotReady bool) func(*appsv1alpha1.CloneSet) {
 	return func(cs *appsv1alpha1.CloneSet) {
-		hook := &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}, MarkPodNotReady: markPodNotReady}
-		if cs.Spec.Lifecycle == nil {
-			cs.Spec.Lifecycle = &pub.Lifecycle{}
-		}
-		switch kind {
-		case "preDelete":
-			cs.Spec.Lifecycle.PreDelete = hook
-		case "inPlaceUpdate":
-			cs.Spec.Lifecycle.InPlaceUpdate = hook
-		case "preNormal":
-			cs.Spec.Lifecycle.PreNormal = &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}}
-		}
-		cs.Spec.Template.Labels[hookLabel] = "true"
+		lab.AddHook(&cs.Spec.Lifecycle, cs.Spec.Template.Labels, kind, markPodNotReady)
 	}
 }
 
-func (h *harness) release(pod string) {
-	h.patchPod(pod, `{"metadata":{"labels":{"`+hookLabel+`":null}}}`)
-}
-
-func inState(pods []corev1.Pod, state pub.LifecycleStateType) []corev1.Pod {
-	var out []corev1.Pod
-	for _, p := range pods {
-		if p.Labels[pub.LifecycleStateKey] == string(state) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+var inState = lab.InState
 
 // Item 4: preDelete with markPodNotReady: a scaled-in pod waits in
 // PreparingDelete, NotReady through KruisePodReady, until its hook is
@@ -59,27 +33,18 @@ func TestPreDeleteHookMarkPodNotReady(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
 	h.create(newCloneSet("pd", 2, withHook("preDelete", true)))
-	pods := h.waitPods("pd", "2 ready", allReady(2))
-	for _, p := range pods {
-		assert.Contains(t, p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType}, "gate injected for markPodNotReady")
-		assert.Equal(t, corev1.ConditionTrue, condStatus(&p, pub.KruisePodReadyConditionType))
-	}
+	lab.CheckKruisePodReady(t, h.waitPods("pd", "2 ready", allReady(2)), "gate injected for markPodNotReady")
 	h.modify("pd", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To(int32(1)) })
 	waiting := h.waitPods("pd", "one pod PreparingDelete and NotReady", func(ps []corev1.Pod) bool {
 		pd := inState(ps, pub.LifecycleStatePreparingDelete)
-		return len(ps) == 2 && len(pd) == 1 && condStatus(&pd[0], pub.KruisePodReadyConditionType) == corev1.ConditionFalse && !podReady(&pd[0])
+		return len(ps) == 2 && len(pd) == 1 && lab.PreparingDeleteNotReady(&pd[0])
 	})
 	victim := inState(waiting, pub.LifecycleStatePreparingDelete)[0]
 	kp := podCondition(&victim, pub.KruisePodReadyConditionType)
 	assert.Contains(t, kp.Message, `"userAgent":"Lifecycle"`)
 	assert.Contains(t, kp.Message, `"key":"preDeleteHook"`)
-	testenv.Consistently(t, 2*time.Second, func() error {
-		if !slices.Contains(names(h.pods("pd")), victim.Name) {
-			return fmt.Errorf("hooked pod %s was deleted", victim.Name)
-		}
-		return nil
-	})
-	h.release(victim.Name)
+	h.HeldWhileHooked(func() []corev1.Pod { return h.pods("pd") }, victim.Name)
+	h.Release(victim.Name)
 	after := h.waitPods("pd", "victim deleted", func(ps []corev1.Pod) bool { return len(ps) == 1 && !slices.Contains(names(ps), victim.Name) })
 	assert.Equal(t, string(pub.LifecycleStateNormal), after[0].Labels[pub.LifecycleStateKey])
 }
@@ -99,11 +64,11 @@ func TestInPlaceUpdateHook(t *testing.T) {
 		return len(ps) == 1 && ps[0].Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingUpdate) &&
 			!podReady(&ps[0]) && ps[0].Spec.Containers[0].Image == imageV1
 	})
-	h.release(pod.Name)
+	h.Release(pod.Name)
 	h.waitPods("iu", "updated, waiting in Updated for the hook", func(ps []corev1.Pod) bool {
 		return len(ps) == 1 && ps[0].Spec.Containers[0].Image == imageV2 && ps[0].Labels[pub.LifecycleStateKey] == string(pub.LifecycleStateUpdated)
 	})
-	h.patchPod(pod.Name, `{"metadata":{"labels":{"`+hookLabel+`":"true"}}}`)
+	h.Hook(pod.Name)
 	final := h.waitPods("iu", "Normal and ready", func(ps []corev1.Pod) bool {
 		return allReady(1)(ps) && ps[0].Labels[pub.LifecycleStateKey] == string(pub.LifecycleStateNormal)
 	})
@@ -123,15 +88,13 @@ func TestInPlaceUpdateHook(t *testing.T) {
 func TestPreNormalHook(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
-	h.create(newCloneSet("pn", 1, func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.Lifecycle = &pub.Lifecycle{PreNormal: &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}}}
-	}))
+	h.create(newCloneSet("pn", 1, withHook("preNormal", false)))
 	pods := h.waitPods("pn", "running, PreparingNormal", func(ps []corev1.Pod) bool {
 		return allReady(1)(ps) && ps[0].Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingNormal)
 	})
 	st := h.waitStatus("pn", "ready but not available", func(s appsv1alpha1.CloneSetStatus) bool { return s.ReadyReplicas == 1 })
 	assert.Equal(t, int32(0), st.Status.AvailableReplicas, "PreparingNormal is not available")
-	h.patchPod(pods[0].Name, `{"metadata":{"labels":{"`+hookLabel+`":"true"}}}`)
+	h.Hook(pods[0].Name)
 	h.waitPods("pn", "Normal", func(ps []corev1.Pod) bool {
 		return len(ps) == 1 && ps[0].Labels[pub.LifecycleStateKey] == string(pub.LifecycleStateNormal)
 	})
@@ -220,7 +183,7 @@ func (h *harness) expectReplacement(t *testing.T, name, victim string, exclude b
 			return nil
 		})
 	}
-	h.release(victim)
+	h.Release(victim)
 	h.waitPods(name, "victim gone, 3 ready", func(ps []corev1.Pod) bool { return allReady(3)(ps) && !slices.Contains(names(ps), victim) })
 }
 
@@ -240,10 +203,7 @@ func TestMarkPodNotReadyAddedLater(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
 	h.create(newCloneSet("later", 2, func(cs *appsv1alpha1.CloneSet) { cs.Spec.Template.Labels[hookLabel] = "true" }))
-	for _, p := range h.waitPods("later", "2 ready", allReady(2)) {
-		assert.Contains(t, p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType}, "gate on every pod")
-		assert.Equal(t, corev1.ConditionTrue, condStatus(&p, pub.KruisePodReadyConditionType))
-	}
+	lab.CheckKruisePodReady(t, h.waitPods("later", "2 ready", allReady(2)), "gate on every pod")
 	// The hook alone changes no template: no new revision, the pods stay.
 	h.modify("later", func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}, MarkPodNotReady: true}}
@@ -251,9 +211,9 @@ func TestMarkPodNotReadyAddedLater(t *testing.T) {
 	})
 	waiting := h.waitPods("later", "one pod PreparingDelete and NotReady", func(ps []corev1.Pod) bool {
 		pd := inState(ps, pub.LifecycleStatePreparingDelete)
-		return len(ps) == 2 && len(pd) == 1 && condStatus(&pd[0], pub.KruisePodReadyConditionType) == corev1.ConditionFalse && !podReady(&pd[0])
+		return len(ps) == 2 && len(pd) == 1 && lab.PreparingDeleteNotReady(&pd[0])
 	})
 	victim := inState(waiting, pub.LifecycleStatePreparingDelete)[0]
-	h.release(victim.Name)
+	h.Release(victim.Name)
 	h.waitPods("later", "victim deleted", func(ps []corev1.Pod) bool { return len(ps) == 1 && !slices.Contains(names(ps), victim.Name) })
 }

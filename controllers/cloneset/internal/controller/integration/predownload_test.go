@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,24 +13,13 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
-func (h *harness) imagePullJobs() []appsv1alpha1.ImagePullJob {
-	h.T.Helper()
-	list, err := h.Client.AppsV1alpha1().ImagePullJobs(h.NS).List(context.Background(), metav1.ListOptions{})
-	require.NoError(h.T, err)
-	return testenv.Live(list.Items)
-}
+func (h *harness) imagePullJobs() []appsv1alpha1.ImagePullJob { h.T.Helper(); return h.ImagePullJobs() }
 
-// enablePreDownload turns on both gates pre-download needs: KruiseDaemon=false
-// forces PreDownloadImageForInPlaceUpdate off (kit/features), whatever the
-// defaults are.
-func enablePreDownload(h *harness) {
-	h.gates[features.KruiseDaemon] = true
-	h.gates[features.PreDownloadImageForInPlaceUpdate] = true
-}
+func enablePreDownload(h *harness) { lab.PreDownloadGates(h.gates) }
 
 // Item 7: with gate PreDownloadImageForInPlaceUpdate, an in-place rollout
 // creates one ImagePullJob per changed container (parallelism from the
@@ -49,12 +37,7 @@ func TestImagePreDownload(t *testing.T) {
 	h.waitStatus("pre", "settled", settled(4))
 	h.modify("pre", setImage(imageV2))
 	st := h.waitStatus("pre", "1 updated", func(s appsv1alpha1.CloneSetStatus) bool { return s.UpdatedReplicas == 1 })
-	var jobs []appsv1alpha1.ImagePullJob
-	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		jobs = h.imagePullJobs()
-		return expect(len(jobs) == 1, "%d ImagePullJobs", len(jobs))
-	})
-	j := jobs[0]
+	j := h.waitJobs("one job", func(j []appsv1alpha1.ImagePullJob) bool { return len(j) == 1 })[0]
 	assert.Equal(t, st.Status.UpdateRevision+"-main", j.Name)
 	assert.Equal(t, imageV2, j.Spec.Image)
 	assert.Equal(t, intstr.FromInt32(2), *j.Spec.Parallelism)
@@ -73,10 +56,7 @@ func TestImagePreDownload(t *testing.T) {
 
 	h.modify("pre", func(cs *appsv1alpha1.CloneSet) { cs.Spec.UpdateStrategy.Partition = nil })
 	h.waitStatus("pre", "rollout complete", settled(4))
-	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		n := len(h.imagePullJobs())
-		return expect(n == 0, "%d ImagePullJobs left", n)
-	})
+	h.waitJobs("none left", func(j []appsv1alpha1.ImagePullJob) bool { return len(j) == 0 })
 
 	// A ReCreate rollout is not worth a pre-download: the revision is marked ignored.
 	h.modify("pre", func(cs *appsv1alpha1.CloneSet) {
@@ -99,12 +79,7 @@ func TestImagePreDownload(t *testing.T) {
 // waitJobs polls until the CloneSet's live ImagePullJobs satisfy cond.
 func (h *harness) waitJobs(what string, cond func([]appsv1alpha1.ImagePullJob) bool) []appsv1alpha1.ImagePullJob {
 	h.T.Helper()
-	var jobs []appsv1alpha1.ImagePullJob
-	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
-		jobs = h.imagePullJobs()
-		return expect(cond(jobs), "ImagePullJobs: %s (last: %d)", what, len(jobs))
-	})
-	return jobs
+	return h.WaitImagePullJobs(what, cond)
 }
 
 // revisionLabel waits until the named revision carries label key.

@@ -3,7 +3,6 @@ package integration
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +10,7 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 // Issue 26 item 4: the controller crashes between the two writes of an
@@ -39,11 +39,7 @@ func TestInPlaceGateStrandedByCrashIsHealed(t *testing.T) {
 		return allReady(2)(ps) && testenv.ConditionStatus(&ps[0], pub.InPlaceUpdateReady) == corev1.ConditionTrue
 	})
 	h.waitStatus("strand", "settled", settled(2))
-	assert.Equal(t, uids(before), uids(pods), "no pod replaced")
-	for _, p := range pods {
-		assert.Equal(t, imageV1, p.Spec.Containers[0].Image, p.Name)
-		assert.NotContains(t, p.Annotations, pub.InPlaceUpdateStateKey, "no update was started")
-	}
+	lab.CheckHealedInPlace(t, before, pods, imageV1)
 }
 
 // Issue 26 item 4, the variant where the pod write is rejected (an image
@@ -68,20 +64,11 @@ func TestInPlaceUpdateRejectedByAdmission(t *testing.T) {
 	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
 	assert.Contains(t, ev.Message, msg)
 	untouched := func() error { return testenv.InServiceUnwritten(before, h.pods("deny")) }
-	testenv.Consistently(t, 3*time.Second, untouched)
-	retried := h.events("deny")
-	var count int32
-	for _, e := range retried {
-		if e.Reason == "FailedUpdatePodInPlace" && strings.Contains(e.Message, msg) {
-			count += max(e.Count, 1)
-		}
-	}
-	// Each attempt is one dry run, retried with the queue's exponential
-	// back-off (5 ms doubling): about ten in these seconds, where a loop
-	// re-triggered by its own pod writes would hit the recorder's spam cap
-	// (25) at once.
-	t.Logf("FailedUpdatePodInPlace events after the rejection: %d", count)
-	assert.LessOrEqual(t, count, int32(20), "retries back off")
+	h.BacksOffUnwritten(untouched, func() int32 {
+		return h.CountEvents("deny", func(e corev1.Event) bool {
+			return e.Reason == "FailedUpdatePodInPlace" && strings.Contains(e.Message, msg)
+		})
+	})
 
 	h.modify("deny", setImage(imageV1))
 	h.waitStatus("deny", "settled at the reverted template", settled(2))
