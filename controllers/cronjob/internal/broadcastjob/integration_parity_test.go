@@ -24,24 +24,9 @@ import (
 // restartLimit counts container restarts (OnFailure), pods leave nodes that no longer fit them, requests must fit
 // a node's allocatable, and failurePolicy Pause holds the job in status without writing spec.paused.
 
-// waitEvent waits for an event with reason on the job and returns it.
-func (it *itest) waitEvent(job, reason string) corev1.Event {
-	var ev corev1.Event
-	testenv.Eventually(it.t, waitTimeout, func() (bool, error) {
-		list, err := it.env.Kube.CoreV1().Events(it.ns).List(context.Background(), metav1.ListOptions{
-			FieldSelector: "involvedObject.name=" + job + ",reason=" + reason})
-		if err != nil || len(list.Items) == 0 {
-			return false, err
-		}
-		ev = list.Items[0]
-		return true, nil
-	})
-	return ev
-}
-
 // podCountStays fails the test if the job's pod count moves away from want for d.
 func (it *itest) podCountStays(job string, want int, d time.Duration) {
-	testenv.Consistently(it.t, d, func() error {
+	testenv.Consistently(it.T, d, func() error {
 		if n := len(it.pods(job)); n != want {
 			return fmt.Errorf("%d pods, want %d", n, want)
 		}
@@ -51,19 +36,9 @@ func (it *itest) podCountStays(job string, want int, d time.Duration) {
 
 // patchNode applies a strategic merge patch to a node (subresource "status" or "").
 func (it *itest) patchNode(name, patch string, subresource ...string) {
-	_, err := it.env.Kube.CoreV1().Nodes().Patch(context.Background(), name, types.StrategicMergePatchType, []byte(patch),
+	_, err := it.Env.Kube.CoreV1().Nodes().Patch(context.Background(), name, types.StrategicMergePatchType, []byte(patch),
 		metav1.PatchOptions{}, subresource...)
-	require.NoError(it.t, err)
-}
-
-func (it *itest) waitGone(pod string) {
-	testenv.Eventually(it.t, waitTimeout, func() (bool, error) {
-		_, err := it.env.Kube.CoreV1().Pods(it.ns).Get(context.Background(), pod, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	})
+	require.NoError(it.T, err)
 }
 
 // A pod that failed is never replaced, whatever restartLimit: under restartPolicy Never restartLimit plays no
@@ -74,11 +49,11 @@ func TestIntegrationFailedPodIsNotReplaced(t *testing.T) {
 	it.startController()
 	it.create(it.newJob("noretry", failurePolicy(appsv1alpha1.FailurePolicyTypeContinue, 3)))
 	running := it.waitRunning("noretry", 2)
-	it.complete(running[0].Name, corev1.PodFailed)
+	it.CompletePod(running[0].Name, corev1.PodFailed)
 	it.waitStatus("noretry", counters(2, 1, 0, 1))
 	it.podCountStays("noretry", 2, 2*time.Second)
 
-	it.complete(running[1].Name, corev1.PodSucceeded)
+	it.CompletePod(running[1].Name, corev1.PodSucceeded)
 	job := it.waitStatus("noretry", func(s appsv1alpha1.BroadcastJobStatus) bool {
 		return hasCondition(s, appsv1alpha1.JobComplete, ReasonCompleted)
 	})
@@ -102,12 +77,12 @@ func TestIntegrationRestartLimitCountsContainerRestarts(t *testing.T) {
 
 	setRestarts := func(n int32) {
 		testenv.Eventually(t, waitTimeout, func() (bool, error) {
-			p, err := it.env.Kube.CoreV1().Pods(it.ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
+			p, err := it.Env.Kube.CoreV1().Pods(it.NS).Get(context.Background(), pod.Name, metav1.GetOptions{})
 			if err != nil || len(p.Status.ContainerStatuses) == 0 {
 				return false, err
 			}
 			p.Status.ContainerStatuses[0].RestartCount = n
-			_, err = it.env.Kube.CoreV1().Pods(it.ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
+			_, err = it.Env.Kube.CoreV1().Pods(it.NS).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
 			if apierrors.IsConflict(err) {
 				return false, nil
 			}
@@ -129,7 +104,7 @@ func TestIntegrationRestartLimitCountsContainerRestarts(t *testing.T) {
 		return nil
 	})
 
-	it.complete(pod.Name, corev1.PodSucceeded)
+	it.CompletePod(pod.Name, corev1.PodSucceeded)
 	job = it.waitStatus("restarts", func(s appsv1alpha1.BroadcastJobStatus) bool {
 		return hasCondition(s, appsv1alpha1.JobComplete, ReasonCompleted)
 	})
@@ -146,19 +121,19 @@ func TestIntegrationPodsLeaveNodesNoLongerEligible(t *testing.T) {
 	byNode := podsByNode(it.waitRunning("leave", 4))
 	it.waitStatus("leave", counters(4, 4, 0, 0))
 	succeeded := byNode[nodes[3]][0].Name
-	it.complete(succeeded, corev1.PodSucceeded)
+	it.CompletePod(succeeded, corev1.PodSucceeded)
 	it.waitStatus("leave", counters(4, 3, 1, 0))
 
-	it.patchNode(nodes[0], `{"spec":{"taints":[{"key":"`+ownerTaint+`","value":"`+it.ns+`","effect":"NoSchedule"},{"key":"flotilla.dev/maintenance","effect":"NoSchedule"}]}}`)
+	it.patchNode(nodes[0], `{"spec":{"taints":[{"key":"`+ownerTaint+`","value":"`+it.NS+`","effect":"NoSchedule"},{"key":"flotilla.dev/maintenance","effect":"NoSchedule"}]}}`)
 	it.patchNode(nodes[1], `{"metadata":{"labels":{"role":"other"}}}`)
 	it.patchNode(nodes[3], `{"spec":{"unschedulable":true}}`)
 	for _, n := range []string{nodes[0], nodes[1], nodes[3]} {
-		it.waitGone(byNode[n][0].Name)
+		it.podAPI.WaitGone(byNode[n][0].Name)
 	}
 	it.waitStatus("leave", counters(1, 1, 0, 0))
 	it.podCountStays("leave", 1, time.Second)
 
-	it.complete(byNode[nodes[2]][0].Name, corev1.PodSucceeded)
+	it.CompletePod(byNode[nodes[2]][0].Name, corev1.PodSucceeded)
 	job := it.waitStatus("leave", func(s appsv1alpha1.BroadcastJobStatus) bool {
 		return hasCondition(s, appsv1alpha1.JobComplete, ReasonCompleted)
 	})
@@ -182,7 +157,7 @@ func TestIntegrationResourceFit(t *testing.T) {
 	it.podCountStays("fit", 1, 2*time.Second)
 
 	it.patchNode(nodes[0], `{"status":{"allocatable":{"cpu":"1"}}}`, "status")
-	it.waitGone(running[0].Name)
+	it.podAPI.WaitGone(running[0].Name)
 	it.waitStatus("fit", func(s appsv1alpha1.BroadcastJobStatus) bool { return s.Desired == 0 && s.Active == 0 })
 }
 
@@ -197,12 +172,12 @@ func TestIntegrationPauseHoldsWithoutWritingSpec(t *testing.T) {
 		j.Spec.Parallelism = ptr.To(intstr.FromInt32(1))
 	}))
 	first := it.waitRunning("pause", 1)[0]
-	it.complete(first.Name, corev1.PodFailed)
+	it.CompletePod(first.Name, corev1.PodFailed)
 	job := it.waitStatus("pause", func(s appsv1alpha1.BroadcastJobStatus) bool {
 		return s.Phase == appsv1alpha1.PhasePaused && counters(2, 0, 0, 1)(s)
 	})
 	assert.False(t, job.Spec.Paused, "spec.paused is the user's: not written")
-	ev := it.waitEvent("pause", EventPaused)
+	ev := it.WaitEvent("pause", EventPaused)
 	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
 	it.podCountStays("pause", 1, 2*time.Second)
 	job, err := it.job("pause")
@@ -210,32 +185,17 @@ func TestIntegrationPauseHoldsWithoutWritingSpec(t *testing.T) {
 	assert.Equal(t, appsv1alpha1.PhasePaused, job.Status.Phase)
 	assert.Empty(t, job.Status.Conditions, "held, not finished")
 
-	require.NoError(t, it.env.Kube.CoreV1().Pods(it.ns).Delete(context.Background(), first.Name, metav1.DeleteOptions{}))
-	it.waitGone(first.Name)
+	require.NoError(t, it.Env.Kube.CoreV1().Pods(it.NS).Delete(context.Background(), first.Name, metav1.DeleteOptions{}))
+	it.podAPI.WaitGone(first.Name)
 	retry := it.waitRunning("pause", 1)[0]
 	assert.Equal(t, first.Spec.NodeName, retry.Spec.NodeName, "the freed node gets a pod again")
 	it.waitStatus("pause", func(s appsv1alpha1.BroadcastJobStatus) bool {
 		return s.Phase == appsv1alpha1.PhaseRunning && counters(2, 1, 0, 0)(s)
 	})
-	it.complete(retry.Name, corev1.PodSucceeded)
-	it.complete(it.waitRunningExcept("pause", retry.Name).Name, corev1.PodSucceeded)
+	it.CompletePod(retry.Name, corev1.PodSucceeded)
+	it.CompletePod(it.waitRunningExcept("pause", retry.Name).Name, corev1.PodSucceeded)
 	job = it.waitStatus("pause", func(s appsv1alpha1.BroadcastJobStatus) bool {
 		return hasCondition(s, appsv1alpha1.JobComplete, ReasonCompleted)
 	})
 	assert.True(t, counters(2, 0, 2, 0)(job.Status), "%+v", job.Status)
-}
-
-// waitRunningExcept waits for a Running pod of the job other than name.
-func (it *itest) waitRunningExcept(job, name string) corev1.Pod {
-	var out corev1.Pod
-	testenv.Eventually(it.t, waitTimeout, func() (bool, error) {
-		for _, p := range it.pods(job) {
-			if p.Name != name && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-				out = p
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	return out
 }

@@ -14,6 +14,7 @@ import (
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 // okBroadcastPod mirrors broadcastjob_controller.go createPod as OpenKruise
@@ -68,23 +69,18 @@ func TestIntegrationTakeoverFromOpenKruise(t *testing.T) {
 		j.Spec.Parallelism = ptr.To(intstr.FromInt32(1<<31 - 1))
 		j.Spec.FailurePolicy.Type = appsv1alpha1.FailurePolicyTypeFailFast
 	}))
-	done, err := it.env.Kube.CoreV1().Pods(it.ns).Create(ctx, okBroadcastPod(job, nodes[0], map[string]string{completeAnnotation: string(corev1.PodSucceeded)}), metav1.CreateOptions{})
-	require.NoError(t, err)
-	running, err := it.env.Kube.CoreV1().Pods(it.ns).Create(ctx, okBroadcastPod(job, nodes[1], nil), metav1.CreateOptions{})
-	require.NoError(t, err)
-	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		d, err1 := it.env.Kube.CoreV1().Pods(it.ns).Get(ctx, done.Name, metav1.GetOptions{})
-		r, err2 := it.env.Kube.CoreV1().Pods(it.ns).Get(ctx, running.Name, metav1.GetOptions{})
-		return err1 == nil && err2 == nil && d.Status.Phase == corev1.PodSucceeded && r.Status.Phase == corev1.PodRunning, nil
-	})
+	done := it.podAPI.Create(okBroadcastPod(job, nodes[0], map[string]string{lab.KwokComplete: string(corev1.PodSucceeded)}))
+	running := it.podAPI.Create(okBroadcastPod(job, nodes[1], nil))
+	it.podAPI.WaitFor(done.Name, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	it.podAPI.WaitFor(running.Name, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 	started := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
-	_, err = it.client.AppsV1alpha1().BroadcastJobs(it.ns).UpdateStatus(ctx, &appsv1alpha1.BroadcastJob{
+	_, err := it.Client.AppsV1alpha1().BroadcastJobs(it.NS).UpdateStatus(ctx, &appsv1alpha1.BroadcastJob{
 		ObjectMeta: job.ObjectMeta,
 		Status: appsv1alpha1.BroadcastJobStatus{StartTime: &started, Active: 1, Succeeded: 1, Desired: 2,
 			Phase: appsv1alpha1.PhaseRunning},
 	}, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	writes := testenv.WatchPodWrites(t, it.env.Kube, it.ns)
+	writes := testenv.WatchPodWrites(t, it.Env.Kube, it.NS)
 
 	it.startController()
 	// OpenKruise's counters are what Flotilla computes: no write needed;
@@ -97,7 +93,7 @@ func TestIntegrationTakeoverFromOpenKruise(t *testing.T) {
 	assert.True(t, got.Status.StartTime.Equal(&started), "startTime kept (the active deadline counts from it)")
 	assert.Len(t, it.pods(job.Name), 2, "no pod re-run")
 
-	it.complete(running.Name, corev1.PodSucceeded)
+	it.CompletePod(running.Name, corev1.PodSucceeded)
 	finished := it.waitStatus(job.Name, func(s appsv1alpha1.BroadcastJobStatus) bool {
 		return hasCondition(s, appsv1alpha1.JobComplete, ReasonCompleted)
 	})

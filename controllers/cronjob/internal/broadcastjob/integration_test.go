@@ -20,10 +20,11 @@ import (
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 func succeedOnRun(j *appsv1alpha1.BroadcastJob) {
-	j.Spec.Template.Annotations = map[string]string{completeAnnotation: string(corev1.PodSucceeded)}
+	j.Spec.Template.Annotations = map[string]string{lab.KwokComplete: string(corev1.PodSucceeded)}
 }
 
 func failurePolicy(t appsv1alpha1.FailurePolicyType, restartLimit int32) func(*appsv1alpha1.BroadcastJob) {
@@ -76,7 +77,7 @@ func TestIntegrationOnePodPerEligibleNode(t *testing.T) {
 		assert.Empty(t, job.Status.Conditions)
 
 		for i, p := range running {
-			it.complete(p.Name, corev1.PodSucceeded)
+			it.CompletePod(p.Name, corev1.PodSucceeded)
 			if i == 0 {
 				it.waitStatus(tc.job.Name, counters(n, n-1, 1, 0))
 			}
@@ -109,7 +110,7 @@ func TestIntegrationParallelism(t *testing.T) {
 		node := nodeplacement.TargetNode(&running[0])
 		assert.False(t, seen[node], "node %s ran twice", node)
 		seen[node] = true
-		it.complete(running[0].Name, corev1.PodSucceeded)
+		it.CompletePod(running[0].Name, corev1.PodSucceeded)
 	}
 	job := it.waitStatus("par", func(s appsv1alpha1.BroadcastJobStatus) bool { return s.Phase == appsv1alpha1.PhaseCompleted })
 	assert.True(t, counters(3, 0, 3, 0)(job.Status), "%+v", job.Status)
@@ -183,9 +184,9 @@ func TestIntegrationFailurePolicies(t *testing.T) {
 		it.startController()
 		it.create(it.newJob("cont", failurePolicy(appsv1alpha1.FailurePolicyTypeContinue, 0)))
 		running := it.waitRunning("cont", 2)
-		it.complete(running[0].Name, corev1.PodFailed)
+		it.CompletePod(running[0].Name, corev1.PodFailed)
 		it.waitStatus("cont", counters(2, 1, 0, 1))
-		it.complete(running[1].Name, corev1.PodSucceeded)
+		it.CompletePod(running[1].Name, corev1.PodSucceeded)
 		job := it.waitStatus("cont", func(s appsv1alpha1.BroadcastJobStatus) bool {
 			return hasCondition(s, appsv1alpha1.JobComplete, ReasonCompleted)
 		})
@@ -199,7 +200,7 @@ func TestIntegrationFailurePolicies(t *testing.T) {
 		it.startController()
 		it.create(it.newJob("ff", failurePolicy(appsv1alpha1.FailurePolicyTypeFailFast, 0)))
 		running := it.waitRunning("ff", 3)
-		it.complete(running[0].Name, corev1.PodFailed)
+		it.CompletePod(running[0].Name, corev1.PodFailed)
 		job := it.waitStatus("ff", func(s appsv1alpha1.BroadcastJobStatus) bool {
 			return hasCondition(s, appsv1alpha1.JobFailed, ReasonFailFast) && s.Active == 0
 		})
@@ -222,7 +223,7 @@ func TestIntegrationPausedStopsCreating(t *testing.T) {
 	assert.Empty(t, it.pods("paused"))
 	assert.Empty(t, job.Status.Conditions)
 
-	_, err := it.client.AppsV1alpha1().BroadcastJobs(it.ns).Patch(context.Background(), "paused", types.MergePatchType,
+	_, err := it.Client.AppsV1alpha1().BroadcastJobs(it.NS).Patch(context.Background(), "paused", types.MergePatchType,
 		[]byte(`{"spec":{"paused":false}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	job = it.waitStatus("paused", func(s appsv1alpha1.BroadcastJobStatus) bool { return s.Phase == appsv1alpha1.PhaseCompleted })
@@ -244,7 +245,7 @@ func TestIntegrationRestartCreatesNoDuplicates(t *testing.T) {
 	for finished := 0; finished < 4; {
 		// Restart right after pods finish, while the controller is reacting to it.
 		for _, p := range running {
-			it.complete(p.Name, corev1.PodSucceeded)
+			it.CompletePod(p.Name, corev1.PodSucceeded)
 			finished++
 		}
 		stop()
@@ -292,7 +293,7 @@ func TestIntegrationBadInputRejected(t *testing.T) {
 		tc.set(spec)
 		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "BroadcastJob",
 			"metadata": map[string]any{"name": fmt.Sprintf("bad-%d", i)}, "spec": spec}}
-		_, err := it.env.Dynamic().Resource(gvr).Namespace(it.ns).Create(context.Background(), obj, metav1.CreateOptions{})
+		_, err := it.Env.Dynamic().Resource(gvr).Namespace(it.NS).Create(context.Background(), obj, metav1.CreateOptions{})
 		if assert.Error(t, err, tc.name) {
 			assert.True(t, apierrors.IsInvalid(err), "%s: %v", tc.name, err)
 			assert.Contains(t, err.Error(), tc.field, tc.name)
@@ -314,16 +315,7 @@ func TestIntegrationBadInputAtRuntime(t *testing.T) {
 		})
 		assert.Contains(t, finishedCondition(job.Status).Message, tc.want, tc.name)
 		assert.Equal(t, appsv1alpha1.PhaseFailed, job.Status.Phase)
-		var warning *corev1.Event
-		testenv.Eventually(t, waitTimeout, func() (bool, error) {
-			events, err := it.env.Kube.CoreV1().Events(it.ns).List(context.Background(), metav1.ListOptions{
-				FieldSelector: "involvedObject.name=" + name + ",reason=" + ReasonInvalidSpec})
-			if err != nil || len(events.Items) == 0 {
-				return false, err
-			}
-			warning = &events.Items[0]
-			return true, nil
-		})
+		warning := it.WaitEvent(name, ReasonInvalidSpec)
 		assert.Equal(t, corev1.EventTypeWarning, warning.Type)
 		assert.Empty(t, it.pods(name), tc.name)
 	}
@@ -333,7 +325,7 @@ func TestIntegrationBadInputAtRuntime(t *testing.T) {
 	for i := range runtimeInvalid {
 		job, err := it.job(fmt.Sprintf("invalid-%d", i))
 		require.NoError(t, err)
-		_, err = it.client.AppsV1alpha1().BroadcastJobs(it.ns).Patch(context.Background(), job.Name, types.MergePatchType,
+		_, err = it.Client.AppsV1alpha1().BroadcastJobs(it.NS).Patch(context.Background(), job.Name, types.MergePatchType,
 			[]byte(`{"metadata":{"labels":{"nudge":"1"}}}`), metav1.PatchOptions{})
 		require.NoError(t, err)
 		job, err = it.job(job.Name)

@@ -20,6 +20,7 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 // Item 3 (+4): an every-minute schedule creates a correctly named, annotated and owned Job at the start time,
@@ -135,7 +136,7 @@ func TestConcurrencyPolicy(t *testing.T) {
 		h.stepTo(s1.Add(time.Second))
 		h.waitStatus(acj.Name, "first run", scheduledAt(s1))
 		h.stepTo(s2.Add(time.Second))
-		h.waitEvent(acj.Name, "JobAlreadyActive")
+		h.WaitEvent(acj.Name, "JobAlreadyActive")
 		assert.Equal(t, map[string]bool{childName(acj, s1): true}, h.liveJobNames(acj), "no second run while the first is active")
 
 		// The first run finishing frees the slot: the missed s2 run starts without moving the clock.
@@ -164,7 +165,7 @@ func TestConcurrencyPolicy(t *testing.T) {
 			live := h.liveJobNames(acj)
 			return len(live) == 1 && live[childName(acj, s2)], nil
 		})
-		h.waitEvent(acj.Name, "SuccessfulDelete")
+		h.WaitEvent(acj.Name, "SuccessfulDelete")
 	})
 }
 
@@ -175,7 +176,7 @@ func TestStartingDeadlineSkipsLateRuns(t *testing.T) {
 	acj := h.create(newACJ("deadline", func(a *appsv1alpha1.AdvancedCronJob) { a.Spec.StartingDeadlineSeconds = ptr.To[int64](10) }))
 	s1 := nextMinute(acj)
 	h.stepTo(s1.Add(30 * time.Second))
-	h.waitEvent(acj.Name, "MissSchedule")
+	h.WaitEvent(acj.Name, "MissSchedule")
 	assert.Empty(t, h.jobs(acj), "30s late with a 10s deadline: skipped")
 
 	s2 := s1.Add(time.Minute)
@@ -195,7 +196,7 @@ func TestTooManyMissedRunsStartTheMostRecent(t *testing.T) {
 	acj := h.create(newACJ("outage"))
 	now := acj.CreationTimestamp.Add(3*time.Hour + 20*time.Second)
 	h.stepTo(now)
-	ev := h.waitEvent(acj.Name, "TooManyMissedTimes")
+	ev := h.WaitEvent(acj.Name, "TooManyMissedTimes")
 	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
 	last := now.Truncate(time.Minute)
 	assert.Contains(t, ev.Message, "only the most recent, "+last.UTC().Format(time.RFC3339))
@@ -256,7 +257,7 @@ func TestHistoryLimits(t *testing.T) {
 				a.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](2)
 				a.Spec.FailedJobsHistoryLimit = ptr.To[int32](1)
 				if tc.phase != "" {
-					a.Spec.Template.JobTemplate.Spec.Template.Annotations = map[string]string{completeAnnotation: tc.phase}
+					a.Spec.Template.JobTemplate.Spec.Template.Annotations = map[string]string{lab.KwokComplete: tc.phase}
 				}
 			}))
 			slot := nextMinute(acj)
@@ -431,7 +432,7 @@ func TestUnusableScheduleWarnsWithoutHotLoop(t *testing.T) {
 			h := newHarness(t)
 			h.startController()
 			acj := h.create(newACJ(tc.name, func(a *appsv1alpha1.AdvancedCronJob) { a.Spec.Schedule, a.Spec.TimeZone = tc.schedule, tc.timeZone }))
-			ev := h.waitEvent(acj.Name, tc.reason)
+			ev := h.WaitEvent(acj.Name, tc.reason)
 			assert.Equal(t, corev1.EventTypeWarning, ev.Type)
 			h.waitStatus(acj.Name, "ScheduleValid=False with the event's reason", func(st appsv1alpha1.AdvancedCronJobStatus) bool {
 				c := meta.FindStatusCondition(st.Conditions, appsv1alpha1.AdvancedCronJobScheduleValid)

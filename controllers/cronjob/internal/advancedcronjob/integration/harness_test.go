@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -31,10 +30,6 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 // waitTimeout bounds every poll: a Job needs the scheduler, kwok and kube-controller-manager to finish.
 const waitTimeout = 60 * time.Second
-
-// completeAnnotation drives kwok's simulated kubelet: "Never" keeps a Job's pods Running, "Succeeded"/"Failed"
-// finishes them (hack/cluster/README.md).
-const completeAnnotation = "sim.kwok.x-k8s.io/complete"
 
 type harness struct {
 	*lab.Lab
@@ -103,7 +98,7 @@ func newACJ(name string, mutate ...func(*appsv1alpha1.AdvancedCronJob)) *appsv1a
 
 // longRunning keeps the Jobs' pods Running until the test finishes them.
 func longRunning(acj *appsv1alpha1.AdvancedCronJob) {
-	acj.Spec.Template.JobTemplate.Spec.Template.Annotations = map[string]string{completeAnnotation: "Never"}
+	acj.Spec.Template.JobTemplate.Spec.Template.Annotations = map[string]string{lab.KwokComplete: "Never"}
 }
 
 // create and get go to the API server (kit/testenv.Objects).
@@ -179,23 +174,13 @@ func activeNames(st appsv1alpha1.AdvancedCronJobStatus) []string {
 	return out
 }
 
-// finishJob sets the completion annotation on the Job's pods (waiting for them to exist).
-func (h *harness) finishJob(jobName, phase string) {
+// finishJob has kwok finish the Job's pods in phase (waiting for them to exist).
+func (h *harness) finishJob(jobName string, phase corev1.PodPhase) {
 	h.T.Helper()
-	ctx := context.Background()
-	var pods []corev1.Pod
-	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
-		list, err := h.Env.Kube.CoreV1().Pods(h.NS).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + jobName})
-		if err != nil {
-			return false, err
-		}
-		pods = list.Items
-		return len(pods) > 0, nil
-	})
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, completeAnnotation, phase)
+	pods := h.WaitPods(func() []corev1.Pod { return h.ListPods("batch.kubernetes.io/job-name=" + jobName) }, "pods of Job "+jobName,
+		func(pods []corev1.Pod) bool { return len(pods) > 0 })
 	for _, p := range pods {
-		_, err := h.Env.Kube.CoreV1().Pods(h.NS).Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-		require.NoError(h.T, err)
+		h.CompletePod(p.Name, phase)
 	}
 }
 
@@ -223,14 +208,4 @@ func (h *harness) eventCount(name, reason string) (int, []corev1.Event) {
 		n += int(max(e.Count, 1))
 	}
 	return n, list.Items
-}
-
-func (h *harness) waitEvent(name, reason string) corev1.Event {
-	h.T.Helper()
-	var evs []corev1.Event
-	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
-		_, evs = h.eventCount(name, reason)
-		return len(evs) > 0, nil
-	})
-	return evs[0]
 }

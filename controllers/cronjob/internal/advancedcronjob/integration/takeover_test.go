@@ -120,7 +120,7 @@ func TestTakeoverFromOpenKruise(t *testing.T) {
 	// The next start time while the child runs: Forbid, nothing created.
 	s3 := s2.Add(time.Minute)
 	h.stepTo(s3.Add(time.Second))
-	h.waitEvent(acj.Name, "JobAlreadyActive")
+	h.WaitEvent(acj.Name, "JobAlreadyActive")
 	testenv.Consistently(t, 2*time.Second, unchanged)
 
 	// The child finishes: the missed start time runs, once.
