@@ -170,6 +170,19 @@ func (l *Lab) WatchPods(selector string) ([]corev1.Pod, watch.Interface) {
 	return list.Items, w
 }
 
+// ObservePods calls observe with every pod event of w (e.g. WatchPods'),
+// in order, from a goroutine of its own until w stops; observe does its own
+// locking against the test's reads.
+func ObservePods(w watch.Interface, observe func(watch.EventType, *corev1.Pod)) {
+	go func() {
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				observe(ev.Type, p)
+			}
+		}
+	}()
+}
+
 // WaitPods polls list until cond holds for the pods it returns, and returns
 // them; it fails the test after the lab's timeout with what (what the test
 // waited for) and the last pods seen (DescribePods).
