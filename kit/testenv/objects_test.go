@@ -62,6 +62,18 @@ func TestObjects(t *testing.T) {
 	d := deps.WaitFor("later", "4 ready", func(d *appsv1.Deployment) bool { return d.Status.ReadyReplicas >= 4 })
 	require.NotNil(t, d)
 	assert.Equal(t, int32(4), d.Status.ReadyReplicas)
+
+	// WaitGone polls until a Get answers NotFound: here the object is
+	// deleted by another party after the first reads.
+	var goneReads atomic.Int32
+	kube.PrependReactor("get", "deployments", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.(clienttesting.GetAction).GetName() == "web" && goneReads.Add(1) == 3 {
+			require.NoError(t, kube.Tracker().Delete(a.GetResource(), "ns", "web"))
+		}
+		return false, nil, nil
+	})
+	deps.WaitGone("web")
+	assert.GreaterOrEqual(t, goneReads.Load(), int32(3), "waited while the object existed")
 }
 
 func TestLive(t *testing.T) {
