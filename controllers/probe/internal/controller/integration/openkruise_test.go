@@ -100,8 +100,7 @@ func TestNodePodProbeOnlyForNodesWithProbes(t *testing.T) {
 		Spec: corev1.PodSpec{NodeName: nodes[1], Tolerations: []corev1.Toleration{testenv.TestNodeToleration()},
 			Containers: []corev1.Container{{Name: "main", Image: "registry.local/app:v1"}}},
 	}
-	_, err := h.Env.Kube.CoreV1().Pods(h.NS).Create(context.Background(), other, metav1.CreateOptions{})
-	require.NoError(t, err)
+	h.podAPI.Create(other)
 	h.markers.Create(gameServer())
 	h.waitNPP(nodes[0], func(n *appsv1alpha1.NodePodProbe) bool { return len(probesOf(n, pod)) == 1 })
 	testenv.Consistently(t, 3*time.Second, func() error {
