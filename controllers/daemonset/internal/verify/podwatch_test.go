@@ -14,6 +14,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 // podWatch follows one DaemonSet's pods from a watch: it records, per node,
@@ -51,13 +52,7 @@ func (h *harness) watchPods(app string) *podWatch {
 		pw.ready[p.UID] = testenv.PodReady(p)
 		pw.gone[p.UID] = p.DeletionTimestamp != nil
 	}
-	go func() {
-		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok {
-				pw.observe(ev.Type, p)
-			}
-		}
-	}()
+	lab.ObservePods(w, pw.observe)
 	return pw
 }
 

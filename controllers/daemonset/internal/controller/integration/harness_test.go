@@ -104,6 +104,17 @@ func (h *harness) newDS(name string, mutate ...func(*appsv1alpha1.DaemonSet)) *a
 	return ds
 }
 
+// place is how most tests begin: n nodes of this test, the reconciler
+// started, DaemonSet newDS(name, mutate...) created and placed (waitPlaced);
+// it returns the nodes and the pod on each.
+func (h *harness) place(name string, n int, mutate ...func(*appsv1alpha1.DaemonSet)) ([]string, map[string]corev1.Pod) {
+	h.T.Helper()
+	nodes := h.nodes(n, nil)
+	h.start()
+	h.sets.Create(h.newDS(name, mutate...))
+	return nodes, h.waitPlaced(name, nodes, "")
+}
+
 // pods lists the live pods of DaemonSet name, by name.
 func (h *harness) pods(name string) []corev1.Pod { h.T.Helper(); return h.Pods("app=" + name) }
 
@@ -199,29 +210,23 @@ func (h *harness) watchPods(name string, invariant func(byNode map[string][]*cor
 	for i := range list {
 		w.pods[list[i].Name] = &list[i]
 	}
-	go func() {
-		for ev := range wi.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			w.mu.Lock()
-			w.events++
-			if ev.Type == watch.Deleted {
-				delete(w.pods, p.Name)
-			} else {
-				w.pods[p.Name] = p
-			}
-			by := map[string][]*corev1.Pod{}
-			for _, q := range w.pods {
-				by[nodeplacement.TargetNode(q)] = append(by[nodeplacement.TargetNode(q)], q)
-			}
-			if v := invariant(by); v != "" && w.violation == "" {
-				w.violation = v
-			}
-			w.mu.Unlock()
+	lab.ObservePods(wi, func(t watch.EventType, p *corev1.Pod) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.events++
+		if t == watch.Deleted {
+			delete(w.pods, p.Name)
+		} else {
+			w.pods[p.Name] = p
 		}
-	}()
+		by := map[string][]*corev1.Pod{}
+		for _, q := range w.pods {
+			by[nodeplacement.TargetNode(q)] = append(by[nodeplacement.TargetNode(q)], q)
+		}
+		if v := invariant(by); v != "" && w.violation == "" {
+			w.violation = v
+		}
+	})
 	return w
 }
 

@@ -38,10 +38,7 @@ func (h *harness) preparing(name string) []corev1.Pod {
 // lets the pod go and the update go on.
 func TestPreDeleteRecreateUpdate(t *testing.T) {
 	h := newHarness(t)
-	nodes := h.nodes(2, nil)
-	h.start()
-	h.sets.Create(h.newDS("hook", withPreDelete))
-	h.waitPlaced("hook", nodes, "")
+	nodes, _ := h.place("hook", 2, withPreDelete)
 	h.waitStatus("hook", "settled", settled(2))
 	hash := h.rollTo("hook", imageV2)
 
@@ -120,10 +117,7 @@ func TestPreDeleteScaleIn(t *testing.T) {
 // before anything else happens to it.
 func TestPreDeleteMarkPodNotReady(t *testing.T) {
 	h := newHarness(t)
-	nodes := h.nodes(1, nil)
-	h.start()
-	h.sets.Create(h.newDS("mark", withPreDelete, func(ds *appsv1alpha1.DaemonSet) { ds.Spec.Lifecycle.PreDelete.MarkPodNotReady = true }))
-	placed := h.waitPlaced("mark", nodes, "")
+	nodes, placed := h.place("mark", 1, withPreDelete, func(ds *appsv1alpha1.DaemonSet) { ds.Spec.Lifecycle.PreDelete.MarkPodNotReady = true })
 	assert.Contains(t, placed[nodes[0]].Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType})
 	h.rollTo("mark", imageV2)
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
@@ -143,10 +137,7 @@ func TestPreDeleteMarkPodNotReady(t *testing.T) {
 // cannot be added to a running pod.
 func TestMarkPodNotReadyTurnedOnLater(t *testing.T) {
 	h := newHarness(t)
-	nodes := h.nodes(1, nil)
-	h.start()
-	h.sets.Create(h.newDS("later", withPreDelete))
-	placed := h.waitPlaced("later", nodes, "")
+	nodes, placed := h.place("later", 1, withPreDelete)
 	require.Contains(t, placed[nodes[0]].Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType},
 		"created without markPodNotReady, the pod still carries the gate")
 	assert.Equal(t, corev1.ConditionTrue, testenv.ConditionStatus(ptr.To(placed[nodes[0]]), pub.KruisePodReadyConditionType))

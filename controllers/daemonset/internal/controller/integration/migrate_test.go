@@ -67,10 +67,7 @@ func TestAdoptFromAppsV1(t *testing.T) {
 // daemon pod, as upstream's DaemonSet does.
 func TestReleaseRelabelledPod(t *testing.T) {
 	h := newHarness(t)
-	nodes := h.nodes(1, nil)
-	h.start()
-	h.sets.Create(h.newDS("rel"))
-	placed := h.waitPlaced("rel", nodes, "")
+	nodes, placed := h.place("rel", 1)
 	p := placed[nodes[0]]
 	h.PatchPod(p.Name, `{"metadata":{"labels":{"app":"debug"}}}`)
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {

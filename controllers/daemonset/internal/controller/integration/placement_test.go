@@ -92,12 +92,9 @@ func TestPlacement(t *testing.T) {
 // node.
 func TestBurstReplicas(t *testing.T) {
 	h := newHarness(t)
-	nodes := h.nodes(3, nil)
-	h.start()
-	h.sets.Create(h.newDS("burst", func(ds *appsv1alpha1.DaemonSet) {
+	h.place("burst", 3, func(ds *appsv1alpha1.DaemonSet) {
 		ds.Spec.BurstReplicas = ptr.To(intstr.FromInt32(1))
-	}))
-	h.waitPlaced("burst", nodes, "")
+	})
 	h.waitStatus("burst", "3 nodes settled", settled(3))
 }
 
@@ -120,10 +117,7 @@ func TestCordonedNodeRunsDaemon(t *testing.T) {
 // must outlive the drain); the node stops counting once it is gone.
 func TestDeletingNodeKeepsDaemon(t *testing.T) {
 	h := newHarness(t)
-	nodes := h.nodes(2, nil)
-	h.start()
-	h.sets.Create(h.newDS("drain"))
-	before := h.waitPlaced("drain", nodes, "")
+	nodes, before := h.place("drain", 2)
 	h.waitStatus("drain", "settled", settled(2))
 
 	ctx := context.Background()

@@ -26,14 +26,11 @@ func TestImagePreDownload(t *testing.T) {
 	h := newHarness(t)
 	h.gates[features.PreDownloadImageForDaemonSetUpdate] = true
 	h.gates[features.KruiseDaemon] = true // as in OpenKruise, pre-download needs the node agent gate
-	nodes := h.nodes(4, nil)
-	h.start()
-	h.sets.Create(h.newDS("pre", rolling(func(r *appsv1alpha1.RollingUpdateDaemonSet) { r.Partition = ptr.To(intstr.FromInt32(2)) }),
+	nodes, _ := h.place("pre", 4, rolling(func(r *appsv1alpha1.RollingUpdateDaemonSet) { r.Partition = ptr.To(intstr.FromInt32(2)) }),
 		func(ds *appsv1alpha1.DaemonSet) {
 			ds.Annotations = map[string]string{pub.ImagePreDownloadParallelismKey: "2"}
 			ds.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
-		}))
-	h.waitPlaced("pre", nodes, "")
+		})
 	h.waitStatus("pre", "settled", settled(4))
 	hash := h.rollTo("pre", imageV2)
 	jobs := h.Client.AppsV1alpha1().ImagePullJobs(h.NS)

@@ -59,13 +59,10 @@ func (h *harness) undo(name string) {
 // a new .revision; history is truncated to revisionHistoryLimit.
 func TestRevisionsHistoryAndUndo(t *testing.T) {
 	h := newHarness(t)
-	nodes := h.nodes(2, nil)
-	h.start()
-	h.sets.Create(h.newDS("hist", func(ds *appsv1alpha1.DaemonSet) {
+	nodes, _ := h.place("hist", 2, func(ds *appsv1alpha1.DaemonSet) {
 		ds.Annotations = map[string]string{pub.ChangeCauseAnnotation: "initial"}
 		ds.Spec.RevisionHistoryLimit = ptr.To[int32](1)
-	}))
-	h.waitPlaced("hist", nodes, "")
+	})
 	st := h.waitStatus("hist", "settled", settled(2))
 	revs := h.history("hist")
 	require.Len(t, revs, 1)
@@ -108,10 +105,7 @@ func TestRevisionsHistoryAndUndo(t *testing.T) {
 // again while nothing changes (node heartbeats included).
 func TestStatusWrittenOnlyOnChange(t *testing.T) {
 	h := newHarness(t)
-	nodes := h.nodes(2, nil)
-	h.start()
-	h.sets.Create(h.newDS("quiet", func(ds *appsv1alpha1.DaemonSet) { ds.Spec.MinReadySeconds = 1 }))
-	h.waitPlaced("quiet", nodes, "")
+	h.place("quiet", 2, func(ds *appsv1alpha1.DaemonSet) { ds.Spec.MinReadySeconds = 1 })
 	st := h.waitStatus("quiet", "settled", settled(2))
 	rv := st.ResourceVersion
 	testenv.Consistently(t, 3*time.Second, func() error {

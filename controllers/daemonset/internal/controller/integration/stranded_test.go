@@ -59,10 +59,7 @@ func TestInPlaceGateStrandedByCrashIsHealed(t *testing.T) {
 // template settles the DaemonSet with the same untouched pods.
 func TestInPlaceUpdateRejectedByAdmission(t *testing.T) {
 	h := newHarness(t)
-	nodes := h.nodes(2, nil)
-	h.start()
-	h.sets.Create(h.newDS("deny", inPlaceRolling))
-	before := h.waitPlaced("deny", nodes, "")
+	nodes, before := h.place("deny", 2, inPlaceRolling)
 	h.waitStatus("deny", "settled", settled(2))
 	msg := h.Env.DenyPodImage(t, h.NS, imageV2)
 	for n, p := range h.waitPlaced("deny", nodes, "") {

@@ -34,10 +34,7 @@ func (h *harness) rollTo(name, image string) string {
 // a Ready pod; every counter ends settled on the new hash.
 func TestRollingUpdateMaxUnavailable(t *testing.T) {
 	h := newHarness(t)
-	nodes := h.nodes(4, nil)
-	h.start()
-	h.sets.Create(h.newDS("std"))
-	before := h.waitPlaced("std", nodes, "")
+	nodes, before := h.place("std", 4)
 	h.waitStatus("std", "settled", settled(4))
 	w := h.watchPods("std", func(by map[string][]*corev1.Pod) string {
 		if n := unavailableNodes(nodes, by); n > 1 {
@@ -110,13 +107,10 @@ func TestRollingUpdateSurge(t *testing.T) {
 // update (placement goes on); lifting each lets the update finish.
 func TestPartitionSelectorPaused(t *testing.T) {
 	h := newHarness(t)
-	nodes := h.nodes(4, nil)
-	h.start()
-	h.sets.Create(h.newDS("part", rolling(func(r *appsv1alpha1.RollingUpdateDaemonSet) {
+	nodes, _ := h.place("part", 4, rolling(func(r *appsv1alpha1.RollingUpdateDaemonSet) {
 		r.Partition = ptr.To(intstr.FromString("50%"))
 		r.MaxUnavailable = ptr.To(intstr.FromInt32(4))
-	})))
-	h.waitPlaced("part", nodes, "")
+	}))
 	oldHash := h.waitStatus("part", "settled", settled(4)).Status.DaemonSetHash
 	hash := h.rollTo("part", imageV2)
 	want := map[string]string{nodes[0]: oldHash, nodes[1]: oldHash, nodes[2]: hash, nodes[3]: hash}
@@ -166,12 +160,9 @@ func TestPartitionSelectorPaused(t *testing.T) {
 // its replacement runs the new template.
 func TestOnDelete(t *testing.T) {
 	h := newHarness(t)
-	nodes := h.nodes(2, nil)
-	h.start()
-	h.sets.Create(h.newDS("ondel", func(ds *appsv1alpha1.DaemonSet) {
+	nodes, before := h.place("ondel", 2, func(ds *appsv1alpha1.DaemonSet) {
 		ds.Spec.UpdateStrategy = appsv1alpha1.DaemonSetUpdateStrategy{Type: appsv1alpha1.OnDeleteDaemonSetStrategyType}
-	}))
-	before := h.waitPlaced("ondel", nodes, "")
+	})
 	h.waitStatus("ondel", "settled", settled(2))
 	hash := h.rollTo("ondel", imageV2)
 	testenv.Consistently(t, 2*time.Second, func() error {
@@ -222,10 +213,7 @@ func TestProgressiveCreate(t *testing.T) {
 // change beyond images recreates them.
 func TestInPlaceIfPossible(t *testing.T) {
 	h := newHarness(t)
-	nodes := h.nodes(3, nil)
-	h.start()
-	h.sets.Create(h.newDS("ip", rolling(func(r *appsv1alpha1.RollingUpdateDaemonSet) { r.Type = appsv1alpha1.InplaceRollingUpdateType })))
-	before := h.waitPlaced("ip", nodes, "")
+	nodes, before := h.place("ip", 3, rolling(func(r *appsv1alpha1.RollingUpdateDaemonSet) { r.Type = appsv1alpha1.InplaceRollingUpdateType }))
 	h.waitStatus("ip", "settled", settled(3))
 	for _, p := range before {
 		assert.Contains(t, p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.InPlaceUpdateReady})

@@ -21,10 +21,7 @@ import (
 // label alone rolls the pods over, one per node.
 func TestSelectorImmutable(t *testing.T) {
 	h := newHarness(t)
-	nodes := h.nodes(2, nil)
-	h.start()
-	h.sets.Create(h.newDS("sel"))
-	before := h.waitPlaced("sel", nodes, "")
+	nodes, before := h.place("sel", 2)
 	h.waitStatus("sel", "settled", settled(2))
 
 	ds := h.sets.Get("sel")
