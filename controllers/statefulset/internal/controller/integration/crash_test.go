@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,13 +8,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
-	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
 
 // invariantWatcher checks, at every pod event of one set, that no more than
@@ -37,14 +34,7 @@ type invariantWatcher struct {
 func (h *harness) watchInvariants(name string, replicas, maxInTransition int) *invariantWatcher {
 	w := &invariantWatcher{maxInTransition: maxInTransition, replicas: replicas, pods: map[string]*corev1.Pod{},
 		seen: map[types.UID]bool{}, wasReady: map[types.UID]bool{}}
-	ch := h.watchFromNow(name).ResultChan()
-	go func() {
-		for ev := range ch {
-			if p, ok := ev.Object.(*corev1.Pod); ok {
-				w.observe(ev.Type, p)
-			}
-		}
-	}()
+	h.onPodEvents(name, w.observe)
 	return w
 }
 
@@ -79,27 +69,10 @@ func (w *invariantWatcher) observe(t watch.EventType, p *corev1.Pod) {
 }
 
 // waitCaughtUp polls until the watcher has observed exactly the pods the API
-// server lists now (same UIDs and resourceVersions), so a final check sees
-// every event up to the end state.
+// server lists now, so a final check sees every event up to the end state.
 func (w *invariantWatcher) waitCaughtUp(h *harness, name string) {
 	h.T.Helper()
-	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
-		list, err := h.Env.Kube.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + name})
-		if err != nil {
-			return false, err
-		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if len(w.pods) != len(list.Items) {
-			return false, fmt.Errorf("watcher has %d pods, API %d", len(w.pods), len(list.Items))
-		}
-		for _, p := range list.Items {
-			if q := w.pods[p.Name]; q == nil || q.UID != p.UID || q.ResourceVersion != p.ResourceVersion {
-				return false, fmt.Errorf("watcher behind on %s", p.Name)
-			}
-		}
-		return true, nil
-	})
+	h.WaitCaughtUp("app="+name, &w.mu, func() map[string]*corev1.Pod { return w.pods })
 }
 
 func (w *invariantWatcher) maxSeen() int {
@@ -116,15 +89,12 @@ func (w *invariantWatcher) check(t *testing.T) {
 }
 
 // crashLoop kills the controller (its context cancelled, in-flight requests
-// aborted, caches, expectations and queue discarded) once cond holds for
+// aborted, caches, expectations and queue discarded) once progress reaches
 // each threshold, and starts a fresh one.
 func (h *harness) crashLoop(name string, stop *func(), thresholds []int, progress func([]corev1.Pod) int) {
 	h.T.Helper()
 	for _, n := range thresholds {
-		testenv.Eventually(h.T, waitTimeout, func() (bool, error) { return progress(h.pods(name)) >= n, nil })
-		(*stop)()
-		h.T.Logf("killed the controller at progress %d", n)
-		*stop = h.startController()
+		h.KillWhen(fmt.Sprintf("at progress %d", n), func() bool { return progress(h.pods(name)) >= n }, stop, h.startController)
 	}
 }
 

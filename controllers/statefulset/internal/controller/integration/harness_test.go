@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/component-base/featuregate"
@@ -72,18 +71,7 @@ func newSet(name string, replicas int32, mutate ...func(*appsv1beta1.StatefulSet
 	set := &appsv1beta1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1beta1.StatefulSetSpec{
-			Replicas:    ptr.To(replicas),
-			ServiceName: name,
-			Selector:    &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
-				Spec: corev1.PodSpec{
-					// No toleration of test-owned nodes: other packages create
-					// and delete theirs while these tests run, and the pod
-					// garbage collector deletes pods bound to a deleted node.
-					Containers: []corev1.Container{{Name: "main", Image: imageV1}},
-				},
-			},
+			Replicas: ptr.To(replicas), ServiceName: name, Selector: lab.Selector(name), Template: lab.Template(name, imageV1),
 		},
 	}
 	for _, m := range mutate {
@@ -98,15 +86,7 @@ func parallel(set *appsv1beta1.StatefulSet) {
 
 // withClaim adds volumeClaimTemplate "data" mounted by the container.
 func withClaim(set *appsv1beta1.StatefulSet) {
-	set.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-		ObjectMeta: metav1.ObjectMeta{Name: "data"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
-		},
-	}}
-	c := &set.Spec.Template.Spec.Containers[0]
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "data", MountPath: "/data"})
+	lab.SetDataClaim(&set.Spec.VolumeClaimTemplates, &set.Spec.Template.Spec.Containers[0])
 }
 
 func rolling(mutate func(*appsv1beta1.RollingUpdateStatefulSetStrategy)) func(*appsv1beta1.StatefulSet) {
@@ -208,6 +188,20 @@ func (h *harness) watchFromNow(name string) watch.Interface {
 	require.NoError(h.T, err)
 	h.T.Cleanup(w.Stop)
 	return w
+}
+
+// onPodEvents calls observe, from a goroutine of its own, with every event
+// of the set's pods from now on (watchFromNow).
+func (h *harness) onPodEvents(name string, observe func(watch.EventType, *corev1.Pod)) {
+	h.T.Helper()
+	ch := h.watchFromNow(name).ResultChan()
+	go func() {
+		for ev := range ch {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				observe(ev.Type, p)
+			}
+		}
+	}()
 }
 
 // Shared pod helpers (kit/testenv).

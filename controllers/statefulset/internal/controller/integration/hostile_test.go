@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -18,6 +16,7 @@ import (
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 // reserveRanges reserves n ranges of width ordinals each, starting at
@@ -41,25 +40,14 @@ func reserveRanges(n, width int) func(*appsv1beta1.StatefulSet) {
 func TestHostileSpecsRefusedAtAdmission(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	for _, tc := range []struct {
-		name string
-		set  *appsv1beta1.StatefulSet
-		want string
-	}{
-		{name: "replicas 10,000,000", set: newSet("huge", 10_000_000), want: "spec.replicas"},
-		{name: "1000 reserved ranges of 100,000", set: newSet("wide", 3, reserveRanges(1000, 100000)), want: "spec.reserveOrdinals may reserve at most 100000 ordinals"},
-		{name: "one ordinal more than allowed", set: newSet("wide", 3, reserveRanges(1000, 100), func(s *appsv1beta1.StatefulSet) {
+	lab.RefusedAtAdmission(t, h.Client.AppsV1beta1().StatefulSets(h.NS).Create, []lab.Refusal[*appsv1beta1.StatefulSet]{
+		{Name: "replicas 10,000,000", Object: newSet("huge", 10_000_000), Want: "spec.replicas"},
+		{Name: "1000 reserved ranges of 100,000", Object: newSet("wide", 3, reserveRanges(1000, 100000)), Want: "spec.reserveOrdinals may reserve at most 100000 ordinals"},
+		{Name: "one ordinal more than allowed", Object: newSet("wide", 3, reserveRanges(1000, 100), func(s *appsv1beta1.StatefulSet) {
 			s.Spec.ReserveOrdinals[0] = intstr.FromString("1-101")
-		}), want: "spec.reserveOrdinals may reserve at most 100000 ordinals"},
-		{name: "name of 53 characters", set: newSet(strings.Repeat("n", 53), 1), want: "metadata.name must be at most 52 characters"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := h.Client.AppsV1beta1().StatefulSets(h.NS).Create(ctx, tc.set, metav1.CreateOptions{})
-			require.Error(t, err, "the API server accepted it")
-			assert.True(t, apierrors.IsInvalid(err), "%v", err)
-			assert.ErrorContains(t, err, tc.want)
-		})
-	}
+		}), Want: "spec.reserveOrdinals may reserve at most 100000 ordinals"},
+		{Name: "name of 53 characters", Object: newSet(strings.Repeat("n", 53), 1), Want: "metadata.name must be at most 52 characters"},
+	})
 	t.Run("v1alpha1 name of 53 characters", func(t *testing.T) {
 		set := newSet(strings.Repeat("n", 53), 1)
 		_, err := h.Client.AppsV1alpha1().StatefulSets(h.NS).Create(ctx, &appsv1alpha1.StatefulSet{ObjectMeta: set.ObjectMeta, Spec: set.Spec}, metav1.CreateOptions{})
@@ -75,10 +63,7 @@ func TestLongestNameRunsPods(t *testing.T) {
 	h.startController()
 	h.create(newSet(name, 2, parallel))
 	st := h.waitStatus(name, "2 settled", settled(2))
-	for _, p := range h.pods(name) {
-		assert.LessOrEqual(t, len(p.Labels[pub.ControllerRevisionHashLabelKey]), 63, p.Name)
-	}
-	assert.True(t, strings.HasPrefix(st.Status.UpdateRevision, name+"-"))
+	lab.CheckLongestName(t, name, h.pods(name), st.Status.UpdateRevision)
 }
 
 // A Parallel set at the replica maximum with the widest reserveOrdinals the
@@ -92,17 +77,16 @@ func TestLongestNameRunsPods(t *testing.T) {
 func TestWidestSetServedInBursts(t *testing.T) {
 	h := newHarness(t)
 	const quota = 1000
-	h.Env.PodQuota(t, h.NS, quota)
-
-	heap := testenv.SampleHeap(t, 100*time.Millisecond)
-	h.startController()
-	h.create(newSet("huge", pub.MaxReplicas, parallel, reserveRanges(1000, 100), func(set *appsv1beta1.StatefulSet) {
-		testenv.HoldPods(&set.Spec.Template.Spec)
-	}))
-	h.create(newSet("small", 3, parallel))
-	h.waitStatus("small", "3 settled while the big one scales", settled(3))
-	pods := h.waitPods("huge", "a first burst of 500 pods", func(pods []corev1.Pod) bool { return len(pods) >= 500 })
-	peak := heap.Stop()
+	pods, peak := h.FirstBurst(quota, func() {
+		h.startController()
+		h.create(newSet("huge", pub.MaxReplicas, parallel, reserveRanges(1000, 100), func(set *appsv1beta1.StatefulSet) {
+			testenv.HoldPods(&set.Spec.Template.Spec)
+		}))
+		h.create(newSet("small", 3, parallel))
+		h.waitStatus("small", "3 settled while the big one scales", settled(3))
+	}, func() []corev1.Pod {
+		return h.waitPods("huge", "a first burst of 500 pods", func(pods []corev1.Pod) bool { return len(pods) >= 500 })
+	})
 	for _, p := range pods {
 		o := ordinal(p.Name)
 		// reserved: 1-100, 201-300, ...
@@ -110,5 +94,4 @@ func TestWidestSetServedInBursts(t *testing.T) {
 	}
 	t.Logf("Advanced StatefulSet of %d replicas, 1000 reserved ranges (%d ordinals), quota %d pods: %d pods when a 3-replica set beside it had converged and its first burst was seen; peak heap in use %.1f MiB",
 		pub.MaxReplicas, pub.MaxReservedOrdinals, quota, len(pods), float64(peak)/(1<<20))
-	assert.Less(t, peak, uint64(256<<20), "peak heap of the test process")
 }

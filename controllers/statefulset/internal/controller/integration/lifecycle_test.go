@@ -1,49 +1,28 @@
 package integration
 
 import (
-	"fmt"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
-// hookLabel is the label a user's controller keeps on a pod while its hook
-// has work to do; the tests put it in the template so pods start hooked and
-// "release" a pod by removing it.
-const hookLabel = "example.com/hooked"
+const hookLabel = lab.HookLabel
 
 func withHook(kind string, markPodNotReady bool) func(*appsv1beta1.StatefulSet) {
 	return func(set *appsv1beta1.StatefulSet) {
-		hook := &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}, MarkPodNotReady: markPodNotReady}
-		if set.Spec.Lifecycle == nil {
-			set.Spec.Lifecycle = &pub.Lifecycle{}
-		}
-		switch kind {
-		case "preDelete":
-			set.Spec.Lifecycle.PreDelete = hook
-			set.Spec.Template.Labels[hookLabel] = "true"
-		case "inPlaceUpdate":
-			set.Spec.Lifecycle.InPlaceUpdate = hook
-			set.Spec.Template.Labels[hookLabel] = "true"
-		case "preNormal":
-			set.Spec.Lifecycle.PreNormal = &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}}
-		}
+		lab.AddHook(&set.Spec.Lifecycle, set.Spec.Template.Labels, kind, markPodNotReady)
 	}
 }
 
-func (h *harness) release(pod string) {
-	h.patchPod(pod, `{"metadata":{"labels":{"`+hookLabel+`":null}}}`)
-}
-
-func state(p corev1.Pod) string { return p.Labels[pub.LifecycleStateKey] }
+var state = lab.State
 
 // TestPreDeleteHookMarkPodNotReady: the condemned pod waits in
 // PreparingDelete, NotReady through the KruisePodReady gate the controller
@@ -52,23 +31,13 @@ func TestPreDeleteHookMarkPodNotReady(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
 	h.create(newSet("pd", 2, withHook("preDelete", true)))
-	pods := h.waitPods("pd", "2 ready", readyNames("pd-0", "pd-1"))
-	for _, p := range pods {
-		assert.Contains(t, p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType}, "gate injected for markPodNotReady")
-		assert.Equal(t, corev1.ConditionTrue, condStatus(&p, pub.KruisePodReadyConditionType))
-	}
+	lab.CheckKruisePodReady(t, h.waitPods("pd", "2 ready", readyNames("pd-0", "pd-1")), "gate injected for markPodNotReady")
 	h.modify("pd", func(s *appsv1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })
 	h.waitPods("pd", "pd-1 PreparingDelete and NotReady", func(ps []corev1.Pod) bool {
-		return len(ps) == 2 && state(ps[1]) == string(pub.LifecycleStatePreparingDelete) &&
-			condStatus(&ps[1], pub.KruisePodReadyConditionType) == corev1.ConditionFalse && !podReady(&ps[1])
+		return len(ps) == 2 && lab.PreparingDeleteNotReady(&ps[1])
 	})
-	testenv.Consistently(t, 2*time.Second, func() error {
-		if !slices.Contains(names(h.pods("pd")), "pd-1") {
-			return fmt.Errorf("hooked pod pd-1 was deleted")
-		}
-		return nil
-	})
-	h.release("pd-1")
+	h.HeldWhileHooked(func() []corev1.Pod { return h.pods("pd") }, "pd-1")
+	h.Release("pd-1")
 	h.waitPods("pd", "pd-1 deleted once released", readyNames("pd-0"))
 }
 
@@ -86,11 +55,11 @@ func TestInPlaceUpdateHook(t *testing.T) {
 	h.waitPods("iu", "PreparingUpdate, NotReady, image unchanged", func(ps []corev1.Pod) bool {
 		return len(ps) == 1 && state(ps[0]) == string(pub.LifecycleStatePreparingUpdate) && !podReady(&ps[0]) && ps[0].Spec.Containers[0].Image == imageV1
 	})
-	h.release("iu-0")
+	h.Release("iu-0")
 	h.waitPods("iu", "updated, waiting in Updated for the hook", func(ps []corev1.Pod) bool {
 		return len(ps) == 1 && ps[0].Spec.Containers[0].Image == imageV2 && state(ps[0]) == string(pub.LifecycleStateUpdated)
 	})
-	h.patchPod("iu-0", `{"metadata":{"labels":{"`+hookLabel+`":"true"}}}`)
+	h.Hook("iu-0")
 	final := h.waitPods("iu", "Normal and ready", func(ps []corev1.Pod) bool {
 		return readyNames("iu-0")(ps) && state(ps[0]) == string(pub.LifecycleStateNormal)
 	})
@@ -101,22 +70,17 @@ func TestInPlaceUpdateHook(t *testing.T) {
 
 // watchStates records the lifecycle states a pod goes through.
 func (h *harness) watchStates(set, pod string) *podLog {
-	w := h.watchFromNow(set)
-	l := &podLog{}
-	go func() {
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || p.Name != pod {
-				continue
-			}
-			l.mu.Lock()
-			if s := state(*p); len(l.entries) == 0 || l.entries[len(l.entries)-1] != s {
-				l.entries = append(l.entries, s)
-			}
-			l.mu.Unlock()
+	l := &podLog{entries: []string{"Normal"}}
+	h.onPodEvents(set, func(_ watch.EventType, p *corev1.Pod) {
+		if p.Name != pod {
+			return
 		}
-	}()
-	l.entries = []string{"Normal"}
+		l.mu.Lock()
+		if s := state(*p); len(l.entries) == 0 || l.entries[len(l.entries)-1] != s {
+			l.entries = append(l.entries, s)
+		}
+		l.mu.Unlock()
+	})
 	return l
 }
 
@@ -129,7 +93,7 @@ func TestPreNormalHook(t *testing.T) {
 	h.waitPods("pn", "running, PreparingNormal", func(ps []corev1.Pod) bool {
 		return readyNames("pn-0")(ps) && state(ps[0]) == string(pub.LifecycleStatePreparingNormal)
 	})
-	h.patchPod("pn-0", `{"metadata":{"labels":{"`+hookLabel+`":"true"}}}`)
+	h.Hook("pn-0")
 	h.waitPods("pn", "Normal", func(ps []corev1.Pod) bool { return len(ps) == 1 && state(ps[0]) == string(pub.LifecycleStateNormal) })
 }
 
@@ -142,18 +106,14 @@ func TestMarkPodNotReadyAddedLater(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
 	h.create(newSet("later", 2, func(s *appsv1beta1.StatefulSet) { s.Spec.Template.Labels[hookLabel] = "true" }))
-	for _, p := range h.waitPods("later", "2 ready", readyNames("later-0", "later-1")) {
-		assert.Contains(t, p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType}, "gate on every pod")
-		assert.Equal(t, corev1.ConditionTrue, condStatus(&p, pub.KruisePodReadyConditionType))
-	}
+	lab.CheckKruisePodReady(t, h.waitPods("later", "2 ready", readyNames("later-0", "later-1")), "gate on every pod")
 	h.modify("later", func(s *appsv1beta1.StatefulSet) {
 		s.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}, MarkPodNotReady: true}}
 		s.Spec.Replicas = ptr.To[int32](1)
 	})
 	h.waitPods("later", "later-1 PreparingDelete and NotReady", func(ps []corev1.Pod) bool {
-		return len(ps) == 2 && state(ps[1]) == string(pub.LifecycleStatePreparingDelete) &&
-			condStatus(&ps[1], pub.KruisePodReadyConditionType) == corev1.ConditionFalse && !podReady(&ps[1])
+		return len(ps) == 2 && lab.PreparingDeleteNotReady(&ps[1])
 	})
-	h.release("later-1")
+	h.Release("later-1")
 	h.waitPods("later", "later-1 deleted once released", readyNames("later-0"))
 }

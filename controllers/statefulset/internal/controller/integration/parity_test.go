@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
@@ -252,18 +253,13 @@ type controllerLog struct {
 
 func (h *harness) watchControllers(name string) *controllerLog {
 	l := &controllerLog{owners: map[types.UID]types.UID{}}
-	ch := h.watchFromNow(name).ResultChan()
-	go func() {
-		for ev := range ch {
-			if p, ok := ev.Object.(*corev1.Pod); ok {
-				if ref := metav1.GetControllerOf(p); ref != nil {
-					l.mu.Lock()
-					l.owners[p.UID] = ref.UID
-					l.mu.Unlock()
-				}
-			}
+	h.onPodEvents(name, func(_ watch.EventType, p *corev1.Pod) {
+		if ref := metav1.GetControllerOf(p); ref != nil {
+			l.mu.Lock()
+			l.owners[p.UID] = ref.UID
+			l.mu.Unlock()
 		}
-	}()
+	})
 	return l
 }
 

@@ -16,29 +16,16 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
-	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
 // imagePullJobs returns the namespace's live ImagePullJobs.
-func (h *harness) imagePullJobs() []appsv1alpha1.ImagePullJob {
-	h.T.Helper()
-	list, err := h.Client.AppsV1alpha1().ImagePullJobs(h.NS).List(context.Background(), metav1.ListOptions{})
-	require.NoError(h.T, err)
-	return testenv.Live(list.Items)
-}
+func (h *harness) imagePullJobs() []appsv1alpha1.ImagePullJob { h.T.Helper(); return h.ImagePullJobs() }
 
 func (h *harness) waitJobs(what string, cond func([]appsv1alpha1.ImagePullJob) bool) []appsv1alpha1.ImagePullJob {
 	h.T.Helper()
-	var jobs []appsv1alpha1.ImagePullJob
-	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
-		jobs = h.imagePullJobs()
-		if cond(jobs) {
-			return true, nil
-		}
-		return false, fmt.Errorf("ImagePullJobs: %s (last: %d)", what, len(jobs))
-	})
-	return jobs
+	return h.WaitImagePullJobs(what, cond)
 }
 
 // revision returns the named ControllerRevision.
@@ -69,8 +56,7 @@ func (h *harness) waitRevisionLabel(name, key string) {
 // ignored.
 func TestImagePreDownload(t *testing.T) {
 	h := newHarness(t)
-	h.gates[features.KruiseDaemon] = true
-	h.gates[features.PreDownloadImageForInPlaceUpdate] = true
+	lab.PreDownloadGates(h.gates)
 	h.startController()
 	set := h.create(newSet("pre", 4, parallel, inPlaceReady, func(s *appsv1beta1.StatefulSet) {
 		s.Annotations = map[string]string{pub.ImagePreDownloadParallelismKey: "2"}

@@ -41,15 +41,8 @@ type podLog struct {
 
 func (h *harness) watchPods(name string) *podLog {
 	h.T.Helper()
-	w := h.watchFromNow(name)
 	l := &podLog{ready: map[types.UID]bool{}, gone: map[types.UID]bool{}}
-	go func() {
-		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok {
-				l.observe(ev.Type, p)
-			}
-		}
-	}()
+	h.onPodEvents(name, l.observe)
 	return l
 }
 
