@@ -14,7 +14,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -200,12 +199,13 @@ func (h *harness) waitJobFinished(name string) {
 // eventCount is the number of times (aggregated counts included) the reason was recorded for the object.
 func (h *harness) eventCount(name, reason string) (int, []corev1.Event) {
 	h.T.Helper()
-	sel := fields.Set{"involvedObject.name": name, "reason": reason}.AsSelector().String()
-	list, err := h.Env.Kube.CoreV1().Events(h.NS).List(context.Background(), metav1.ListOptions{FieldSelector: sel})
-	require.NoError(h.T, err)
+	var evs []corev1.Event
 	n := 0
-	for _, e := range list.Items {
-		n += int(max(e.Count, 1))
+	for _, e := range h.Events(name) {
+		if e.Reason == reason {
+			evs = append(evs, e)
+			n += int(max(e.Count, 1))
+		}
 	}
-	return n, list.Items
+	return n, evs
 }
