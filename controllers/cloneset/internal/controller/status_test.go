@@ -246,6 +246,16 @@ func TestProgressingCondition(t *testing.T) {
 	}
 	// midStatus is the status midRollout computes to (no progress since).
 	midStatus := appsv1alpha1.CloneSetStatus{Replicas: 4, ReadyReplicas: 4, AvailableReplicas: 4, UpdatedReplicas: 2, UpdatedReadyReplicas: 2, UpdatedAvailableReplicas: 2}
+	// stalled: progressDeadlineSeconds deadline, the status midRollout
+	// computes to, and a Progressing condition of reason and status last
+	// updated at updated.
+	stalled := func(deadline int32, reason string, status corev1.ConditionStatus, updated metav1.Time) func(*appsv1alpha1.CloneSet) {
+		return func(cs *appsv1alpha1.CloneSet) {
+			cs.Spec.ProgressDeadlineSeconds = new(deadline)
+			cs.Status = midStatus
+			cs.Status.Conditions = progressing(reason, status, updated)
+		}
+	}
 
 	for _, tc := range []struct {
 		name       string
@@ -284,45 +294,29 @@ func TestProgressingCondition(t *testing.T) {
 			wantUpdate: metav1.NewTime(now), wantTransition: metav1.NewTime(now),
 		},
 		{
-			name: "no progress within the deadline: unchanged",
-			cs: func(cs *appsv1alpha1.CloneSet) {
-				cs.Spec.ProgressDeadlineSeconds = new(int32(600))
-				cs.Status = midStatus
-				cs.Status.Conditions = progressing(appsv1alpha1.CloneSetProgressUpdated, corev1.ConditionTrue, metav1.NewTime(now.Add(-599*time.Second)))
-			},
+			name:       "no progress within the deadline: unchanged",
+			cs:         stalled(600, appsv1alpha1.CloneSetProgressUpdated, corev1.ConditionTrue, metav1.NewTime(now.Add(-599*time.Second))),
 			pods:       midRollout(),
 			wantStatus: corev1.ConditionTrue, wantReason: appsv1alpha1.CloneSetProgressUpdated,
 			wantUpdate: metav1.NewTime(now.Add(-599 * time.Second)), wantTransition: earlier,
 		},
 		{
-			name: "no progress for progressDeadlineSeconds: ProgressDeadlineExceeded",
-			cs: func(cs *appsv1alpha1.CloneSet) {
-				cs.Spec.ProgressDeadlineSeconds = new(int32(600))
-				cs.Status = midStatus
-				cs.Status.Conditions = progressing(appsv1alpha1.CloneSetProgressUpdated, corev1.ConditionTrue, metav1.NewTime(now.Add(-601*time.Second)))
-			},
+			name:       "no progress for progressDeadlineSeconds: ProgressDeadlineExceeded",
+			cs:         stalled(600, appsv1alpha1.CloneSetProgressUpdated, corev1.ConditionTrue, metav1.NewTime(now.Add(-601*time.Second))),
 			pods:       midRollout(),
 			wantStatus: corev1.ConditionFalse, wantReason: appsv1alpha1.CloneSetProgressDeadlineExceeded,
 			wantUpdate: metav1.NewTime(now), wantTransition: metav1.NewTime(now),
 		},
 		{
-			name: "deadline disabled (MaxInt32): never exceeded",
-			cs: func(cs *appsv1alpha1.CloneSet) {
-				cs.Spec.ProgressDeadlineSeconds = new(int32(math.MaxInt32))
-				cs.Status = midStatus
-				cs.Status.Conditions = progressing(appsv1alpha1.CloneSetProgressUpdated, corev1.ConditionTrue, metav1.NewTime(now.Add(-1000*time.Hour)))
-			},
+			name:       "deadline disabled (MaxInt32): never exceeded",
+			cs:         stalled(math.MaxInt32, appsv1alpha1.CloneSetProgressUpdated, corev1.ConditionTrue, metav1.NewTime(now.Add(-1000*time.Hour))),
 			pods:       midRollout(),
 			wantStatus: corev1.ConditionTrue, wantReason: appsv1alpha1.CloneSetProgressUpdated,
 			wantUpdate: metav1.NewTime(now.Add(-1000 * time.Hour)), wantTransition: earlier,
 		},
 		{
-			name: "exceeded stays exceeded without progress",
-			cs: func(cs *appsv1alpha1.CloneSet) {
-				cs.Spec.ProgressDeadlineSeconds = new(int32(600))
-				cs.Status = midStatus
-				cs.Status.Conditions = progressing(appsv1alpha1.CloneSetProgressDeadlineExceeded, corev1.ConditionFalse, earlier)
-			},
+			name:       "exceeded stays exceeded without progress",
+			cs:         stalled(600, appsv1alpha1.CloneSetProgressDeadlineExceeded, corev1.ConditionFalse, earlier),
 			pods:       midRollout(),
 			wantStatus: corev1.ConditionFalse, wantReason: appsv1alpha1.CloneSetProgressDeadlineExceeded,
 			wantUpdate: earlier, wantTransition: earlier,
@@ -330,10 +324,8 @@ func TestProgressingCondition(t *testing.T) {
 		{
 			name: "progress after the deadline was exceeded: progressing again",
 			cs: func(cs *appsv1alpha1.CloneSet) {
-				cs.Spec.ProgressDeadlineSeconds = new(int32(600))
-				cs.Status = midStatus
+				stalled(600, appsv1alpha1.CloneSetProgressDeadlineExceeded, corev1.ConditionFalse, earlier)(cs)
 				cs.Status.UpdatedReplicas, cs.Status.UpdatedReadyReplicas, cs.Status.UpdatedAvailableReplicas = 1, 1, 1
-				cs.Status.Conditions = progressing(appsv1alpha1.CloneSetProgressDeadlineExceeded, corev1.ConditionFalse, earlier)
 			},
 			pods:       midRollout(),
 			wantStatus: corev1.ConditionTrue, wantReason: appsv1alpha1.CloneSetProgressUpdated,
@@ -341,11 +333,8 @@ func TestProgressingCondition(t *testing.T) {
 		},
 		{
 			name: "a new rollout after CloneSetAvailable restarts the clock",
-			cs: func(cs *appsv1alpha1.CloneSet) {
-				cs.Spec.ProgressDeadlineSeconds = new(int32(600))
-				cs.Status = midStatus // counts unchanged: only the reason moved
-				cs.Status.Conditions = progressing(appsv1alpha1.CloneSetProgressAvailable, corev1.ConditionTrue, earlier)
-			},
+			// Counts unchanged: only the reason moved.
+			cs:         stalled(600, appsv1alpha1.CloneSetProgressAvailable, corev1.ConditionTrue, earlier),
 			pods:       midRollout(),
 			wantStatus: corev1.ConditionTrue, wantReason: appsv1alpha1.CloneSetProgressUpdated,
 			wantUpdate: metav1.NewTime(now), wantTransition: earlier,

@@ -24,14 +24,19 @@ func TestEnvFromMetadataNotInPlace(t *testing.T) {
 				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['app-config']"}}}}
 		}
 	}
-	setConfig := func(cs *appsv1alpha1.CloneSet) { cs.Spec.Template.Annotations["app-config"] = "config v2" }
-
-	t.Run("InPlaceIfPossible recreates", func(t *testing.T) {
+	// changed: a CloneSet of n pods reading the annotation, ready, whose
+	// annotation then changes.
+	changed := func(t *testing.T, name string, n int, updateType appsv1alpha1.CloneSetUpdateStrategyType) (*harness, []corev1.Pod) {
 		h := newHarness(t)
 		h.startController()
-		h.create(newCloneSet("envmeta", 2, withEnvRef(appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType)))
-		before := h.waitPods("envmeta", "ready", allReady(2))
-		h.modify("envmeta", setConfig)
+		h.create(newCloneSet(name, int32(n), withEnvRef(updateType)))
+		before := h.waitPods(name, "ready", allReady(n))
+		h.modify(name, func(cs *appsv1alpha1.CloneSet) { cs.Spec.Template.Annotations["app-config"] = "config v2" })
+		return h, before
+	}
+
+	t.Run("InPlaceIfPossible recreates", func(t *testing.T) {
+		h, before := changed(t, "envmeta", 2, appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType)
 		after := h.waitPods("envmeta", "recreated with the new annotation", func(ps []corev1.Pod) bool {
 			if !allReady(2)(ps) {
 				return false
@@ -55,11 +60,7 @@ func TestEnvFromMetadataNotInPlace(t *testing.T) {
 	})
 
 	t.Run("InPlaceOnly refuses", func(t *testing.T) {
-		h := newHarness(t)
-		h.startController()
-		h.create(newCloneSet("envonly", 1, withEnvRef(appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType)))
-		before := h.waitPods("envonly", "ready", allReady(1))
-		h.modify("envonly", setConfig)
+		h, before := changed(t, "envonly", 1, appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType)
 		ev := h.waitEvent("envonly", "FailedUpdatePodInPlace")
 		assert.Equal(t, corev1.EventTypeWarning, ev.Type)
 		assert.Contains(t, ev.Message, "container env reads")

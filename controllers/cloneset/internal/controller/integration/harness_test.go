@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
@@ -97,6 +98,23 @@ func newCloneSet(name string, replicas int32, mutate ...func(*appsv1alpha1.Clone
 		m(cs)
 	}
 	return cs
+}
+
+// strategy sets the CloneSet's update strategy type.
+func strategy(typ appsv1alpha1.CloneSetUpdateStrategyType) func(*appsv1alpha1.CloneSet) {
+	return func(cs *appsv1alpha1.CloneSet) { cs.Spec.UpdateStrategy.Type = typ }
+}
+
+// surgeFirst: rolling updates create maxSurge 1 new pod before deleting an
+// old one, with maxUnavailable 0.
+func surgeFirst(cs *appsv1alpha1.CloneSet) {
+	cs.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(1))
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+}
+
+// neverReady makes kwok keep container "main" of every pod unready.
+func neverReady(cs *appsv1alpha1.CloneSet) {
+	cs.Spec.Template.Annotations = map[string]string{unreadyAnnotation: "main"}
 }
 
 // create, get and modify (retrying on conflict) go to the API server

@@ -54,9 +54,7 @@ func TestPreDeleteHookMarkPodNotReady(t *testing.T) {
 func TestInPlaceUpdateHook(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
-	h.create(newCloneSet("iu", 1, withHook("inPlaceUpdate", true), func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-	}))
+	h.create(newCloneSet("iu", 1, withHook("inPlaceUpdate", true), strategy(appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType)))
 	pod := h.waitPods("iu", "ready", allReady(1))[0]
 	w := h.watchInvariants("iu", invariants{})
 	h.modify("iu", setImage(imageV2))

@@ -154,10 +154,9 @@ func TestPVCsAndReuse(t *testing.T) {
 func TestScaleMaxUnavailable(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
-	h.create(newCloneSet("limited", 4, func(cs *appsv1alpha1.CloneSet) {
+	// Pods never become ready: every created pod stays unavailable.
+	h.create(newCloneSet("limited", 4, neverReady, func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.ScaleStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
-		// Pods never become ready: every created pod stays unavailable.
-		cs.Spec.Template.Annotations = map[string]string{unreadyAnnotation: "main"}
 	}))
 	ev := h.waitEvent("limited", "ScaleUpLimited")
 	assert.Equal(t, corev1.EventTypeWarning, ev.Type, "ScaleUpLimited is a Warning, as OpenKruise's")
@@ -200,10 +199,7 @@ func TestSpecifiedDelete(t *testing.T) {
 func TestSpecifiedDeleteReplaceBeforeDelete(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
-	h.create(newCloneSet("surge", 3, func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(1))
-		cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(0))
-	}))
+	h.create(newCloneSet("surge", 3, surgeFirst))
 	pods := h.waitPods("surge", "3 ready", allReady(3))
 	w := h.watchInvariants("surge", invariants{maxPods: 4, minReady: 3})
 	h.modify("surge", func(cs *appsv1alpha1.CloneSet) { cs.Spec.ScaleStrategy.PodsToDelete = []string{pods[1].Name} })

@@ -22,9 +22,7 @@ import (
 func TestInPlaceGateStrandedByCrashIsHealed(t *testing.T) {
 	h := newHarness(t)
 	stop := h.startController()
-	h.create(newCloneSet("strand", 2, func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-	}))
+	h.create(newCloneSet("strand", 2, strategy(appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType)))
 	before := h.waitPods("strand", "2 ready", allReady(2))
 	h.waitStatus("strand", "settled", settled(2))
 
@@ -51,9 +49,7 @@ func TestInPlaceGateStrandedByCrashIsHealed(t *testing.T) {
 func TestInPlaceUpdateRejectedByAdmission(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
-	h.create(newCloneSet("deny", 2, func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-	}))
+	h.create(newCloneSet("deny", 2, strategy(appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType)))
 	h.waitPods("deny", "2 ready", allReady(2))
 	h.waitStatus("deny", "settled", settled(2))
 	msg := h.Env.DenyPodImage(t, h.NS, imageV2)

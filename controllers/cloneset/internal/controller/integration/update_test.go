@@ -92,10 +92,7 @@ func TestPartition(t *testing.T) {
 func TestMaxSurgeUpdate(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
-	h.create(newCloneSet("surge-up", 3, func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(1))
-		cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(0))
-	}))
+	h.create(newCloneSet("surge-up", 3, surgeFirst))
 	h.waitPods("surge-up", "3 ready", allReady(3))
 	w := h.watchInvariants("surge-up", invariants{maxPods: 4, minReady: 3})
 	h.modify("surge-up", setImage(imageV2))
@@ -260,9 +257,7 @@ func TestInPlaceImageUpdate(t *testing.T) {
 func TestInPlaceMetadataOnly(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
-	h.create(newCloneSet("meta", 2, func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType
-	}))
+	h.create(newCloneSet("meta", 2, strategy(appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType)))
 	before := h.waitPods("meta", "2 ready", allReady(2))
 	h.modify("meta", func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.Template.Labels["tier"] = "gold"
@@ -408,9 +403,7 @@ func TestScatterStrategy(t *testing.T) {
 func TestInPlaceOnlyRefusesRecreate(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
-	h.create(newCloneSet("only", 2, func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType
-	}))
+	h.create(newCloneSet("only", 2, strategy(appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType)))
 	before := h.waitPods("only", "2 ready", allReady(2))
 	h.modify("only", func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "new"}}

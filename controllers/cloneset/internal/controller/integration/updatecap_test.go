@@ -21,9 +21,8 @@ import (
 func TestUpdateCapWithUnavailablePods(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
-	h.create(newCloneSet("crash", 5, func(cs *appsv1alpha1.CloneSet) {
+	h.create(newCloneSet("crash", 5, neverReady, func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
-		cs.Spec.Template.Annotations = map[string]string{unreadyAnnotation: "main"}
 	}))
 	h.waitPods("crash", "5 running, none ready", func(ps []corev1.Pod) bool {
 		return len(ps) == 5 && countRunning(ps) == 5
