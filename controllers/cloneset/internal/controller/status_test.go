@@ -126,6 +126,11 @@ func TestFailureConditions(t *testing.T) {
 	errScale := errors.New("pods \"web-x\" is forbidden: exceeded quota")
 	errUpdate := errors.New("conflict")
 	earlier := metav1.NewTime(now.Add(-time.Hour))
+	// failure: a condition of type typ, last changed (transition and
+	// update) at at.
+	failure := func(typ appsv1alpha1.CloneSetConditionType, status corev1.ConditionStatus, reason, message string, at metav1.Time) *appsv1alpha1.CloneSetCondition {
+		return &appsv1alpha1.CloneSetCondition{Type: typ, Status: status, Reason: reason, Message: message, LastTransitionTime: at, LastUpdateTime: at}
+	}
 
 	for _, tc := range []struct {
 		name   string
@@ -142,81 +147,64 @@ func TestFailureConditions(t *testing.T) {
 			name:   "scale error sets FailedScale True",
 			mutate: func(in *statusInput) { in.scaleErr = errScale },
 			typ:    appsv1alpha1.CloneSetConditionFailedScale,
-			want: &appsv1alpha1.CloneSetCondition{Type: appsv1alpha1.CloneSetConditionFailedScale, Status: corev1.ConditionTrue,
-				Reason: "ScaleFailed", Message: errScale.Error(), LastTransitionTime: metav1.NewTime(now), LastUpdateTime: metav1.NewTime(now)},
+			want:   failure(appsv1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, "ScaleFailed", errScale.Error(), metav1.NewTime(now)),
 		},
 		{
 			name: "scale success turns FailedScale back to False",
-			old: []appsv1alpha1.CloneSetCondition{{Type: appsv1alpha1.CloneSetConditionFailedScale, Status: corev1.ConditionTrue,
-				Reason: "ScaleFailed", Message: "x", LastTransitionTime: earlier, LastUpdateTime: earlier}},
-			typ: appsv1alpha1.CloneSetConditionFailedScale,
-			want: &appsv1alpha1.CloneSetCondition{Type: appsv1alpha1.CloneSetConditionFailedScale, Status: corev1.ConditionFalse,
-				Reason: ReasonScaled, LastTransitionTime: metav1.NewTime(now), LastUpdateTime: metav1.NewTime(now)},
+			old:  []appsv1alpha1.CloneSetCondition{*failure(appsv1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, "ScaleFailed", "x", earlier)},
+			typ:  appsv1alpha1.CloneSetConditionFailedScale,
+			want: failure(appsv1alpha1.CloneSetConditionFailedScale, corev1.ConditionFalse, ReasonScaled, "", metav1.NewTime(now)),
 		},
 		{
-			name: "same error again keeps the timestamps",
-			old: []appsv1alpha1.CloneSetCondition{{Type: appsv1alpha1.CloneSetConditionFailedScale, Status: corev1.ConditionTrue,
-				Reason: "ScaleFailed", Message: errScale.Error(), LastTransitionTime: earlier, LastUpdateTime: earlier}},
+			name:   "same error again keeps the timestamps",
+			old:    []appsv1alpha1.CloneSetCondition{*failure(appsv1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, "ScaleFailed", errScale.Error(), earlier)},
 			mutate: func(in *statusInput) { in.scaleErr = errScale },
 			typ:    appsv1alpha1.CloneSetConditionFailedScale,
-			want: &appsv1alpha1.CloneSetCondition{Type: appsv1alpha1.CloneSetConditionFailedScale, Status: corev1.ConditionTrue,
-				Reason: "ScaleFailed", Message: errScale.Error(), LastTransitionTime: earlier, LastUpdateTime: earlier},
+			want:   failure(appsv1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, "ScaleFailed", errScale.Error(), earlier),
 		},
 		{
-			name: "False stays False untouched",
-			old: []appsv1alpha1.CloneSetCondition{{Type: appsv1alpha1.CloneSetConditionFailedScale, Status: corev1.ConditionFalse,
-				Reason: ReasonScaled, LastTransitionTime: earlier, LastUpdateTime: earlier}},
+			name:   "False stays False untouched",
+			old:    []appsv1alpha1.CloneSetCondition{*failure(appsv1alpha1.CloneSetConditionFailedScale, corev1.ConditionFalse, ReasonScaled, "", earlier)},
 			mutate: func(in *statusInput) { in.scaled = true },
 			typ:    appsv1alpha1.CloneSetConditionFailedScale,
-			want: &appsv1alpha1.CloneSetCondition{Type: appsv1alpha1.CloneSetConditionFailedScale, Status: corev1.ConditionFalse,
-				Reason: ReasonScaled, LastTransitionTime: earlier, LastUpdateTime: earlier},
+			want:   failure(appsv1alpha1.CloneSetConditionFailedScale, corev1.ConditionFalse, ReasonScaled, "", earlier),
 		},
 		{
 			name:   "podsToDelete naming no pod sets FailedScale PodsToDeleteNotFound",
 			mutate: func(in *statusInput) { in.missingPodsToDelete = []string{"web-zzzzz"} },
 			typ:    appsv1alpha1.CloneSetConditionFailedScale,
-			want: &appsv1alpha1.CloneSetCondition{Type: appsv1alpha1.CloneSetConditionFailedScale, Status: corev1.ConditionTrue,
-				Reason: ReasonPodsToDeleteNotFound, Message: `spec.scaleStrategy.podsToDelete: no pod of this CloneSet is named ["web-zzzzz"]; the names were removed`,
-				LastTransitionTime: metav1.NewTime(now), LastUpdateTime: metav1.NewTime(now)},
+			want:   failure(appsv1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, ReasonPodsToDeleteNotFound, `spec.scaleStrategy.podsToDelete: no pod of this CloneSet is named ["web-zzzzz"]; the names were removed`, metav1.NewTime(now)),
 		},
 		{
 			name: "PodsToDeleteNotFound is kept by a sync that did not scale",
-			old: []appsv1alpha1.CloneSetCondition{{Type: appsv1alpha1.CloneSetConditionFailedScale, Status: corev1.ConditionTrue,
-				Reason: ReasonPodsToDeleteNotFound, Message: "m", LastTransitionTime: earlier, LastUpdateTime: earlier}},
-			typ: appsv1alpha1.CloneSetConditionFailedScale,
-			want: &appsv1alpha1.CloneSetCondition{Type: appsv1alpha1.CloneSetConditionFailedScale, Status: corev1.ConditionTrue,
-				Reason: ReasonPodsToDeleteNotFound, Message: "m", LastTransitionTime: earlier, LastUpdateTime: earlier},
+			old:  []appsv1alpha1.CloneSetCondition{*failure(appsv1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, ReasonPodsToDeleteNotFound, "m", earlier)},
+			typ:  appsv1alpha1.CloneSetConditionFailedScale,
+			want: failure(appsv1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, ReasonPodsToDeleteNotFound, "m", earlier),
 		},
 		{
-			name: "PodsToDeleteNotFound is cleared by a sync that scaled",
-			old: []appsv1alpha1.CloneSetCondition{{Type: appsv1alpha1.CloneSetConditionFailedScale, Status: corev1.ConditionTrue,
-				Reason: ReasonPodsToDeleteNotFound, Message: "m", LastTransitionTime: earlier, LastUpdateTime: earlier}},
+			name:   "PodsToDeleteNotFound is cleared by a sync that scaled",
+			old:    []appsv1alpha1.CloneSetCondition{*failure(appsv1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, ReasonPodsToDeleteNotFound, "m", earlier)},
 			mutate: func(in *statusInput) { in.scaled = true },
 			typ:    appsv1alpha1.CloneSetConditionFailedScale,
-			want: &appsv1alpha1.CloneSetCondition{Type: appsv1alpha1.CloneSetConditionFailedScale, Status: corev1.ConditionFalse,
-				Reason: ReasonScaled, LastTransitionTime: metav1.NewTime(now), LastUpdateTime: metav1.NewTime(now)},
+			want:   failure(appsv1alpha1.CloneSetConditionFailedScale, corev1.ConditionFalse, ReasonScaled, "", metav1.NewTime(now)),
 		},
 		{
 			name:   "a scale error wins over missing podsToDelete",
 			mutate: func(in *statusInput) { in.scaleErr, in.missingPodsToDelete = errScale, []string{"web-zzzzz"} },
 			typ:    appsv1alpha1.CloneSetConditionFailedScale,
-			want: &appsv1alpha1.CloneSetCondition{Type: appsv1alpha1.CloneSetConditionFailedScale, Status: corev1.ConditionTrue,
-				Reason: "ScaleFailed", Message: errScale.Error(), LastTransitionTime: metav1.NewTime(now), LastUpdateTime: metav1.NewTime(now)},
+			want:   failure(appsv1alpha1.CloneSetConditionFailedScale, corev1.ConditionTrue, "ScaleFailed", errScale.Error(), metav1.NewTime(now)),
 		},
 		{
 			name:   "update error sets FailedUpdate True",
 			mutate: func(in *statusInput) { in.updateErr = errUpdate },
 			typ:    appsv1alpha1.CloneSetConditionFailedUpdate,
-			want: &appsv1alpha1.CloneSetCondition{Type: appsv1alpha1.CloneSetConditionFailedUpdate, Status: corev1.ConditionTrue,
-				Reason: "UpdateFailed", Message: "conflict", LastTransitionTime: metav1.NewTime(now), LastUpdateTime: metav1.NewTime(now)},
+			want:   failure(appsv1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionTrue, "UpdateFailed", "conflict", metav1.NewTime(now)),
 		},
 		{
 			name: "update success turns FailedUpdate back to False",
-			old: []appsv1alpha1.CloneSetCondition{{Type: appsv1alpha1.CloneSetConditionFailedUpdate, Status: corev1.ConditionTrue,
-				Reason: "UpdateFailed", Message: "conflict", LastTransitionTime: earlier, LastUpdateTime: earlier}},
-			typ: appsv1alpha1.CloneSetConditionFailedUpdate,
-			want: &appsv1alpha1.CloneSetCondition{Type: appsv1alpha1.CloneSetConditionFailedUpdate, Status: corev1.ConditionFalse,
-				Reason: ReasonUpdated, LastTransitionTime: metav1.NewTime(now), LastUpdateTime: metav1.NewTime(now)},
+			old:  []appsv1alpha1.CloneSetCondition{*failure(appsv1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionTrue, "UpdateFailed", "conflict", earlier)},
+			typ:  appsv1alpha1.CloneSetConditionFailedUpdate,
+			want: failure(appsv1alpha1.CloneSetConditionFailedUpdate, corev1.ConditionFalse, ReasonUpdated, "", metav1.NewTime(now)),
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
