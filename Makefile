@@ -55,7 +55,11 @@ verify: ## regenerate everything and fail on any diff; version pins; lint; kusto
 lint: ## gofmt + go vet over all modules
 	hack/lint.sh
 
-run: cluster-up build ## local control plane + all seven controllers + a sample
+# The PodProbeMarker sample's game servers run on a real node, where probe-agent probes them: `make run` adds one
+# too (it needs root, as `make test` does); `make run REAL_NODES=0` runs kwok nodes only (that sample then shows
+# reconciliation only, and says so).
+run: REAL_NODES = 1
+run: cluster-up build ## local control plane + all seven controllers + a real node + the samples
 	hack/run-local.sh
 
 stop: ## stop the controllers started by `make run` (the control plane keeps running)

@@ -39,15 +39,23 @@ pub() { # the CloneSet's 3 pods, 2 must stay available: one disruption allowed
   local s; s=$(jp podunavailablebudgets.policy.kruise.io/sample '{.status.totalReplicas}/{.status.desiredAvailable}/{.status.unavailableAllowed}')
   echo "total/desiredAvailable/unavailableAllowed=$s"; [ "$s" = 3/2/1 ]
 }
-podprobemarker() { # reconciled by probe-controller (not idle behind a gate); no pod is labelled app=game-server
-  # in the quick start, so it places no probe: markers need game-server pods and the node agent
-  # (test/e2e/realnode runs the seed's scenario on the real node).
-  local s; s=$(jp podprobemarkers.apps.kruise.io/game-server-probe '{.metadata.generation}/{.status.observedGeneration}/{.status.matchedPods}')
-  echo "generation/observedGeneration/matchedPods=$s"; [ -n "$s" ] && [ "${s%%/*}" = "$(cut -d/ -f2 <<<"$s")" ]
+podprobemarker() { # with a real node: the Deployment's two game-server pods matched, probed by probe-agent, marked idle;
+  # kwok nodes only (make run REAL_NODES=0): no container runs, so nothing can probe — only reconciliation is shown.
+  local s idle real
+  s=$(jp podprobemarkers.apps.kruise.io/game-server-probe '{.metadata.generation}/{.status.observedGeneration}/{.status.matchedPods}')
+  real=$(kubectl get nodes -l flotilla.dev/real-node=true -o name | wc -l)
+  if [ "$real" = 0 ]; then
+    echo "generation/observedGeneration/matchedPods=$s (no real node: no probe-agent runs, the game-server pods stay Pending; make run REAL_NODES=1)"
+    [ -n "$s" ] && [ "${s%%/*}" = "$(cut -d/ -f2 <<<"$s")" ]; return
+  fi
+  idle=$(kubectl -n $ns get pods -l app=game-server,gameserver-idle=true -o name 2>/dev/null | wc -l)
+  echo "generation/observedGeneration/matchedPods=$s podsMarkedIdle=$idle"
+  # At least the Deployment's two (test/e2e/install adds a pod of its own that the marker also matches).
+  [ "${s%%/*}" = "$(cut -d/ -f2 <<<"$s")" ] && [ "${s##*/}" -ge 2 ] 2>/dev/null && [ "$idle" = 2 ]
 }
 
 declare -A file_of=([cloneset]=cloneset [statefulset]=statefulset [daemonset]=daemonset [sidecarset]=sidecarset
-  [pub]=pub [podprobemarker]=podprobemarker)
+  [pub]=pub [podprobemarker]=podprobemarker [game-server]=podprobemarker)
 for f in "$ROOT"/deploy/samples/*.yaml; do
   base=$(basename "$f" .yaml)
   [ -n "${file_of[$base]:-}" ] || { echo "check-samples: no check for deploy/samples/$base.yaml" >&2; exit 1; }
