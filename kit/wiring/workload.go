@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
 
@@ -52,9 +53,25 @@ func Workload[C kitapp.Controller](name string, gates []featuregate.Feature, kin
 // is built from.
 func (d Deps) Workload() workload.Deps {
 	return workload.Deps{
-		Kube: d.Kube, KubeInformers: d.KubeInformers, Namespace: d.Namespace, Clock: d.Clock, Recorder: d.Recorder,
+		Kube: d.Kube, KubeInformers: d.KubeInformers, Namespace: d.Namespace, Gates: d.Gates, Clock: d.Clock, Recorder: d.Recorder,
 		QueueOptions: d.QueueOptions, QueueConfig: d.QueueConfig, ExpectationTimeout: d.ExpectationTimeout, PodControl: d.PodControl,
 	}
+}
+
+// NewBase builds the kit/workload skeleton of a pod workload from d
+// (workload.New over d.Workload()) and, when spec.PreDownload names a gate
+// that is on, its image pre-download (ImagePullJobs into Base.Jobs).
+func (d Deps) NewBase(spec workload.Spec, sync func(context.Context, types.NamespacedName) error) (*workload.Base, error) {
+	b, err := workload.New(d.Workload(), spec, sync)
+	if err != nil {
+		return nil, err
+	}
+	if spec.PreDownload != "" && b.Gates.Enabled(spec.PreDownload) {
+		if b.Jobs, err = d.ImagePullJobs(b.Watch); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // ImagePullJobs builds the ImagePullJob side of a workload's image

@@ -13,10 +13,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
 
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
+	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
@@ -30,7 +32,9 @@ type Deps struct {
 	Kube          kubernetes.Interface
 	KubeInformers informers.SharedInformerFactory
 	// Namespace restricts the pod informer; empty means all namespaces.
-	Namespace    string
+	Namespace string
+	// Gates are the feature gates (nil: Spec.Gates at their defaults).
+	Gates        featuregate.FeatureGate
 	Clock        clock.WithTicker
 	Recorder     record.EventRecorder
 	QueueOptions controller.QueueOptions
@@ -63,6 +67,14 @@ type Spec struct {
 	// StatusInterval spaces counters-only status writes of one workload
 	// (controller.StatusPacer); 0 writes every change at once.
 	StatusInterval time.Duration
+	// Gates are the feature gates the reconciler reads, registered at their
+	// defaults when Deps.Gates is nil (asking a gate that is not registered
+	// panics).
+	Gates []featuregate.Feature
+	// PreDownload is the feature gate that has nodes pull a rollout's
+	// images ahead of it (kit/wiring.Deps.NewBase sets Jobs when it is on);
+	// empty: never.
+	PreDownload featuregate.Feature
 }
 
 // Base is the part of a workload reconciler every workload shares. A
@@ -70,7 +82,9 @@ type Spec struct {
 // Watch, and builds its sync from the helpers of this package.
 type Base struct {
 	Spec
-	Kube     kubernetes.Interface
+	Kube kubernetes.Interface
+	// Gates are Deps.Gates, or Spec.Gates at their defaults.
+	Gates    featuregate.FeatureGate
 	Clock    clock.WithTicker
 	Recorder record.EventRecorder
 	Queue    *controller.Queue[types.NamespacedName]
@@ -108,7 +122,7 @@ type Base struct {
 // from d.KubeInformers and waited for by Run. It registers no handler.
 func New(d Deps, spec Spec, sync func(context.Context, types.NamespacedName) error) (*Base, error) {
 	b := &Base{
-		Spec: spec, Kube: d.Kube, Clock: d.Clock, Recorder: d.Recorder,
+		Spec: spec, Kube: d.Kube, Gates: d.Gates, Clock: d.Clock, Recorder: d.Recorder,
 		Queue:      controller.NewQueue[types.NamespacedName](spec.Name, d.QueueOptions, d.QueueConfig),
 		expOpts:    []expectations.Option{expectations.WithClock(d.Clock)},
 		PodControl: d.PodControl,
@@ -118,6 +132,9 @@ func New(d Deps, spec Spec, sync func(context.Context, types.NamespacedName) err
 	}
 	if b.PodControl == nil {
 		b.PodControl = podcontrol.New(d.Kube)
+	}
+	if b.Gates == nil {
+		b.Gates = features.MustNewGate(spec.Gates...)
 	}
 	b.RV = expectations.NewResourceVersion(b.expOpts...)
 	if spec.StatusInterval > 0 {

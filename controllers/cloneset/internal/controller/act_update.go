@@ -79,7 +79,7 @@ func (c *Controller) inPlaceSpec(st *syncState, p *corev1.Pod, target *appsv1.Co
 	if from == nil {
 		return inplace.Spec{}, "the pod's revision is gone"
 	}
-	if c.gates.Enabled(features.RecreatePodWhenChangeVCTInCloneSetGate) && vctChanged(from, target, st.cs.Spec.VolumeClaimTemplates) {
+	if c.Gates.Enabled(features.RecreatePodWhenChangeVCTInCloneSetGate) && vctChanged(from, target, st.cs.Spec.VolumeClaimTemplates) {
 		return inplace.Spec{}, "volumeClaimTemplates changed (RecreatePodWhenChangeVCTInCloneSetGate)"
 	}
 	spec, ok := inplace.Diff(from.Data.Raw, target.Data.Raw)

@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/component-base/featuregate"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
@@ -53,7 +52,6 @@ type Controller struct {
 	sets   appslisters.CloneSetLister
 	pvcs   cache.Indexer
 	nodes  corelisters.NodeLister // labels only (keepNodeLabels): topology ranks on scale-in
-	gates  featuregate.FeatureGate
 	// podQueue and podLoop: new pods' first write (newpods.go).
 	podQueue *controller.Queue[types.NamespacedName]
 	podLoop  *controller.Loop[types.NamespacedName]
@@ -74,12 +72,10 @@ var _ kitapp.Controller = (*Controller)(nil)
 // PVC carries (apps.kruise.io/cloneset-instance-id), so pods of other
 // workloads never reach this process's memory, and are indexed by owner UID.
 func New(d Deps) (*Controller, error) {
-	if d.Gates == nil {
-		d.Gates = features.MustNewGate()
-	}
-	c := &Controller{client: d.Client, gates: d.Gates, replayInitialList: d.QueueOptions.DisableInitialDelay}
-	base, err := workload.New(d.Workload(), workload.Spec{
+	c := &Controller{client: d.Client, replayInitialList: d.QueueOptions.DisableInitialDelay}
+	base, err := d.NewBase(workload.Spec{
 		Name: Name, Owner: Kind, PodLabel: pub.CloneSetInstanceID, Revisions: true, InPlace: true, StatusInterval: statusInterval,
+		PreDownload: features.PreDownloadImageForInPlaceUpdate,
 	}, c.sync)
 	if err != nil {
 		return nil, err
@@ -102,11 +98,6 @@ func New(d Deps) (*Controller, error) {
 	c.sets, c.pvcs, c.nodes = setInf.Lister(), pvcInf.GetIndexer(), nodeInf.Lister()
 	c.podQueue = controller.NewQueue[types.NamespacedName](podQueueName, d.QueueOptions, d.QueueConfig)
 	c.podLoop = controller.NewLoop(podQueueName, c.podQueue, c.syncNewPod)
-	if d.Gates.Enabled(features.PreDownloadImageForInPlaceUpdate) {
-		if c.Jobs, err = d.ImagePullJobs(c.Watch); err != nil {
-			return nil, err
-		}
-	}
 	if err := c.addHandlers(setInf.Informer(), pvcInf, nodeInf.Informer()); err != nil {
 		return nil, err
 	}

@@ -82,8 +82,8 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, cs *a
 		key:       key,
 		cs:        cs,
 		now:       c.Clock.Now(),
-		shortHash: c.gates.Enabled(features.CloneSetShortHash),
-		rollback:  c.gates.Enabled(features.CloneSetPartitionRollback),
+		shortHash: c.Gates.Enabled(features.CloneSetShortHash),
+		rollback:  c.Gates.Enabled(features.CloneSetPartitionRollback),
 		deleted:   c.deletedNames.get(key),
 	}
 	pods, err := c.claimPods(ctx, cs)

@@ -207,7 +207,7 @@ func (c *Controller) rollOut(ctx context.Context, st *syncState) error {
 	in := updateInput{
 		nodes: st.nodes, hash: st.hash, generation: st.generation, maxSurge: maxSurge, maxUnavailable: maxUnavailable,
 		partition: partition(ds, desired), minReadySeconds: ds.Spec.MinReadySeconds, now: st.now,
-		pruneIneligible: c.gates.Enabled(features.DaemonSetPruneIneligibleNodes),
+		pruneIneligible: c.Gates.Enabled(features.DaemonSetPruneIneligibleNodes),
 		nodeLabels: func(name string) map[string]string {
 			if n, err := c.nodes.Get(name); err == nil {
 				return n.Labels

@@ -57,7 +57,6 @@ type Controller struct {
 	client versioned.Interface
 	sets   appslisters.DaemonSetLister
 	nodes  corelisters.NodeLister
-	gates  featuregate.FeatureGate
 	// deletes: pod deletions not yet seen; creates: per node, pods created
 	// and not yet seen (one lost event delays one node, not the set).
 	deletes *expectations.Scale[types.NamespacedName]
@@ -79,18 +78,15 @@ var _ kitapp.Controller = (*Controller)(nil)
 // this process's memory, slimmed (with the node a pod is pinned to) and
 // indexed by owner UID. Nodes are cached without their image lists.
 func New(d Deps) (*Controller, error) {
-	if d.Gates == nil {
-		// The gates this reconciler reads, at their defaults (a gate not
-		// registered would panic when asked).
-		d.Gates = features.MustNewGate(features.PreDownloadImageForDaemonSetUpdate, features.DaemonSetPruneIneligibleNodes)
-	}
 	c := &Controller{
-		client: d.Client, gates: d.Gates, placement: newPlacementCache(), rejected: &rejections{byUID: map[types.UID]rejection{}},
+		client: d.Client, placement: newPlacementCache(), rejected: &rejections{byUID: map[types.UID]rejection{}},
 		backoff: flowcontrol.NewFakeBackOff(failedPodsBackoffBase, failedPodsBackoffMax, d.Clock), // "Fake" only means "with this clock"
 	}
-	base, err := workload.New(d.Workload(), workload.Spec{
+	base, err := d.NewBase(workload.Spec{
 		Name: Name, Owner: Kind, PodLabel: pub.ControllerRevisionHashLabelKey, KeepPod: workload.KeepPinnedNode,
 		Revisions: true, InPlace: true, StatusInterval: statusInterval,
+		Gates:       []featuregate.Feature{features.PreDownloadImageForDaemonSetUpdate, features.DaemonSetPruneIneligibleNodes},
+		PreDownload: features.PreDownloadImageForDaemonSetUpdate,
 	}, c.sync)
 	if err != nil {
 		return nil, err
@@ -108,11 +104,6 @@ func New(d Deps) (*Controller, error) {
 		return nil, fmt.Errorf("set node informer transform: %w", err)
 	}
 	c.sets, c.nodes = setInf.Lister(), nodeInf.Lister()
-	if d.Gates.Enabled(features.PreDownloadImageForDaemonSetUpdate) {
-		if c.Jobs, err = d.ImagePullJobs(c.Watch); err != nil {
-			return nil, err
-		}
-	}
 	if err := c.addHandlers(setInf.Informer(), nodeInf.Informer()); err != nil {
 		return nil, err
 	}

@@ -97,8 +97,8 @@ func (c *Controller) createPod(ctx context.Context, st *syncState, ordinal int, 
 	if err != nil {
 		return err
 	}
-	pod := newPod(st.set, rev, tmpl, ordinal, c.gates.Enabled(features.PodIndexLabel))
-	r := retentionOf(st.set, c.gates.Enabled(features.StatefulSetAutoDeletePVC))
+	pod := newPod(st.set, rev, tmpl, ordinal, c.Gates.Enabled(features.PodIndexLabel))
+	r := retentionOf(st.set, c.Gates.Enabled(features.StatefulSetAutoDeletePVC))
 	for _, claim := range newClaims(st.set, ordinal) {
 		existing, err := c.claim(st.set.Namespace, claim.Name)
 		if err != nil {
@@ -148,7 +148,7 @@ func (c *Controller) syncClaimOwners(ctx context.Context, st *syncState) error {
 	if len(st.set.Spec.VolumeClaimTemplates) == 0 {
 		return nil
 	}
-	r := retentionOf(st.set, c.gates.Enabled(features.StatefulSetAutoDeletePVC))
+	r := retentionOf(st.set, c.Gates.Enabled(features.StatefulSetAutoDeletePVC))
 	for o, p := range st.pods {
 		for _, vct := range st.set.Spec.VolumeClaimTemplates {
 			claim, err := c.claim(st.set.Namespace, claimName(vct.Name, st.set.Name, o))

@@ -17,7 +17,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/component-base/featuregate"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
@@ -44,7 +43,6 @@ type Controller struct {
 	client   versioned.Interface
 	sets     appslisters.StatefulSetLister
 	claims   cache.Indexer
-	gates    featuregate.FeatureGate
 	scaleExp *expectations.Scale[types.NamespacedName]
 }
 
@@ -59,12 +57,10 @@ var _ kitapp.Controller = (*Controller)(nil)
 // orphans, for adoption). Claims are looked up by name: a set's claims
 // carry no label of their own.
 func New(d Deps) (*Controller, error) {
-	if d.Gates == nil {
-		d.Gates = features.MustNewGate()
-	}
-	c := &Controller{client: d.Client, gates: d.Gates}
-	base, err := workload.New(d.Workload(), workload.Spec{
+	c := &Controller{client: d.Client}
+	base, err := d.NewBase(workload.Spec{
 		Name: Name, Owner: Kind, PodLabel: pub.StatefulSetPodNameLabel, Revisions: true, InPlace: true,
+		PreDownload: features.PreDownloadImageForInPlaceUpdate,
 	}, c.sync)
 	if err != nil {
 		return nil, err
@@ -78,11 +74,6 @@ func New(d Deps) (*Controller, error) {
 		return nil, fmt.Errorf("set PVC informer transform: %w", err)
 	}
 	c.sets, c.claims = setInf.Lister(), claimInf.GetIndexer()
-	if d.Gates.Enabled(features.PreDownloadImageForInPlaceUpdate) {
-		if c.Jobs, err = d.ImagePullJobs(c.Watch); err != nil {
-			return nil, err
-		}
-	}
 	if err := c.addHandlers(setInf.Informer(), claimInf); err != nil {
 		return nil, err
 	}

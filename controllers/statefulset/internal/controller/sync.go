@@ -98,7 +98,7 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, set *
 		st.invalid = err.Error()
 	}
 	start := 0
-	if set.Spec.Ordinals != nil && c.gates.Enabled(features.StatefulSetStartOrdinal) {
+	if set.Spec.Ordinals != nil && c.Gates.Enabled(features.StatefulSetStartOrdinal) {
 		start = int(set.Spec.Ordinals.Start)
 	}
 	// The CRD refuses more than pub.MaxReplicas; a set stored before it did
