@@ -14,8 +14,8 @@ import (
 
 // calls is how many admission requests the guard answered.
 func (h *harness) calls() float64 {
-	mfs, err := h.reg.Gather()
-	require.NoError(h.t, err)
+	mfs, err := h.wh.Metrics.Gather()
+	require.NoError(h.T, err)
 	total := 0.0
 	for _, mf := range mfs {
 		if mf.GetName() != "webhook_requests_total" {
@@ -53,7 +53,7 @@ func TestUnrelatedPodsMakeNoCall(t *testing.T) {
 		return true, nil
 	})
 	before := h.calls()
-	h.env.PatchPod(t, h.ns, "free-0", `{"metadata":{"labels":{"x":"y"}}}`)
+	h.PatchPod("free-0", `{"metadata":{"labels":{"x":"y"}}}`)
 	for _, name := range []string{"free-0", "free-1", "free-2"} {
 		require.NoError(t, h.deletePod(name))
 	}
@@ -97,8 +97,8 @@ func TestWebhookDownIgnore(t *testing.T) {
 }
 
 func (h *harness) waitMarked(app string) {
-	h.t.Helper()
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+	h.T.Helper()
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
 		pods := h.pods(app)
 		for _, p := range pods {
 			if p.Annotations["kruise.io/related-pub"] == "" {

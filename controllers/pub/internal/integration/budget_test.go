@@ -36,15 +36,15 @@ var (
 // createWorkload creates a workload from its JSON spec with the dynamic
 // client; its controller need not run: the test creates its pods.
 func (h *harness) createWorkload(gvr schema.GroupVersionResource, kind, name, spec string) *unstructured.Unstructured {
-	h.t.Helper()
+	h.T.Helper()
 	obj := map[string]any{}
-	require.NoError(h.t, json.Unmarshal([]byte(spec), &obj))
+	require.NoError(h.T, json.Unmarshal([]byte(spec), &obj))
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": gvr.GroupVersion().String(), "kind": kind,
 		"metadata": map[string]any{"name": name}, "spec": obj,
 	}}
-	out, err := h.env.Dynamic().Resource(gvr).Namespace(h.ns).Create(context.Background(), u, metav1.CreateOptions{})
-	require.NoError(h.t, err)
+	out, err := h.Env.Dynamic().Resource(gvr).Namespace(h.NS).Create(context.Background(), u, metav1.CreateOptions{})
+	require.NoError(h.T, err)
 	return out
 }
 
@@ -74,8 +74,8 @@ func minAvailable(v string) func(*policyv1alpha1.PodUnavailableBudget) {
 // widgetCRD defines, for this test only, a namespaced kind with a scale
 // subresource, as the v1.2 seed shows it.
 func (h *harness) widgetCRD() schema.GroupVersionResource {
-	h.t.Helper()
-	group := h.ns + ".flotilla.dev"
+	h.T.Helper()
+	group := h.NS + ".flotilla.dev"
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
@@ -94,19 +94,19 @@ func (h *harness) widgetCRD() schema.GroupVersionResource {
 		},
 	}
 	raw, err := json.Marshal(crd)
-	require.NoError(h.t, err)
+	require.NoError(h.T, err)
 	u := &unstructured.Unstructured{}
-	require.NoError(h.t, json.Unmarshal(raw, &u.Object))
+	require.NoError(h.T, json.Unmarshal(raw, &u.Object))
 	u.SetAPIVersion("apiextensions.k8s.io/v1")
 	u.SetKind("CustomResourceDefinition")
-	_, err = h.env.Dynamic().Resource(crdGVR).Create(context.Background(), u, metav1.CreateOptions{})
-	require.NoError(h.t, err)
-	h.t.Cleanup(func() {
-		_ = h.env.Dynamic().Resource(crdGVR).Delete(context.Background(), crd.Name, metav1.DeleteOptions{})
+	_, err = h.Env.Dynamic().Resource(crdGVR).Create(context.Background(), u, metav1.CreateOptions{})
+	require.NoError(h.T, err)
+	h.T.Cleanup(func() {
+		_ = h.Env.Dynamic().Resource(crdGVR).Delete(context.Background(), crd.Name, metav1.DeleteOptions{})
 	})
 	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
-		_, err := h.env.Dynamic().Resource(gvr).Namespace(h.ns).List(context.Background(), metav1.ListOptions{})
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
+		_, err := h.Env.Dynamic().Resource(gvr).Namespace(h.NS).List(context.Background(), metav1.ListOptions{})
 		return err == nil, nil
 	})
 	return gvr
@@ -139,7 +139,7 @@ func TestBudgetTargetRef(t *testing.T) {
 			},
 		},
 	}
-	_, err := h.env.Kube.AppsV1().Deployments(h.ns).Create(ctx, dep, metav1.CreateOptions{})
+	_, err := h.Env.Kube.AppsV1().Deployments(h.NS).Create(ctx, dep, metav1.CreateOptions{})
 	require.NoError(t, err)
 	// A pod with the Deployment's labels that the Deployment does not own.
 	h.createPods("dep-stray", 1, nil, func(p *corev1.Pod) { p.Labels["app"] = "dep"; p.Name = "stray" })
@@ -158,12 +158,12 @@ func TestBudgetTargetRef(t *testing.T) {
 			assert.Equal(t, app, p.Annotations[pub.PodRelatedPubAnnotation], p.Name)
 		}
 	}
-	stray, err := h.env.Kube.CoreV1().Pods(h.ns).Get(ctx, "stray", metav1.GetOptions{})
+	stray, err := h.Env.Kube.CoreV1().Pods(h.NS).Get(ctx, "stray", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, stray.Annotations[pub.PodRelatedPubAnnotation], "not the Deployment's pod")
 
 	// Scale the CloneSet through /scale: the workload watch moves the budget.
-	_, err = h.env.Dynamic().Resource(cloneSetGVR).Namespace(h.ns).Patch(ctx, "cs", types.MergePatchType,
+	_, err = h.Env.Dynamic().Resource(cloneSetGVR).Namespace(h.NS).Patch(ctx, "cs", types.MergePatchType,
 		[]byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{}, "scale")
 	require.NoError(t, err)
 	h.waitStatus("cs", "5 replicas: desired 5-ceil(1.7)", counts(0, 3, 3, 5))

@@ -31,7 +31,7 @@ var (
 // in-process here). Its retry back-off is capped at 5s so a refused
 // update is retried within the test's time.
 func (h *harness) cloneSetController() {
-	h.t.Helper()
+	h.T.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "pub-it-")
 		if err != nil {
@@ -40,33 +40,33 @@ func (h *harness) cloneSetController() {
 		}
 		clonesetBin = filepath.Join(dir, "cloneset-controller")
 		cmd := exec.Command("go", "build", "-o", clonesetBin, "./controllers/cloneset/cmd/cloneset-controller")
-		cmd.Dir = h.env.RepoRoot
+		cmd.Dir = h.Env.RepoRoot
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build cloneset-controller: %v\n%s", err, out)
 		}
 	})
-	require.NoError(h.t, buildErr)
+	require.NoError(h.T, buildErr)
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, clonesetBin, "--kubeconfig="+h.env.KubeconfigPath, "--namespace="+h.ns,
+	cmd := exec.CommandContext(ctx, clonesetBin, "--kubeconfig="+h.Env.KubeconfigPath, "--namespace="+h.NS,
 		"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--rate-limiter-max-delay=5s", "--log-format=console")
-	logf, err := os.Create(filepath.Join(h.t.TempDir(), "cloneset.log"))
-	require.NoError(h.t, err)
+	logf, err := os.Create(filepath.Join(h.T.TempDir(), "cloneset.log"))
+	require.NoError(h.T, err)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	require.NoError(h.t, cmd.Start())
-	h.t.Cleanup(func() { cancel(); _ = cmd.Wait(); _ = logf.Close() })
+	require.NoError(h.T, cmd.Start())
+	h.T.Cleanup(func() { cancel(); _ = cmd.Wait(); _ = logf.Close() })
 }
 
 func (h *harness) cloneSet(name string) *unstructured.Unstructured {
-	u, err := h.env.Dynamic().Resource(cloneSetGVR).Namespace(h.ns).Get(context.Background(), name, metav1.GetOptions{})
-	require.NoError(h.t, err)
+	u, err := h.Env.Dynamic().Resource(cloneSetGVR).Namespace(h.NS).Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(h.T, err)
 	return u
 }
 
 func (h *harness) waitCloneSet(name, what string, cond func(status map[string]any, generation int64) bool) {
-	h.t.Helper()
-	testenv.Eventually(h.t, 4*time.Minute, func() (bool, error) {
+	h.T.Helper()
+	testenv.Eventually(h.T, 4*time.Minute, func() (bool, error) {
 		u := h.cloneSet(name)
 		st, _, _ := unstructured.NestedMap(u.Object, "status")
 		if cond(st, u.GetGeneration()) {
@@ -107,7 +107,7 @@ func TestCloneSetRolloutsRespectBudget(t *testing.T) {
 	}
 	watchers := map[string]*availabilityWatcher{"inplace": h.watchAvailability("inplace"), "recreate": h.watchAvailability("recreate")}
 	for _, name := range []string{"inplace", "recreate"} {
-		_, err := h.env.Dynamic().Resource(cloneSetGVR).Namespace(h.ns).Patch(context.Background(), name, types.JSONPatchType,
+		_, err := h.Env.Dynamic().Resource(cloneSetGVR).Namespace(h.NS).Patch(context.Background(), name, types.JSONPatchType,
 			[]byte(fmt.Sprintf(`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":%q}]`, imageV2)), metav1.PatchOptions{})
 		require.NoError(t, err)
 	}
@@ -121,7 +121,7 @@ func TestCloneSetRolloutsRespectBudget(t *testing.T) {
 		}
 	}
 	refused := 0
-	events, err := h.env.Kube.CoreV1().Events(h.ns).List(context.Background(), metav1.ListOptions{})
+	events, err := h.Env.Kube.CoreV1().Events(h.NS).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	for _, e := range events.Items {
 		if e.Reason == "PubPreventPodDeletion" {

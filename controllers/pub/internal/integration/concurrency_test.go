@@ -27,9 +27,9 @@ type availabilityWatcher struct {
 }
 
 func (h *harness) watchAvailability(app string) *availabilityWatcher {
-	h.t.Helper()
-	list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
-	require.NoError(h.t, err)
+	h.T.Helper()
+	list, err := h.Env.Kube.CoreV1().Pods(h.NS).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
+	require.NoError(h.T, err)
 	w := &availabilityWatcher{ready: map[string]bool{}, done: make(chan struct{})}
 	for i := range list.Items {
 		p := &list.Items[i]
@@ -37,8 +37,8 @@ func (h *harness) watchAvailability(app string) *availabilityWatcher {
 	}
 	w.lowest = w.count()
 	ctx, cancel := context.WithCancel(context.Background())
-	wi, err := h.env.Kube.CoreV1().Pods(h.ns).Watch(ctx, metav1.ListOptions{LabelSelector: "app=" + app, ResourceVersion: list.ResourceVersion})
-	require.NoError(h.t, err)
+	wi, err := h.Env.Kube.CoreV1().Pods(h.NS).Watch(ctx, metav1.ListOptions{LabelSelector: "app=" + app, ResourceVersion: list.ResourceVersion})
+	require.NoError(h.T, err)
 	w.stop = func() { cancel(); wi.Stop(); <-w.done }
 	go func() {
 		defer close(w.done)
@@ -53,7 +53,7 @@ func (h *harness) watchAvailability(app string) *availabilityWatcher {
 			w.mu.Unlock()
 		}
 	}()
-	h.t.Cleanup(func() { w.stop() })
+	h.T.Cleanup(func() { w.stop() })
 	return w
 }
 

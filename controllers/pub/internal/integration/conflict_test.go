@@ -25,8 +25,8 @@ func TestSecondBudgetRejected(t *testing.T) {
 	require.Error(t, err, "a second budget for CloneSet web")
 	assert.True(t, apierrors.IsInvalid(err), "%v", err)
 	assert.Contains(t, err.Error(), "spec.targetRef")
-	assert.Contains(t, err.Error(), "PodUnavailableBudget "+h.ns+"/first already protects")
-	_, err = h.client.PolicyV1alpha1().PodUnavailableBudgets(h.ns).Get(context.Background(), "second", metav1.GetOptions{})
+	assert.Contains(t, err.Error(), "PodUnavailableBudget "+h.NS+"/first already protects")
+	_, err = h.Client.PolicyV1alpha1().PodUnavailableBudgets(h.NS).Get(context.Background(), "second", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the refused budget was not stored: %v", err)
 
 	h.pubs.Create(newPub("sel-a", "db", "1"))
@@ -37,7 +37,7 @@ func TestSecondBudgetRejected(t *testing.T) {
 	require.Error(t, err, "a selector over the same key that can match the same pods")
 	assert.True(t, apierrors.IsInvalid(err), "%v", err)
 	assert.Contains(t, err.Error(), "spec.selector")
-	assert.Contains(t, err.Error(), "PodUnavailableBudget "+h.ns+"/sel-a")
+	assert.Contains(t, err.Error(), "PodUnavailableBudget "+h.NS+"/sel-a")
 
 	h.createWorkload(cloneSetGVR, "CloneSet", "api", templateSpec("api", 3))
 	h.pubs.Create(newPub("api", "", "1", targetRef("apps.kruise.io/v1alpha1", "CloneSet", "api")))
@@ -49,6 +49,6 @@ func TestSecondBudgetRejected(t *testing.T) {
 }
 
 func (h *harness) createPub(p *policyv1alpha1.PodUnavailableBudget) error {
-	_, err := h.client.PolicyV1alpha1().PodUnavailableBudgets(h.ns).Create(context.Background(), p, metav1.CreateOptions{})
+	_, err := h.Client.PolicyV1alpha1().PodUnavailableBudgets(h.NS).Create(context.Background(), p, metav1.CreateOptions{})
 	return err
 }

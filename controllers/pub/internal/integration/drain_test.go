@@ -24,9 +24,9 @@ func TestDrain(t *testing.T) {
 	}
 	h := newHarness(t)
 	h.start()
-	node := h.env.KwokNodes(t, h.ns, 1, nil)[0]
+	node := h.Env.KwokNodes(t, h.NS, 1, nil)[0]
 	h.createPods("drain", 3, nil, func(p *corev1.Pod) {
-		p.Spec.NodeSelector = map[string]string{testenv.TestNodeLabel: h.ns}
+		p.Spec.NodeSelector = map[string]string{testenv.TestNodeLabel: h.NS}
 		p.Spec.Tolerations = []corev1.Toleration{testenv.TestNodeToleration()}
 	})
 	h.waitReady("drain", 3)
@@ -35,14 +35,14 @@ func TestDrain(t *testing.T) {
 	h.waitStatus("drain", "1 allowed", counts(1, 3, 2, 3))
 	h.waitMarked("drain")
 
-	out, err := exec.Command("kubectl", "--kubeconfig", h.env.KubeconfigPath, "drain", node,
+	out, err := exec.Command("kubectl", "--kubeconfig", h.Env.KubeconfigPath, "drain", node,
 		"--force", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=15s").CombinedOutput()
 	t.Logf("kubectl drain: %v\n%s", err, out)
 	require.Error(t, err, "drain cannot finish within the budget")
 	assert.Contains(t, string(out), "PodUnavailableBudget drain refuses EVICT")
 	assert.Contains(t, strings.ToLower(string(out)), "will retry", "drain retries a 429")
 	testenv.Eventually(t, waitTimeout, func() (bool, error) { return len(h.pods("drain")) == 2, nil })
-	n, err := h.env.Kube.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	n, err := h.Env.Kube.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.True(t, n.Spec.Unschedulable, "cordoned")
 }

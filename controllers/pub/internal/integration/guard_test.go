@@ -27,20 +27,20 @@ func totalReplicas(n string) func(*policyv1alpha1.PodUnavailableBudget) {
 }
 
 func (h *harness) evict(name string, dryRun bool) error {
-	e := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns}}
+	e := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.NS}}
 	if dryRun {
 		e.DeleteOptions = &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
 	}
-	return h.env.Kube.CoreV1().Pods(h.ns).EvictV1(context.Background(), e)
+	return h.Env.Kube.CoreV1().Pods(h.NS).EvictV1(context.Background(), e)
 }
 
 func (h *harness) setImage(name, image string) error {
-	pod, err := h.env.Kube.CoreV1().Pods(h.ns).Get(context.Background(), name, metav1.GetOptions{})
+	pod, err := h.Env.Kube.CoreV1().Pods(h.NS).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
 	pod.Spec.Containers[0].Image = image
-	_, err = h.env.Kube.CoreV1().Pods(h.ns).Update(context.Background(), pod, metav1.UpdateOptions{})
+	_, err = h.Env.Kube.CoreV1().Pods(h.NS).Update(context.Background(), pod, metav1.UpdateOptions{})
 	return err
 }
 
@@ -101,12 +101,12 @@ func TestGuard(t *testing.T) {
 	assert.True(t, apierrors.IsForbidden(err), "%v", err)
 	assert.Contains(t, err.Error(), "refuses UPDATE of pod web-3")
 
-	h.env.PatchPod(t, h.ns, "web-3", `{"metadata":{"labels":{"tier":"front"}}}`)
-	h.env.PatchPod(t, h.ns, "web-4", `{"metadata":{"annotations":{"pub.kruise.io/no-protect":"true"}}}`)
+	h.PatchPod("web-3", `{"metadata":{"labels":{"tier":"front"}}}`)
+	h.PatchPod("web-4", `{"metadata":{"annotations":{"pub.kruise.io/no-protect":"true"}}}`)
 	require.NoError(t, h.deletePod("web-4"), "a no-protect pod deletes freely")
 
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		for _, e := range h.env.Events(t, h.ns, "web-2") {
+		for _, e := range h.Events("web-2") {
 			if e.Reason == "PubPreventPodDeletion" && strings.Contains(e.Message, "PodUnavailableBudget web") {
 				return true, nil
 			}
@@ -120,12 +120,12 @@ func TestGuard(t *testing.T) {
 // watchPub watches the budget from now on; the returned function waits
 // (up to waitTimeout) for a version satisfying cond.
 func (h *harness) watchPub(name string, cond func(*policyv1alpha1.PodUnavailableBudget) bool) func() bool {
-	h.t.Helper()
+	h.T.Helper()
 	cur := h.pubs.Get(name)
-	w, err := h.client.PolicyV1alpha1().PodUnavailableBudgets(h.ns).Watch(context.Background(), metav1.ListOptions{
+	w, err := h.Client.PolicyV1alpha1().PodUnavailableBudgets(h.NS).Watch(context.Background(), metav1.ListOptions{
 		FieldSelector: "metadata.name=" + name, ResourceVersion: cur.ResourceVersion})
-	require.NoError(h.t, err)
-	h.t.Cleanup(w.Stop)
+	require.NoError(h.T, err)
+	h.T.Cleanup(w.Stop)
 	return func() bool {
 		timeout := time.After(waitTimeout)
 		for {
@@ -162,13 +162,13 @@ func TestGuardResize(t *testing.T) {
 	h.pubs.Create(newPub("rs", "rs", "0", totalReplicas("2")))
 	h.waitScoped()
 	h.waitStatus("rs", "nothing allowed of 2", counts(0, 2, 2, 2))
-	_, err := h.env.Kube.CoreV1().Pods(h.ns).Patch(context.Background(), "rs-0", types.StrategicMergePatchType,
+	_, err := h.Env.Kube.CoreV1().Pods(h.NS).Patch(context.Background(), "rs-0", types.StrategicMergePatchType,
 		[]byte(`{"spec":{"containers":[{"name":"main","resources":{"requests":{"cpu":"150m"}}}]}}`), metav1.PatchOptions{}, "resize")
 	require.Error(t, err, "a resize with the budget spent")
 	assert.True(t, apierrors.IsForbidden(err), "%v", err)
 	assert.Contains(t, err.Error(), "PodUnavailableBudget rs refuses")
 	assert.Contains(t, err.Error(), "of pod rs-0")
-	p, err := h.env.Kube.CoreV1().Pods(h.ns).Get(context.Background(), "rs-0", metav1.GetOptions{})
+	p, err := h.Env.Kube.CoreV1().Pods(h.NS).Get(context.Background(), "rs-0", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "100m", p.Spec.Containers[0].Resources.Requests.Cpu().String(), "resources unchanged")
 }

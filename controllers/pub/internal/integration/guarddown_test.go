@@ -31,15 +31,15 @@ func TestWebhookDownTerminatingAndMetadata(t *testing.T) {
 	// containers stopped.
 	ghost := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "kept-ghost", Labels: map[string]string{"app": "kept"}},
-		Spec: corev1.PodSpec{NodeName: "ghost-" + h.ns, TerminationGracePeriodSeconds: ptr.To(int64(30)),
+		Spec: corev1.PodSpec{NodeName: "ghost-" + h.NS, TerminationGracePeriodSeconds: ptr.To(int64(30)),
 			Containers: []corev1.Container{{Name: "main", Image: imageV1}}},
 	}
-	ghost, err := h.env.Kube.CoreV1().Pods(h.ns).Create(context.Background(), ghost, metav1.CreateOptions{})
+	ghost, err := h.Env.Kube.CoreV1().Pods(h.NS).Create(context.Background(), ghost, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		_ = h.env.Kube.CoreV1().Pods(h.ns).Delete(context.Background(), ghost.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+		_ = h.Env.Kube.CoreV1().Pods(h.NS).Delete(context.Background(), ghost.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
 	})
-	h.env.PatchPod(t, h.ns, "kept-1", `{"metadata":{"finalizers":["flotilla.dev/test-hold"]}}`)
+	h.PatchPod("kept-1", `{"metadata":{"finalizers":["flotilla.dev/test-hold"]}}`)
 	h.pubs.Create(newPub("kept", "kept", "2", totalReplicas("4")))
 	h.waitScoped()
 	h.waitMarked("kept")
@@ -51,13 +51,13 @@ func TestWebhookDownTerminatingAndMetadata(t *testing.T) {
 	require.NoError(t, h.deletePod("kept-1"))
 	for _, name := range []string{ghost.Name, "kept-1"} {
 		testenv.Eventually(t, waitTimeout, func() (bool, error) {
-			p, err := h.env.Kube.CoreV1().Pods(h.ns).Get(context.Background(), name, metav1.GetOptions{})
+			p, err := h.Env.Kube.CoreV1().Pods(h.NS).Get(context.Background(), name, metav1.GetOptions{})
 			return err == nil && p.DeletionTimestamp != nil, err
 		})
 	}
 
 	h.stopWH()
-	pods := h.env.Kube.CoreV1().Pods(h.ns)
+	pods := h.Env.Kube.CoreV1().Pods(h.NS)
 	_, err = pods.Patch(context.Background(), "kept-0", types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"},"annotations":{"a":"b"}}}`), metav1.PatchOptions{})
 	require.NoError(t, err, "a metadata-only patch of a protected pod does not wait on the guard")
 	err = pods.Delete(context.Background(), ghost.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0)),

@@ -14,15 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
-	"sort"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -30,23 +26,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/apis/policy/v1alpha1"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/pub/internal/controller"
 	"github.com/flotilla-dev/flotilla/controllers/pub/internal/webhook"
 	"github.com/flotilla-dev/flotilla/controllers/pub/internal/workload"
-	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 	kitwebhook "github.com/flotilla-dev/flotilla/kit/webhook"
-	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -60,47 +51,38 @@ const (
 )
 
 type harness struct {
-	t   *testing.T
-	env *testenv.Env
-	// ns holds the test's budgets and pods; home the webhook's certificate
-	// Secret (the same namespace, unless the test works in one it does not
-	// own, such as kube-system).
-	ns     string
+	*lab.Lab
+	// home holds the webhook's certificate Secret: the test's own
+	// namespace, also NS unless the test works in one it does not own,
+	// such as kube-system.
 	home   string
-	client versioned.Interface
 	pubs   *testenv.Objects[*policyv1alpha1.PodUnavailableBudget]
 	config string
 	policy admissionregistrationv1.FailurePolicyType
-	port   int
 	gates  map[featuregate.Feature]bool
-	reg    *prometheus.Registry
+	wh     *lab.Webhook
 	stopWH func()
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	t.Parallel()
-	env := testenv.Get(t)
-	ns := env.Namespace(t)
-	return newHarnessIn(t, env, ns, ns)
+	return newHarnessIn(t, "")
 }
 
-// newHarnessIn works in namespace ns, keeping its own objects in home.
-func newHarnessIn(t *testing.T, env *testenv.Env, ns, home string) *harness {
+// newHarnessIn works in namespace ns (the test's own if empty), keeping its
+// own objects in the test's own namespace.
+func newHarnessIn(t *testing.T, ns string) *harness {
 	t.Helper()
-	h := &harness{t: t, env: env, ns: ns, home: home, client: versioned.NewForConfigOrDie(env.Config),
-		policy: admissionregistrationv1.Fail, gates: map[featuregate.Feature]bool{features.PodUnavailableBudgetUpdateGate: true}}
-	h.pubs = testenv.ObjectsOf(t, h.client.PolicyV1alpha1().PodUnavailableBudgets(h.ns), waitTimeout)
+	h := &harness{Lab: lab.New(t, waitTimeout), policy: admissionregistrationv1.Fail,
+		gates: map[featuregate.Feature]bool{features.PodUnavailableBudgetUpdateGate: true}}
+	h.home = h.NS
+	if ns != "" {
+		h.NS = ns
+	}
+	h.pubs = testenv.ObjectsOf(t, h.Client.PolicyV1alpha1().PodUnavailableBudgets(h.NS), waitTimeout)
 	h.pubs.Describe = func(p *policyv1alpha1.PodUnavailableBudget) string { return fmt.Sprintf("%+v", p.Status) }
 	h.config = "flotilla-pub-test-" + h.home
 	return h
-}
-
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // start installs the webhook configuration as the manifests do (no
@@ -108,78 +90,37 @@ func freePort(t *testing.T) int {
 // runs for the guard, and returns once the guard serves and the scope
 // syncers have written the scope.
 func (h *harness) start() {
-	t := h.t
+	t := h.T
 	t.Helper()
-	h.port = freePort(t)
+	ref := kitwebhook.ConfigRef{Kind: kitwebhook.Validating, Name: h.config}
+	h.wh = h.NewWebhook(h.home, "pub-webhook", ref)
 	h.installConfiguration()
-	gate := features.MustNewGate(features.PodUnavailableBudgetDeleteGate, features.PodUnavailableBudgetUpdateGate, features.InPlacePodVerticalScaling)
-	for g, v := range h.gates {
-		require.NoError(t, gate.SetFromMap(map[string]bool{string(g): v}))
-	}
-	scheme, err := wiring.NewScheme()
+	d := h.Deps("pub-test", h.Gates([]featuregate.Feature{features.PodUnavailableBudgetDeleteGate,
+		features.PodUnavailableBudgetUpdateGate, features.InPlacePodVerticalScaling}, h.gates))
+	finder, err := workload.New(h.Env.Config)
 	require.NoError(t, err)
-	recorder := testenv.EventRecorder(t, h.env.Kube, h.ns, "pub-test", scheme)
-	finder, err := workload.New(h.env.Config)
+	c, err := controller.New(controller.Deps{Finder: finder, WatchWorkloads: true, Deps: d})
 	require.NoError(t, err)
-
-	kube := informers.NewSharedInformerFactoryWithOptions(h.env.Kube, 0, informers.WithNamespace(h.ns), informers.WithTransform(kitcontroller.StripManagedFields))
-	flot := flotillainformers.NewSharedInformerFactoryWithOptions(h.client, 0, flotillainformers.WithNamespace(h.ns))
-	c, err := controller.New(controller.Deps{Finder: finder, WatchWorkloads: true, Deps: wiring.Deps{
-		Kube: h.env.Kube, Client: h.client, KubeInformers: kube, Informers: flot,
-		Recorder: recorder, QueueOptions: kitcontroller.DefaultQueueOptions(),
-	}})
-	require.NoError(t, err)
-	testenv.StartController(t, c, 2, kube, flot)
+	h.Start(c, 2, d)
 
 	// The replica side: its own budget cache, like webhook.Setup.
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background().WithValues("test", t.Name())))
-	wf := flotillainformers.NewSharedInformerFactoryWithOptions(h.client, 0, flotillainformers.WithNamespace(h.ns))
+	wf := flotillainformers.NewSharedInformerFactoryWithOptions(h.Client, 0, flotillainformers.WithNamespace(h.NS))
 	pubInf := wf.Policy().V1alpha1().PodUnavailableBudgets()
-	h.reg = prometheus.NewRegistry()
-	opts := kitwebhook.Options{Host: "127.0.0.1", Port: h.port, SecretName: "webhook-certs", Namespace: h.home, ServiceName: "pub-webhook"}
-	comp, err := kitwebhook.New(opts, h.env.Kube, h.reg, nil, kitwebhook.ConfigRef{Kind: kitwebhook.Validating, Name: h.config})
-	require.NoError(t, err)
-	(&webhook.Guard{Pubs: pubInf.Lister(), Client: h.client, Kube: h.env.Kube, Gates: gate, Recorder: recorder, Finder: finder}).Register(comp.Server)
-	(&webhook.Validator{Client: h.client}).Register(comp.Server)
-	syncers := webhook.NewScopeSyncers(h.env.Kube, h.client, pubInf.Lister(), pubInf.Informer().HasSynced, h.config)
+	(&webhook.Guard{Pubs: pubInf.Lister(), Client: h.Client, Kube: h.Env.Kube, Gates: d.Gates, Recorder: d.Recorder, Finder: finder}).Register(h.wh.Server)
+	(&webhook.Validator{Client: h.Client}).Register(h.wh.Server)
+	syncers := webhook.NewScopeSyncers(h.Env.Kube, h.Client, pubInf.Lister(), pubInf.Informer().HasSynced, h.config)
 	var triggers []func()
 	for _, s := range syncers {
 		_, err := pubInf.Informer().AddEventHandler(webhook.TriggerOnChange(s.Trigger))
 		require.NoError(t, err)
 		triggers = append(triggers, s.Trigger)
+		h.wh.Go(func(ctx context.Context) { _ = s.Run(ctx, 1) })                 // the leader's
+		h.wh.Go(func(ctx context.Context) { _ = s.ReplicaComponent().Run(ctx) }) // every replica's (widens)
 	}
-	watch, err := kitwebhook.WatchConfig(h.env.Kube, kitwebhook.ConfigRef{Kind: kitwebhook.Validating, Name: h.config}, triggers...)
+	watch, err := kitwebhook.WatchConfig(h.Env.Kube, ref, triggers...)
 	require.NoError(t, err)
-	wf.Start(ctx.Done())
-	watch.Start(ctx.Done())
-	cache.WaitForCacheSync(ctx.Done(), pubInf.Informer().HasSynced)
-	watch.WaitForCacheSync(ctx.Done())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := comp.Run(ctx); err != nil {
-			t.Errorf("webhook: %v", err)
-		}
-	})
-	for _, s := range syncers {
-		wg.Go(func() { _ = s.Run(ctx, 1) })                 // the leader's
-		wg.Go(func() { _ = s.ReplicaComponent().Run(ctx) }) // every replica's (widens)
-	}
-	var once sync.Once
-	h.stopWH = func() { once.Do(func() { cancel(); wg.Wait(); wf.Shutdown(); watch.Shutdown() }) }
-	t.Cleanup(h.stopWH)
-	testenv.Eventually(t, waitTimeout, func() (bool, error) { return comp.Ready() == nil, nil })
-	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		v, err := h.env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, h.config, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, w := range v.Webhooks {
-			if len(w.ClientConfig.CABundle) == 0 {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
+	h.wh.Informers(wf, watch)
+	h.stopWH = h.wh.Serve()
 }
 
 // installConfiguration installs the shipped webhook configuration under the
@@ -188,20 +129,16 @@ func (h *harness) start() {
 // test's namespace (the other tests' namespaces are not this server's to
 // guard).
 func (h *harness) installConfiguration() {
-	v := shippedConfiguration(h.t, h.env.RepoRoot)
+	v := shippedConfiguration(h.T, h.Env.RepoRoot)
 	v.ObjectMeta = metav1.ObjectMeta{Name: h.config}
 	for i := range v.Webhooks {
 		w := &v.Webhooks[i]
-		require.NotNil(h.t, w.ClientConfig.Service, "shipped entry %s calls the Service", w.Name)
-		w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", h.port, *w.ClientConfig.Service.Path))}
+		require.NotNil(h.T, w.ClientConfig.Service, "shipped entry %s calls the Service", w.Name)
+		w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: h.wh.URL(*w.ClientConfig.Service.Path)}
 		w.FailurePolicy = &h.policy
-		w.NamespaceSelector = onlyNamespace(w.NamespaceSelector, h.ns)
+		w.NamespaceSelector = onlyNamespace(w.NamespaceSelector, h.NS)
 	}
-	_, err := h.env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), v, metav1.CreateOptions{})
-	require.NoError(h.t, err)
-	h.t.Cleanup(func() {
-		_ = h.env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), h.config, metav1.DeleteOptions{})
-	})
+	h.InstallValidating(v)
 }
 
 // shippedConfiguration reads the ValidatingWebhookConfiguration of
@@ -240,9 +177,9 @@ func onlyNamespace(sel *metav1.LabelSelector, ns string) *metav1.LabelSelector {
 // waitScoped waits until the scope syncers opened the scope to the test's
 // namespace (a budget exists).
 func (h *harness) waitScoped() {
-	h.t.Helper()
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
-		v, err := h.env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(context.Background(), h.config, metav1.GetOptions{})
+	h.T.Helper()
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
+		v, err := h.Env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(context.Background(), h.config, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -275,7 +212,7 @@ func newPub(name, app, maxUnavailable string, mutate ...func(*policyv1alpha1.Pod
 // given; they run on the shared kwok nodes, which make them Running and
 // Ready.
 func (h *harness) createPods(app string, n int, owner *metav1.OwnerReference, mutate ...func(*corev1.Pod)) {
-	h.t.Helper()
+	h.T.Helper()
 	for i := range n {
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", app, i), Labels: map[string]string{"app": app}},
@@ -290,45 +227,31 @@ func (h *harness) createPods(app string, n int, owner *metav1.OwnerReference, mu
 		for _, m := range mutate {
 			m(p)
 		}
-		_, err := h.env.Kube.CoreV1().Pods(h.ns).Create(context.Background(), p, metav1.CreateOptions{})
-		require.NoError(h.t, err)
+		_, err := h.Env.Kube.CoreV1().Pods(h.NS).Create(context.Background(), p, metav1.CreateOptions{})
+		require.NoError(h.T, err)
 	}
 }
 
 // pods returns the live pods app=<app>, by name.
-func (h *harness) pods(app string) []corev1.Pod {
-	h.t.Helper()
-	list, err := h.env.Kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
-	require.NoError(h.t, err)
-	var out []corev1.Pod
-	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil {
-			out = append(out, p)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
+func (h *harness) pods(app string) []corev1.Pod { h.T.Helper(); return h.Pods("app=" + app) }
 
+// waitReady waits until exactly n pods app=<app> live, all Ready.
 func (h *harness) waitReady(app string, n int) []corev1.Pod {
-	h.t.Helper()
-	var pods []corev1.Pod
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
-		pods = h.pods(app)
+	h.T.Helper()
+	return h.WaitPods(func() []corev1.Pod { return h.pods(app) }, fmt.Sprintf("%d pods %s ready", n, app), func(pods []corev1.Pod) bool {
 		ready := 0
 		for i := range pods {
 			if testenv.PodReady(&pods[i]) {
 				ready++
 			}
 		}
-		return ready == n && len(pods) == n, nil
+		return ready == n && len(pods) == n
 	})
-	return pods
 }
 
 // waitStatus polls until the budget's status of its generation satisfies cond.
 func (h *harness) waitStatus(name, what string, cond func(policyv1alpha1.PodUnavailableBudgetStatus) bool) *policyv1alpha1.PodUnavailableBudget {
-	h.t.Helper()
+	h.T.Helper()
 	return h.pubs.WaitFor(name, what, func(p *policyv1alpha1.PodUnavailableBudget) bool {
 		return p.Status.ObservedGeneration == p.Generation && cond(p.Status)
 	})
@@ -345,7 +268,7 @@ func (h *harness) deletePod(name string, opts ...func(*metav1.DeleteOptions)) er
 	for _, f := range opts {
 		f(&o)
 	}
-	return h.env.Kube.CoreV1().Pods(h.ns).Delete(context.Background(), name, o)
+	return h.Env.Kube.CoreV1().Pods(h.NS).Delete(context.Background(), name, o)
 }
 
 func ownerRef(apiVersion, kind, name string, uid types.UID) *metav1.OwnerReference {

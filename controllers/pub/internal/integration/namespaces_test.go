@@ -10,8 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-
-	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
 
 // Issue 25 row 1: as in OpenKruise the guard covers every namespace but
@@ -19,9 +17,7 @@ import (
 // coredns-like pods in kube-system with maxUnavailable 0 is enforced, as
 // its status (0 allowed) says.
 func TestGuardInKubeSystem(t *testing.T) {
-	t.Parallel()
-	env := testenv.Get(t)
-	h := newHarnessIn(t, env, metav1.NamespaceSystem, env.Namespace(t))
+	h := newHarnessIn(t, metav1.NamespaceSystem)
 	app := "coredns-" + h.home // unique: kube-system is shared
 	// Registered before start, so they run after the guard's configuration
 	// is gone and nothing refuses them.
@@ -48,7 +44,7 @@ func TestGuardInKubeSystem(t *testing.T) {
 func TestGuardSkipsControlPlaneNamespaces(t *testing.T) {
 	h := newHarness(t)
 	patch := `{"metadata":{"labels":{"control-plane":"test"}}}`
-	_, err := h.env.Kube.CoreV1().Namespaces().Patch(context.Background(), h.ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	_, err := h.Env.Kube.CoreV1().Namespaces().Patch(context.Background(), h.NS, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	require.NoError(t, err)
 	h.start()
 	h.createPods("web", 2, nil)
@@ -66,13 +62,13 @@ func TestGuardSkipsControlPlaneNamespaces(t *testing.T) {
 // cleanupApp deletes, at the end of the test, the budget and pods named
 // after app in a namespace the test does not own.
 func (h *harness) cleanupApp(app string) {
-	h.t.Cleanup(func() {
+	h.T.Cleanup(func() {
 		ctx := context.Background()
-		_ = h.client.PolicyV1alpha1().PodUnavailableBudgets(h.ns).Delete(ctx, app, metav1.DeleteOptions{})
-		err := h.env.Kube.CoreV1().Pods(h.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))},
+		_ = h.Client.PolicyV1alpha1().PodUnavailableBudgets(h.NS).Delete(ctx, app, metav1.DeleteOptions{})
+		err := h.Env.Kube.CoreV1().Pods(h.NS).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))},
 			metav1.ListOptions{LabelSelector: "app=" + app})
 		if err != nil {
-			h.t.Errorf("delete pods app=%s in %s: %v", app, h.ns, err)
+			h.T.Errorf("delete pods app=%s in %s: %v", app, h.NS, err)
 		}
 	})
 }

@@ -22,14 +22,14 @@ import (
 // createGatedPods creates pods with the InPlaceUpdateReady readiness gate,
 // as Flotilla's workloads do, and sets the condition True.
 func (h *harness) createGatedPods(app string, n int) {
-	h.t.Helper()
+	h.T.Helper()
 	h.createPods(app, n, nil, func(p *corev1.Pod) {
 		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}
 	})
 	ctx := context.Background()
 	for _, p := range h.pods(app) {
-		testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
-			cur, err := h.env.Kube.CoreV1().Pods(h.ns).Get(ctx, p.Name, metav1.GetOptions{})
+		testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
+			cur, err := h.Env.Kube.CoreV1().Pods(h.NS).Get(ctx, p.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -38,7 +38,7 @@ func (h *harness) createGatedPods(app string, n int) {
 			}
 			cur.Status.Conditions = append(cur.Status.Conditions, corev1.PodCondition{
 				Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
-			_, err = h.env.Kube.CoreV1().Pods(h.ns).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+			_, err = h.Env.Kube.CoreV1().Pods(h.NS).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 			return err == nil, nil
 		})
 	}
@@ -63,7 +63,7 @@ func TestInPlaceRolloutRespectsBudget(t *testing.T) {
 	h.waitMarked("roll")
 	w := h.watchAvailability("roll")
 
-	ctl := inplace.NewControl(h.env.Kube, nil)
+	ctl := inplace.NewControl(h.Env.Kube, nil)
 	req := inplace.UpdateRequest{Revision: "roll-v2", Spec: inplace.Spec{ContainerImages: map[string]string{"main": imageV2}}}
 	ctx := context.Background()
 	var first atomic.Bool

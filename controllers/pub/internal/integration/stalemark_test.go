@@ -17,8 +17,8 @@ import (
 // waitMarkedFor waits until every live pod app=<app> is marked for budget
 // name (both annotation keys).
 func (h *harness) waitMarkedFor(app, name string) {
-	h.t.Helper()
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
+	h.T.Helper()
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
 		pods := h.pods(app)
 		for _, p := range pods {
 			if p.Annotations[pub.PodRelatedPubAnnotation] != name || p.Annotations[pub.PodRelatedPubAnnotationNew] != name {
@@ -32,9 +32,9 @@ func (h *harness) waitMarkedFor(app, name string) {
 // waitUnscoped waits until the scope syncers closed the scope (no budget
 // left in the namespace).
 func (h *harness) waitUnscoped() {
-	h.t.Helper()
-	testenv.Eventually(h.t, waitTimeout, func() (bool, error) {
-		v, err := h.env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(context.Background(), h.config, metav1.GetOptions{})
+	h.T.Helper()
+	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
+		v, err := h.Env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(context.Background(), h.config, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -55,7 +55,7 @@ func TestRecreatedBudgetProtects(t *testing.T) {
 	h.waitScoped()
 	h.waitMarkedFor("web", "old")
 
-	require.NoError(t, h.client.PolicyV1alpha1().PodUnavailableBudgets(h.ns).Delete(context.Background(), "old", metav1.DeleteOptions{}))
+	require.NoError(t, h.Client.PolicyV1alpha1().PodUnavailableBudgets(h.NS).Delete(context.Background(), "old", metav1.DeleteOptions{}))
 	h.waitUnscoped()
 	h.pubs.Create(newPub("new", "web", "1", totalReplicas("3")))
 	h.waitScoped()

@@ -78,7 +78,7 @@ func TestStatus(t *testing.T) {
 			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "st"}},
 		},
 	}
-	_, err := h.env.Kube.PolicyV1().PodDisruptionBudgets(h.ns).Create(ctx, pdb, metav1.CreateOptions{})
+	_, err := h.Env.Kube.PolicyV1().PodDisruptionBudgets(h.NS).Create(ctx, pdb, metav1.CreateOptions{})
 	require.NoError(t, err)
 	err = h.evict("st-1", false)
 	require.Error(t, err)
@@ -90,7 +90,7 @@ func TestStatus(t *testing.T) {
 		return len(s.DisruptedPods) == 0 && s.CurrentAvailable == 4 && s.UnavailableAllowed == 1
 	})
 	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		for _, e := range h.env.Events(t, h.ns, "st-1") {
+		for _, e := range h.Events("st-1") {
 			if e.Reason == "NotDeleted" {
 				return true, nil
 			}

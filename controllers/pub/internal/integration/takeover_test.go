@@ -42,7 +42,7 @@ func TestTakeoverFromOpenKruise(t *testing.T) {
 		UnavailableAllowed: 0, CurrentAvailable: 3, DesiredAvailable: 3, TotalReplicas: 4,
 	}
 	h.pubs.ModifyStatus(name, func(q *policyv1alpha1.PodUnavailableBudget) { q.Status = okStatus })
-	writes := testenv.WatchPodWrites(t, h.env.Kube, h.ns)
+	writes := testenv.WatchPodWrites(t, h.Env.Kube, h.NS)
 
 	h.start()
 	h.waitScoped()
