@@ -158,14 +158,7 @@ func (f *syncFixture) pod(ordinal int) *corev1.Pod {
 // (pods/status), "patch web-3".
 func (f *syncFixture) run() []string {
 	f.t.Helper()
-	var kubeObjs []runtime.Object
-	for _, p := range f.pods {
-		kubeObjs = append(kubeObjs, p)
-	}
-	for _, r := range f.revs {
-		kubeObjs = append(kubeObjs, r)
-	}
-	f.kube = kubefake.NewClientset(kubeObjs...)
+	f.kube = kubefake.NewClientset(append(objects(f.pods), objects(f.revs)...)...)
 	f.client = flotillafake.NewSimpleClientset(append([]runtime.Object{f.set}, f.extra...)...)
 	if f.prepare != nil {
 		f.prepare(f.kube)
@@ -196,8 +189,8 @@ func (f *syncFixture) run() []string {
 		}
 	}
 	seed(d.Informers.Apps().V1beta1().StatefulSets().Informer(), f.set)
-	seed(d.KubeInformers.InformerFor(&corev1.Pod{}, nil), podObjects(f.pods)...)
-	seed(d.KubeInformers.Apps().V1().ControllerRevisions().Informer(), revObjects(f.revs)...)
+	seed(d.KubeInformers.InformerFor(&corev1.Pod{}, nil), objects(f.pods)...)
+	seed(d.KubeInformers.Apps().V1().ControllerRevisions().Informer(), objects(f.revs)...)
 	if f.gates[features.PreDownloadImageForInPlaceUpdate] {
 		seed(d.Informers.Apps().V1alpha1().ImagePullJobs().Informer(), f.extra...)
 	}
@@ -213,18 +206,11 @@ func (f *syncFixture) run() []string {
 	return podWrites(f.kube.Actions())
 }
 
-func podObjects(pods []*corev1.Pod) []runtime.Object {
-	out := make([]runtime.Object, 0, len(pods))
-	for _, p := range pods {
-		out = append(out, p)
-	}
-	return out
-}
-
-func revObjects(revs []*appsv1.ControllerRevision) []runtime.Object {
-	out := make([]runtime.Object, 0, len(revs))
-	for _, r := range revs {
-		out = append(out, r)
+// objects is items as runtime.Objects, for fake clientsets and informers.
+func objects[T runtime.Object](items []T) []runtime.Object {
+	out := make([]runtime.Object, 0, len(items))
+	for _, o := range items {
+		out = append(out, o)
 	}
 	return out
 }

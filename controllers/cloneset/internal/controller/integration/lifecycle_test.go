@@ -16,15 +16,11 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
-const hookLabel = lab.HookLabel
-
 func withHook(kind string, markPodNotReady bool) func(*appsv1alpha1.CloneSet) {
 	return func(cs *appsv1alpha1.CloneSet) {
 		lab.AddHook(&cs.Spec.Lifecycle, cs.Spec.Template.Labels, kind, markPodNotReady)
 	}
 }
-
-var inState = lab.InState
 
 // Item 4: preDelete with markPodNotReady: a scaled-in pod waits in
 // PreparingDelete, NotReady through KruisePodReady, until its hook is
@@ -36,10 +32,10 @@ func TestPreDeleteHookMarkPodNotReady(t *testing.T) {
 	lab.CheckKruisePodReady(t, h.waitPods("pd", "2 ready", allReady(2)), "gate injected for markPodNotReady")
 	h.modify("pd", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To(int32(1)) })
 	waiting := h.waitPods("pd", "one pod PreparingDelete and NotReady", func(ps []corev1.Pod) bool {
-		pd := inState(ps, pub.LifecycleStatePreparingDelete)
+		pd := lab.InState(ps, pub.LifecycleStatePreparingDelete)
 		return len(ps) == 2 && len(pd) == 1 && lab.PreparingDeleteNotReady(&pd[0])
 	})
-	victim := inState(waiting, pub.LifecycleStatePreparingDelete)[0]
+	victim := lab.InState(waiting, pub.LifecycleStatePreparingDelete)[0]
 	kp := podCondition(&victim, pub.KruisePodReadyConditionType)
 	assert.Contains(t, kp.Message, `"userAgent":"Lifecycle"`)
 	assert.Contains(t, kp.Message, `"key":"preDeleteHook"`)
@@ -115,16 +111,16 @@ func TestPreparingDeleteScaling(t *testing.T) {
 			return h, h.waitPods(name, "3 ready", allReady(3))
 		}
 		preparing := func(h *harness, name string) []corev1.Pod {
-			return inState(h.pods(name), pub.LifecycleStatePreparingDelete)
+			return lab.InState(h.pods(name), pub.LifecycleStatePreparingDelete)
 		}
 		t.Run(mode+"/scale in then back", func(t *testing.T) {
 			h, pods := setup(t, "back")
 			h.modify("back", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To(int32(2)) })
-			h.waitPods("back", "one PreparingDelete", func(ps []corev1.Pod) bool { return len(inState(ps, pub.LifecycleStatePreparingDelete)) == 1 })
+			h.waitPods("back", "one PreparingDelete", func(ps []corev1.Pod) bool { return len(lab.InState(ps, pub.LifecycleStatePreparingDelete)) == 1 })
 			victim := preparing(h, "back")[0]
 			h.modify("back", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To(int32(3)) })
 			after := h.waitPods("back", "victim back to Normal", func(ps []corev1.Pod) bool {
-				return len(inState(ps, pub.LifecycleStateNormal)) == 3
+				return len(lab.InState(ps, pub.LifecycleStateNormal)) == 3
 			})
 			assert.Equal(t, uids(pods), uids(after), "the same three pods, none created")
 			assert.Equal(t, victim.UID, uids(after)[victim.Name])
@@ -137,7 +133,7 @@ func TestPreparingDeleteScaling(t *testing.T) {
 				cs.Spec.ScaleStrategy.PodsToDelete = []string{victim.Name}
 			})
 			h.waitPods("named", "victim PreparingDelete", func(ps []corev1.Pod) bool {
-				pd := inState(ps, pub.LifecycleStatePreparingDelete)
+				pd := lab.InState(ps, pub.LifecycleStatePreparingDelete)
 				return len(pd) == 1 && pd[0].Name == victim.Name
 			})
 			h.modify("named", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Replicas = ptr.To(int32(3)) })
@@ -148,7 +144,7 @@ func TestPreparingDeleteScaling(t *testing.T) {
 			victim := pods[1]
 			h.patchPod(victim.Name, `{"metadata":{"labels":{"`+pub.SpecifiedDeleteKey+`":"true"}}}`)
 			h.waitPods("spec", "victim PreparingDelete", func(ps []corev1.Pod) bool {
-				pd := inState(ps, pub.LifecycleStatePreparingDelete)
+				pd := lab.InState(ps, pub.LifecycleStatePreparingDelete)
 				return len(pd) == 1 && pd[0].Name == victim.Name
 			})
 			h.expectReplacement(t, "spec", victim.Name, exclude)
@@ -200,18 +196,18 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) corev1.PodCondition 
 func TestMarkPodNotReadyAddedLater(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
-	h.create(newCloneSet("later", 2, func(cs *appsv1alpha1.CloneSet) { cs.Spec.Template.Labels[hookLabel] = "true" }))
+	h.create(newCloneSet("later", 2, func(cs *appsv1alpha1.CloneSet) { cs.Spec.Template.Labels[lab.HookLabel] = "true" }))
 	lab.CheckKruisePodReady(t, h.waitPods("later", "2 ready", allReady(2)), "gate on every pod")
 	// The hook alone changes no template: no new revision, the pods stay.
 	h.modify("later", func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}, MarkPodNotReady: true}}
+		cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{lab.HookLabel: "true"}, MarkPodNotReady: true}}
 		cs.Spec.Replicas = ptr.To(int32(1))
 	})
 	waiting := h.waitPods("later", "one pod PreparingDelete and NotReady", func(ps []corev1.Pod) bool {
-		pd := inState(ps, pub.LifecycleStatePreparingDelete)
+		pd := lab.InState(ps, pub.LifecycleStatePreparingDelete)
 		return len(ps) == 2 && len(pd) == 1 && lab.PreparingDeleteNotReady(&pd[0])
 	})
-	victim := inState(waiting, pub.LifecycleStatePreparingDelete)[0]
+	victim := lab.InState(waiting, pub.LifecycleStatePreparingDelete)[0]
 	h.Release(victim.Name)
 	h.waitPods("later", "victim deleted", func(ps []corev1.Pod) bool { return len(ps) == 1 && !slices.Contains(names(ps), victim.Name) })
 }

@@ -14,15 +14,11 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
-const hookLabel = lab.HookLabel
-
 func withHook(kind string, markPodNotReady bool) func(*appsv1beta1.StatefulSet) {
 	return func(set *appsv1beta1.StatefulSet) {
 		lab.AddHook(&set.Spec.Lifecycle, set.Spec.Template.Labels, kind, markPodNotReady)
 	}
 }
-
-var state = lab.State
 
 // TestPreDeleteHookMarkPodNotReady: the condemned pod waits in
 // PreparingDelete, NotReady through the KruisePodReady gate the controller
@@ -53,15 +49,15 @@ func TestInPlaceUpdateHook(t *testing.T) {
 	log := h.watchStates("iu", "iu-0")
 	h.modify("iu", setImage(imageV2))
 	h.waitPods("iu", "PreparingUpdate, NotReady, image unchanged", func(ps []corev1.Pod) bool {
-		return len(ps) == 1 && state(ps[0]) == string(pub.LifecycleStatePreparingUpdate) && !podReady(&ps[0]) && ps[0].Spec.Containers[0].Image == imageV1
+		return len(ps) == 1 && lab.State(ps[0]) == string(pub.LifecycleStatePreparingUpdate) && !podReady(&ps[0]) && ps[0].Spec.Containers[0].Image == imageV1
 	})
 	h.Release("iu-0")
 	h.waitPods("iu", "updated, waiting in Updated for the hook", func(ps []corev1.Pod) bool {
-		return len(ps) == 1 && ps[0].Spec.Containers[0].Image == imageV2 && state(ps[0]) == string(pub.LifecycleStateUpdated)
+		return len(ps) == 1 && ps[0].Spec.Containers[0].Image == imageV2 && lab.State(ps[0]) == string(pub.LifecycleStateUpdated)
 	})
 	h.Hook("iu-0")
 	final := h.waitPods("iu", "Normal and ready", func(ps []corev1.Pod) bool {
-		return readyNames("iu-0")(ps) && state(ps[0]) == string(pub.LifecycleStateNormal)
+		return readyNames("iu-0")(ps) && lab.State(ps[0]) == string(pub.LifecycleStateNormal)
 	})
 	assert.Equal(t, pod.UID, final[0].UID, "updated in place")
 	log.wait(t, "Normal", "PreparingUpdate", "Updating", "Updated", "Normal")
@@ -76,7 +72,7 @@ func (h *harness) watchStates(set, pod string) *podLog {
 			return
 		}
 		l.mu.Lock()
-		if s := state(*p); len(l.entries) == 0 || l.entries[len(l.entries)-1] != s {
+		if s := lab.State(*p); len(l.entries) == 0 || l.entries[len(l.entries)-1] != s {
 			l.entries = append(l.entries, s)
 		}
 		l.mu.Unlock()
@@ -91,10 +87,10 @@ func TestPreNormalHook(t *testing.T) {
 	h.startController()
 	h.create(newSet("pn", 1, withHook("preNormal", false)))
 	h.waitPods("pn", "running, PreparingNormal", func(ps []corev1.Pod) bool {
-		return readyNames("pn-0")(ps) && state(ps[0]) == string(pub.LifecycleStatePreparingNormal)
+		return readyNames("pn-0")(ps) && lab.State(ps[0]) == string(pub.LifecycleStatePreparingNormal)
 	})
 	h.Hook("pn-0")
-	h.waitPods("pn", "Normal", func(ps []corev1.Pod) bool { return len(ps) == 1 && state(ps[0]) == string(pub.LifecycleStateNormal) })
+	h.waitPods("pn", "Normal", func(ps []corev1.Pod) bool { return len(ps) == 1 && lab.State(ps[0]) == string(pub.LifecycleStateNormal) })
 }
 
 var condStatus = testenv.ConditionStatus
@@ -105,10 +101,10 @@ var condStatus = testenv.ConditionStatus
 func TestMarkPodNotReadyAddedLater(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
-	h.create(newSet("later", 2, func(s *appsv1beta1.StatefulSet) { s.Spec.Template.Labels[hookLabel] = "true" }))
+	h.create(newSet("later", 2, func(s *appsv1beta1.StatefulSet) { s.Spec.Template.Labels[lab.HookLabel] = "true" }))
 	lab.CheckKruisePodReady(t, h.waitPods("later", "2 ready", readyNames("later-0", "later-1")), "gate on every pod")
 	h.modify("later", func(s *appsv1beta1.StatefulSet) {
-		s.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hookLabel: "true"}, MarkPodNotReady: true}}
+		s.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{lab.HookLabel: "true"}, MarkPodNotReady: true}}
 		s.Spec.Replicas = ptr.To[int32](1)
 	})
 	h.waitPods("later", "later-1 PreparingDelete and NotReady", func(ps []corev1.Pod) bool {
