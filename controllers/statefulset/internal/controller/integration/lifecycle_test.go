@@ -90,7 +90,9 @@ func TestPreNormalHook(t *testing.T) {
 		return readyNames("pn-0")(ps) && lab.State(ps[0]) == string(pub.LifecycleStatePreparingNormal)
 	})
 	h.Hook("pn-0")
-	h.waitPods("pn", "Normal", func(ps []corev1.Pod) bool { return len(ps) == 1 && lab.State(ps[0]) == string(pub.LifecycleStateNormal) })
+	h.waitPods("pn", "Normal", func(ps []corev1.Pod) bool {
+		return len(ps) == 1 && lab.State(ps[0]) == string(pub.LifecycleStateNormal)
+	})
 }
 
 var condStatus = testenv.ConditionStatus
