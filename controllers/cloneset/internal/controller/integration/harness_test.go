@@ -105,6 +105,15 @@ func strategy(typ appsv1alpha1.CloneSetUpdateStrategyType) func(*appsv1alpha1.Cl
 	return func(cs *appsv1alpha1.CloneSet) { cs.Spec.UpdateStrategy.Type = typ }
 }
 
+// inPlacePartition: in-place updates where possible, holding back
+// partition pods at the current revision.
+func inPlacePartition(partition int32) func(*appsv1alpha1.CloneSet) {
+	return func(cs *appsv1alpha1.CloneSet) {
+		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(partition))
+	}
+}
+
 // surgeFirst: rolling updates create maxSurge 1 new pod before deleting an
 // old one, with maxUnavailable 0.
 func surgeFirst(cs *appsv1alpha1.CloneSet) {

@@ -29,10 +29,8 @@ func TestImagePreDownload(t *testing.T) {
 	h := newHarness(t)
 	enablePreDownload(h)
 	h.startController()
-	cs := h.create(newCloneSet("pre", 4, func(cs *appsv1alpha1.CloneSet) {
+	cs := h.create(newCloneSet("pre", 4, inPlacePartition(3), func(cs *appsv1alpha1.CloneSet) {
 		cs.Annotations = map[string]string{pub.ImagePreDownloadParallelismKey: "2"}
-		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(3))
 	}))
 	h.waitStatus("pre", "settled", settled(4))
 	h.modify("pre", setImage(imageV2))
@@ -104,12 +102,10 @@ func TestImagePreDownloadJobLabelsAndPullSecrets(t *testing.T) {
 	h := newHarness(t)
 	enablePreDownload(h)
 	h.startController()
-	cs := h.create(newCloneSet("pre-meta", 4, func(cs *appsv1alpha1.CloneSet) {
+	cs := h.create(newCloneSet("pre-meta", 4, inPlacePartition(3), func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.Template.Labels["tier"] = "web"
 		cs.Spec.Template.Annotations = map[string]string{"team": "blue"}
 		cs.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry-a"}, {Name: "registry-b"}}
-		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(3))
 	}))
 	h.waitStatus("pre-meta", "settled", settled(4))
 	h.modify("pre-meta", setImage(imageV2))
@@ -156,10 +152,8 @@ func TestImagePreDownloadStaleUpdatedReadyCount(t *testing.T) {
 	h := newHarness(t)
 	enablePreDownload(h)
 	h.startController()
-	h.create(newCloneSet("pre-stale", 4, func(cs *appsv1alpha1.CloneSet) {
+	h.create(newCloneSet("pre-stale", 4, inPlacePartition(3), func(cs *appsv1alpha1.CloneSet) {
 		cs.Annotations = map[string]string{pub.ImagePreDownloadMinUpdatedReadyPods: "1"}
-		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(3))
 	}))
 	h.waitStatus("pre-stale", "settled", settled(4))
 	h.modify("pre-stale", setImage(imageV2))

@@ -131,10 +131,7 @@ func TestPartitionRollback(t *testing.T) {
 			h := newHarness(t)
 			h.gates[features.CloneSetPartitionRollback] = gate
 			h.startController()
-			h.create(newCloneSet("rb", 4, func(cs *appsv1alpha1.CloneSet) {
-				cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-				cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(2))
-			}))
+			h.create(newCloneSet("rb", 4, inPlacePartition(2)))
 			h.waitPods("rb", "4 ready", allReady(4))
 			h.modify("rb", setImage(imageV2))
 			h.waitStatus("rb", "2 updated", func(s appsv1alpha1.CloneSetStatus) bool { return s.UpdatedReadyReplicas == 2 && s.ReadyReplicas == 4 })
@@ -156,9 +153,7 @@ func TestPartitionRollback(t *testing.T) {
 func TestPriorityStrategy(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
-	h.create(newCloneSet("prio", 3, func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(2))
+	h.create(newCloneSet("prio", 3, inPlacePartition(2), func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.UpdateStrategy.PriorityStrategy = &pub.UpdatePriorityStrategy{OrderPriority: []pub.UpdatePriorityOrderTerm{{OrderedKey: "order"}}}
 	}))
 	pods := h.waitPods("prio", "3 ready", allReady(3))
@@ -373,9 +368,7 @@ func TestInPlaceGracePeriod(t *testing.T) {
 func TestScatterStrategy(t *testing.T) {
 	h := newHarness(t)
 	h.startController()
-	h.create(newCloneSet("scatter", 6, func(cs *appsv1alpha1.CloneSet) {
-		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-		cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(4))
+	h.create(newCloneSet("scatter", 6, inPlacePartition(4), func(cs *appsv1alpha1.CloneSet) {
 		cs.Spec.UpdateStrategy.PriorityStrategy = &pub.UpdatePriorityStrategy{WeightPriority: []pub.UpdatePriorityWeightTerm{
 			{Weight: 50, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}},
 		}}
