@@ -3,11 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net"
-	"sync"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -17,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -35,19 +31,15 @@ import (
 func (h *harness) startWebhook() {
 	t := h.T
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-
 	config := "flotilla-sc-test-" + h.NS
+	wh := h.NewWebhook(h.NS, "sidecarset-webhook", kitwebhook.ConfigRef{Kind: kitwebhook.Mutating, Name: config})
 	none := admissionregistrationv1.SideEffectClassNone
 	fail := admissionregistrationv1.Fail
-	_, err = h.Env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), &admissionregistrationv1.MutatingWebhookConfiguration{
+	h.InstallMutating(&admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: config},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name:         webhook.PodWebhookName,
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", port, webhook.PodPath))},
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: wh.URL(webhook.PodPath)},
 			Rules: []admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
@@ -58,13 +50,8 @@ func (h *harness) startWebhook() {
 			TimeoutSeconds:          ptr.To[int32](5),
 			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: h.NS}},
 		}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = h.Env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), config, metav1.DeleteOptions{})
 	})
 
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background().WithValues("test", t.Name(), "component", "webhook")))
 	sets := flotillainformers.NewSharedInformerFactoryWithOptions(h.Client, 0,
 		flotillainformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = labels.Set{testLabel: h.NS}.String() }))
 	setInf := sets.Apps().V1alpha1().SidecarSets()
@@ -74,37 +61,13 @@ func (h *harness) startWebhook() {
 	revInf := sys.Apps().V1().ControllerRevisions()
 	require.NoError(t, revInf.Informer().AddIndexers(cache.Indexers{sidecarcontrol.RevisionIndex: sidecarcontrol.IndexRevisionBySidecarSet}))
 	cmInf := sys.Core().V1().ConfigMaps()
-
-	c, err := kitwebhook.New(kitwebhook.Options{Host: "127.0.0.1", Port: port, SecretName: "webhook-certs", Namespace: h.NS, ServiceName: "sidecarset-webhook"},
-		h.Env.Kube, prometheus.NewRegistry(), nil, kitwebhook.ConfigRef{Kind: kitwebhook.Mutating, Name: config})
-	require.NoError(t, err)
 	(&webhook.Handlers{
 		Sets: setInf.Lister(), Namespaces: nsInf.Lister(), Kube: h.Env.Kube,
 		Revisions:  sidecarcontrol.RevisionIndexer{Indexer: revInf.Informer().GetIndexer()},
 		ConfigMaps: cmInf.Lister(), SystemNamespace: h.revNS,
-	}).Register(c.Server)
-	for _, f := range []interface{ Start(<-chan struct{}) }{sets, kube, sys} {
-		f.Start(ctx.Done())
-	}
-	cache.WaitForCacheSync(ctx.Done(), setInf.Informer().HasSynced, nsInf.Informer().HasSynced, revInf.Informer().HasSynced, cmInf.Informer().HasSynced)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := c.Run(ctx); err != nil {
-			t.Errorf("webhook: %v", err)
-		}
-	})
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		sets.Shutdown()
-		kube.Shutdown()
-		sys.Shutdown()
-	})
-	testenv.Eventually(t, waitTimeout, func() (bool, error) { return c.Ready() == nil, nil })
-	testenv.Eventually(t, waitTimeout, func() (bool, error) {
-		m, err := h.Env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, config, metav1.GetOptions{})
-		return err == nil && len(m.Webhooks[0].ClientConfig.CABundle) > 0, err
-	})
+	}).Register(wh.Server)
+	wh.Informers(sets, kube, sys)
+	wh.Serve()
 }
 
 // End to end through the webhook: a Deployment's pods are injected by the
