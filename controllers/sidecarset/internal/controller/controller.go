@@ -14,12 +14,9 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -153,34 +150,18 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	return c.loop.Run(ctx, workers)
 }
 
+// newRevisionInformer: the SidecarSets' ControllerRevisions, in the
+// controller's namespace only and by the label they all carry.
 func newRevisionInformer(kube kubernetes.Interface, ns string) cache.SharedIndexInformer {
-	tweak := func(o *metav1.ListOptions) { o.LabelSelector = sidecarcontrol.RevisionNameLabel }
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			tweak(&o)
-			return kube.AppsV1().ControllerRevisions(ns).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			tweak(&o)
-			return kube.AppsV1().ControllerRevisions(ns).Watch(ctx, o)
-		},
-	}
-	return cache.NewSharedIndexInformer(lw, &appsv1.ControllerRevision{}, 0, cache.Indexers{})
+	return appsinformers.NewFilteredControllerRevisionInformer(kube, ns, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.LabelSelector = sidecarcontrol.RevisionNameLabel })
 }
 
+// newConfigMapInformer: the one ConfigMap holding the patchPodMetadata
+// whitelist.
 func newConfigMapInformer(kube kubernetes.Interface, ns string) cache.SharedIndexInformer {
-	tweak := func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + sidecarcontrol.ConfigMapName }
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			tweak(&o)
-			return kube.CoreV1().ConfigMaps(ns).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			tweak(&o)
-			return kube.CoreV1().ConfigMaps(ns).Watch(ctx, o)
-		},
-	}
-	return cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	return coreinformers.NewFilteredConfigMapInformer(kube, ns, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + sidecarcontrol.ConfigMapName })
 }
 
 // slimPod keeps only the metadata of pods no SidecarSet injected: they are
@@ -208,12 +189,5 @@ func indexPodBySidecarSet(obj any) ([]string, error) {
 
 // whitelist reads the patchPodMetadata whitelist from the cache.
 func (c *Controller) whitelist() (*sidecarcontrol.Whitelist, error) {
-	cm, err := c.configMaps.ConfigMaps(c.systemNS).Get(sidecarcontrol.ConfigMapName)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read ConfigMap %s/%s: %w", c.systemNS, sidecarcontrol.ConfigMapName, err)
-	}
-	return sidecarcontrol.ParseWhitelist(cm.Data)
+	return sidecarcontrol.ReadWhitelist(c.configMaps, c.systemNS)
 }

@@ -7,8 +7,10 @@ import (
 	"regexp"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 )
@@ -44,6 +46,19 @@ func ParseWhitelist(data map[string]string) (*Whitelist, error) {
 		return nil, fmt.Errorf("configmap key %s: %w", WhitelistKey, err)
 	}
 	return w, nil
+}
+
+// ReadWhitelist reads the whitelist from ConfigMapName in namespace ns of
+// the cache; nil when the ConfigMap or its key is absent.
+func ReadWhitelist(cms corelisters.ConfigMapLister, ns string) (*Whitelist, error) {
+	cm, err := cms.ConfigMaps(ns).Get(ConfigMapName)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read ConfigMap %s/%s: %w", ns, ConfigMapName, err)
+	}
+	return ParseWhitelist(cm.Data)
 }
 
 // CheckPatchPodMetadata says whether set may patch pod annotations: with no

@@ -174,14 +174,7 @@ func FlipReady(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
 // not on the empty image (the old version after an upgrade) are reset to
 // the empty image, their version annotations zeroed; changed lists them.
 func Flip(pod *corev1.Pod, set *appsv1alpha1.SidecarSet, now time.Time) (*corev1.Pod, []string, error) {
-	out := pod.DeepCopy()
-	if out.Annotations == nil {
-		out.Annotations = map[string]string{}
-	}
-	index := map[string]int{}
-	for i, c := range out.Spec.Containers {
-		index[c.Name] = i
-	}
+	out, index := editableCopy(pod)
 	var changed []string
 	for i := range set.Spec.Containers {
 		sc := &set.Spec.Containers[i]

@@ -133,14 +133,7 @@ func Ready(pod *corev1.Pod, set *appsv1alpha1.SidecarSet) bool {
 // patchAllowed. changed lists the containers given a new image. The caller
 // checks InPlaceUpgradable first.
 func Upgrade(pod *corev1.Pod, set *appsv1alpha1.SidecarSet, revision string, patchAllowed bool, now time.Time) (*corev1.Pod, []string, error) {
-	out := pod.DeepCopy()
-	if out.Annotations == nil {
-		out.Annotations = map[string]string{}
-	}
-	index := map[string]int{}
-	for i, c := range out.Spec.Containers {
-		index[c.Name] = i
-	}
+	out, index := editableCopy(pod)
 	var changed []string
 	for i := range set.Spec.Containers {
 		sc := &set.Spec.Containers[i]
@@ -290,4 +283,18 @@ func SetUpgradableCondition(pod *corev1.Pod, setName string, upgradable bool, no
 		want.LastTransitionTime = metav1.NewTime(now)
 	}
 	return want, true
+}
+
+// editableCopy returns a deep copy of pod for Upgrade and Flip to change
+// (annotations map present) and the index of its containers by name.
+func editableCopy(pod *corev1.Pod) (*corev1.Pod, map[string]int) {
+	out := pod.DeepCopy()
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	index := make(map[string]int, len(out.Spec.Containers))
+	for i, c := range out.Spec.Containers {
+		index[c.Name] = i
+	}
+	return out, index
 }

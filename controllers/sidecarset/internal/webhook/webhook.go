@@ -161,14 +161,7 @@ func (h *Handlers) whitelist() (*sidecarcontrol.Whitelist, error) {
 	if h.ConfigMaps == nil {
 		return nil, nil
 	}
-	cm, err := h.ConfigMaps.ConfigMaps(h.SystemNamespace).Get(sidecarcontrol.ConfigMapName)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read ConfigMap %s/%s: %w", h.SystemNamespace, sidecarcontrol.ConfigMapName, err)
-	}
-	return sidecarcontrol.ParseWhitelist(cm.Data)
+	return sidecarcontrol.ReadWhitelist(h.ConfigMaps, h.SystemNamespace)
 }
 
 // ValidateSidecarSet rejects a SidecarSet create or update that breaks a
