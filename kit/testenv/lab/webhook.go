@@ -155,29 +155,56 @@ func (w *Webhook) caInjected() (bool, error) {
 
 // caBundles returns the caBundle of each entry of the configuration ref.
 func (l *Lab) caBundles(ref kitwebhook.ConfigRef) ([][]byte, error) {
-	ctx := context.Background()
+	ctx, api := context.Background(), l.Env.Kube.AdmissionregistrationV1()
 	var out [][]byte
+	var err error
 	switch ref.Kind {
 	case kitwebhook.Mutating:
-		c, err := l.Env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, ref.Name, metav1.GetOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("get %s: %w", ref, err)
-		}
-		for _, e := range c.Webhooks {
-			out = append(out, e.ClientConfig.CABundle)
+		var c *admissionregistrationv1.MutatingWebhookConfiguration
+		if c, err = api.MutatingWebhookConfigurations().Get(ctx, ref.Name, metav1.GetOptions{}); err == nil {
+			for _, e := range c.Webhooks {
+				out = append(out, e.ClientConfig.CABundle)
+			}
 		}
 	case kitwebhook.Validating:
-		c, err := l.Env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, ref.Name, metav1.GetOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("get %s: %w", ref, err)
-		}
-		for _, e := range c.Webhooks {
-			out = append(out, e.ClientConfig.CABundle)
+		var c *admissionregistrationv1.ValidatingWebhookConfiguration
+		if c, err = api.ValidatingWebhookConfigurations().Get(ctx, ref.Name, metav1.GetOptions{}); err == nil {
+			for _, e := range c.Webhooks {
+				out = append(out, e.ClientConfig.CABundle)
+			}
 		}
 	default:
 		return nil, fmt.Errorf("unknown webhook configuration kind %q", ref.Kind)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", ref, err)
+	}
 	return out, nil
+}
+
+// Requests is how many admission requests the handler registered as
+// handler (its metrics name, Server.Register) has answered, whatever the
+// result: the sum of webhook_requests_total{webhook=handler}.
+func (w *Webhook) Requests(handler string) float64 {
+	w.lab.T.Helper()
+	families, err := w.Metrics.Gather()
+	if err != nil {
+		w.lab.T.Fatalf("lab: webhook metrics: %v", err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "webhook_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "webhook" && l.GetValue() == handler {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
 }
 
 // InstallMutating creates the MutatingWebhookConfiguration c, deleted when
