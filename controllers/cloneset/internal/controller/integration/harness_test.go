@@ -5,7 +5,6 @@
 package integration
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -52,8 +51,7 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{Lab: lab.New(t, waitTimeout), gates: map[featuregate.Feature]bool{}}
-	h.sets = testenv.ObjectsOf(t, h.Client.AppsV1alpha1().CloneSets(h.NS), waitTimeout)
-	h.sets.Describe = func(cs *appsv1alpha1.CloneSet) string { return fmt.Sprintf("%+v", cs.Status) }
+	h.sets = lab.Workloads(h.Lab, h.Client.AppsV1alpha1().CloneSets(h.NS), func(cs *appsv1alpha1.CloneSet) appsv1alpha1.CloneSetStatus { return cs.Status })
 	return h
 }
 

@@ -48,8 +48,7 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{Lab: lab.New(t, waitTimeout), gates: map[featuregate.Feature]bool{}}
-	h.sets = testenv.ObjectsOf(t, h.Client.AppsV1beta1().StatefulSets(h.NS), waitTimeout)
-	h.sets.Describe = func(set *appsv1beta1.StatefulSet) string { return fmt.Sprintf("%+v", set.Status) }
+	h.sets = lab.Workloads(h.Lab, h.Client.AppsV1beta1().StatefulSets(h.NS), func(set *appsv1beta1.StatefulSet) appsv1beta1.StatefulSetStatus { return set.Status })
 	return h
 }
 
@@ -194,14 +193,7 @@ func (h *harness) watchFromNow(name string) watch.Interface {
 // of the set's pods from now on (watchFromNow).
 func (h *harness) onPodEvents(name string, observe func(watch.EventType, *corev1.Pod)) {
 	h.T.Helper()
-	ch := h.watchFromNow(name).ResultChan()
-	go func() {
-		for ev := range ch {
-			if p, ok := ev.Object.(*corev1.Pod); ok {
-				observe(ev.Type, p)
-			}
-		}
-	}()
+	lab.ObservePods(h.watchFromNow(name), observe)
 }
 
 // Shared pod helpers (kit/testenv).
