@@ -37,16 +37,13 @@ func (c *Controller) markPods(ctx context.Context, npp *appsv1alpha1.NodePodProb
 			c.nodeQueue.AddAfter(npp.Name, wait) // the pod's update event usually comes first
 			continue
 		}
-		upd := markPod(p, st.ProbeStates, markers[p.Namespace])
-		if upd == nil {
-			continue
-		}
-		written, err := c.podControl.PatchStatus(ctx, p, upd)
+		written, err := c.writePod(ctx, p, markPod(p, st.ProbeStates, markers[p.Namespace]), "mark")
 		if err != nil {
-			return fmt.Errorf("mark pod %s/%s: %w", p.Namespace, p.Name, err)
+			return err
 		}
-		c.podRV.Expect(written)
-		klog.FromContext(ctx).V(2).Info("Marked pod from probe results", "pod", klog.KObj(p))
+		if written {
+			klog.FromContext(ctx).V(2).Info("Marked pod from probe results", "pod", klog.KObj(p))
+		}
 	}
 	return nil
 }
@@ -62,15 +59,24 @@ func (c *Controller) unmarkSelected(ctx context.Context, m *appsv1alpha1.PodProb
 		if !podActive(p) || !sel.Matches(labels.Set(p.Labels)) {
 			continue
 		}
-		upd := unmarkPod(p, m)
-		if upd == nil {
-			continue
+		if _, err := c.writePod(ctx, p, unmarkPod(p, m), "unmark"); err != nil {
+			return err
 		}
-		written, err := c.podControl.PatchStatus(ctx, p, upd)
-		if err != nil {
-			return fmt.Errorf("unmark pod %s/%s: %w", p.Namespace, p.Name, err)
-		}
-		c.podRV.Expect(written)
 	}
 	return nil
+}
+
+// writePod writes upd (plan.go's pod with its marks changed; nil: nothing to
+// write) over p as one pods/status patch of the difference and expects the
+// written resourceVersion in the cache; what names the write in errors.
+func (c *Controller) writePod(ctx context.Context, p, upd *corev1.Pod, what string) (bool, error) {
+	if upd == nil {
+		return false, nil
+	}
+	written, err := c.podControl.PatchStatus(ctx, p, upd)
+	if err != nil {
+		return false, fmt.Errorf("%s pod %s/%s: %w", what, p.Namespace, p.Name, err)
+	}
+	c.podRV.Expect(written)
+	return true, nil
 }

@@ -51,7 +51,6 @@ type Deps = wiring.Deps
 
 // Controller reconciles PodProbeMarkers and NodePodProbes.
 type Controller struct {
-	kube      kubernetes.Interface
 	client    versioned.Interface
 	markers   appslisters.PodProbeMarkerLister
 	probes    appslisters.NodePodProbeLister
@@ -114,7 +113,6 @@ func NewWithOptions(d Deps, o Options) (*Controller, error) {
 		return nil, fmt.Errorf("index pods by node: %w", err)
 	}
 	c := &Controller{
-		kube:       d.Kube,
 		podControl: podcontrol.Or(d.PodControl, d.Kube),
 		client:     d.Client,
 		markers:    ppmInf.Lister(),
