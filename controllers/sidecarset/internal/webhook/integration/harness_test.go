@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -211,28 +210,4 @@ func containerNames(p *corev1.Pod) []string {
 }
 
 // calls is how many admission requests the pod handler answered.
-func (h *harness) calls() float64 {
-	mfs, err := h.wh.Metrics.Gather()
-	require.NoError(h.T, err)
-	total := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != "webhook_requests_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if label(m, "webhook") == "sidecarset-inject-pod" {
-				total += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return total
-}
-
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
-}
+func (h *harness) calls() float64 { h.T.Helper(); return h.wh.Requests("sidecarset-inject-pod") }
