@@ -211,20 +211,25 @@ func (w *Webhook) Requests(handler string) float64 {
 // the test ends (after a webhook served later has stopped).
 func (l *Lab) InstallMutating(c *admissionregistrationv1.MutatingWebhookConfiguration) {
 	l.T.Helper()
-	client := l.Env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	if _, err := client.Create(context.Background(), c, metav1.CreateOptions{}); err != nil {
-		l.T.Fatalf("lab: create MutatingWebhookConfiguration %s: %v", c.Name, err)
-	}
-	l.T.Cleanup(func() { _ = client.Delete(context.Background(), c.Name, metav1.DeleteOptions{}) })
+	install(l.T, l.Env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations(), c)
 }
 
 // InstallValidating creates the ValidatingWebhookConfiguration c, deleted
 // when the test ends (after a webhook served later has stopped).
 func (l *Lab) InstallValidating(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 	l.T.Helper()
-	client := l.Env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	if _, err := client.Create(context.Background(), c, metav1.CreateOptions{}); err != nil {
-		l.T.Fatalf("lab: create ValidatingWebhookConfiguration %s: %v", c.Name, err)
+	install(l.T, l.Env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations(), c)
+}
+
+// install creates the cluster-scoped obj through client and deletes it when
+// the test ends.
+func install[T metav1.Object](t testing.TB, client interface {
+	Create(context.Context, T, metav1.CreateOptions) (T, error)
+	Delete(context.Context, string, metav1.DeleteOptions) error
+}, obj T) {
+	t.Helper()
+	if _, err := client.Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("lab: create %T %s: %v", obj, obj.GetName(), err)
 	}
-	l.T.Cleanup(func() { _ = client.Delete(context.Background(), c.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = client.Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{}) })
 }
