@@ -50,6 +50,23 @@ func ByOwnerUID(indexer cache.Indexer, uid types.UID) ([]any, error) {
 	return indexer.ByIndex(OwnerUIDIndex, string(uid))
 }
 
+// Controlled returns the objects of type T in indexer (owner-UID index)
+// whose controller is owner: merely owned ones and other types are left
+// out. The objects are shared with the cache: do not mutate them.
+func Controlled[T metav1.Object](indexer cache.Indexer, owner metav1.Object) ([]T, error) {
+	objs, err := ByOwnerUID(indexer, owner.GetUID())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(T); ok && metav1.IsControlledBy(t, owner) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
 // StripManagedFields is a cache.TransformFunc that drops metadata.managedFields,
 // which controllers never read and which is a large share of a cached pod's
 // memory. Use it with informer factories (informers.WithTransform) or

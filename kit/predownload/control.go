@@ -122,13 +122,12 @@ func (c *Control) createJob(ctx context.Context, w Workload, job *appsv1alpha1.I
 // DeleteJobs deletes the ImagePullJobs the owner controls (as the cache
 // shows them).
 func (c *Control) DeleteJobs(ctx context.Context, owner metav1.Object) error {
-	objs, err := controller.ByOwnerUID(c.Cache, owner.GetUID())
+	jobs, err := controller.Controlled[*appsv1alpha1.ImagePullJob](c.Cache, owner)
 	if err != nil {
 		return fmt.Errorf("list ImagePullJobs: %w", err)
 	}
-	for _, o := range objs {
-		job, ok := o.(*appsv1alpha1.ImagePullJob)
-		if !ok || job.DeletionTimestamp != nil || !metav1.IsControlledBy(job, owner) {
+	for _, job := range jobs {
+		if job.DeletionTimestamp != nil {
 			continue
 		}
 		if err := c.Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {

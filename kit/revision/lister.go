@@ -28,20 +28,15 @@ func NewLister(indexer cache.Indexer) *Lister {
 // revisions. The objects are shared with the cache: never mutate them —
 // Control deep-copies before it writes.
 func (l *Lister) List(parent metav1.Object) ([]*appsv1.ControllerRevision, error) {
-	objs, err := controller.ByOwnerUID(l.indexer, parent.GetUID())
+	revs, err := controller.Controlled[*appsv1.ControllerRevision](l.indexer, parent)
 	if err != nil {
 		return nil, fmt.Errorf("revision: listing revisions of %s/%s: %w", parent.GetNamespace(), parent.GetName(), err)
 	}
-	out := make([]*appsv1.ControllerRevision, 0, len(objs))
-	for _, o := range objs {
-		r, ok := o.(*appsv1.ControllerRevision)
-		if !ok || r.Namespace != parent.GetNamespace() {
-			continue
+	out := revs[:0]
+	for _, r := range revs {
+		if r.Namespace == parent.GetNamespace() {
+			out = append(out, r)
 		}
-		if ref := metav1.GetControllerOfNoCopy(r); ref == nil || ref.UID != parent.GetUID() {
-			continue
-		}
-		out = append(out, r)
 	}
 	Sort(out)
 	return out, nil

@@ -73,15 +73,9 @@ func (b *Base) Finish(key types.NamespacedName, err error, requeue *controller.R
 // OwnedPods returns the cached pods owner controls, terminating ones
 // included. Read-only.
 func (b *Base) OwnedPods(owner metav1.Object) ([]*corev1.Pod, error) {
-	objs, err := controller.ByOwnerUID(b.Pods, owner.GetUID())
+	pods, err := controller.Controlled[*corev1.Pod](b.Pods, owner)
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
-	out := make([]*corev1.Pod, 0, len(objs))
-	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok && metav1.IsControlledBy(p, owner) {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return pods, nil
 }

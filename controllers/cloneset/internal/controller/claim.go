@@ -16,17 +16,11 @@ import (
 
 // ownedPVCs returns the cached PVCs the CloneSet controls. Read-only.
 func (c *Controller) ownedPVCs(cs *appsv1alpha1.CloneSet) ([]*corev1.PersistentVolumeClaim, error) {
-	objs, err := controller.ByOwnerUID(c.pvcs, cs.UID)
+	pvcs, err := controller.Controlled[*corev1.PersistentVolumeClaim](c.pvcs, cs)
 	if err != nil {
 		return nil, fmt.Errorf("list PVCs: %w", err)
 	}
-	out := make([]*corev1.PersistentVolumeClaim, 0, len(objs))
-	for _, o := range objs {
-		if p, ok := o.(*corev1.PersistentVolumeClaim); ok && metav1.IsControlledBy(p, cs) {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return pvcs, nil
 }
 
 // claimPods returns the CloneSet's pods after releasing those that no longer

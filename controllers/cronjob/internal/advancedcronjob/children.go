@@ -106,23 +106,19 @@ func broadcastJobOutcome(b *appsv1alpha1.BroadcastJob) outcome {
 // lookup each), oldest first.
 func childrenOf(acj *appsv1alpha1.AdvancedCronJob, jobs, broadcastJobs cache.Indexer) ([]child, error) {
 	var out []child
-	objs, err := controller.ByOwnerUID(jobs, acj.UID)
+	js, err := controller.Controlled[*batchv1.Job](jobs, acj)
 	if err != nil {
 		return nil, fmt.Errorf("list Jobs of %s: %w", acj.Name, err)
 	}
-	for _, o := range objs {
-		if j, ok := o.(*batchv1.Job); ok && metav1.IsControlledBy(j, acj) {
-			out = append(out, summarize(appsv1alpha1.JobTemplate, j, jobOutcome(j)))
-		}
+	for _, j := range js {
+		out = append(out, summarize(appsv1alpha1.JobTemplate, j, jobOutcome(j)))
 	}
-	objs, err = controller.ByOwnerUID(broadcastJobs, acj.UID)
+	bs, err := controller.Controlled[*appsv1alpha1.BroadcastJob](broadcastJobs, acj)
 	if err != nil {
 		return nil, fmt.Errorf("list BroadcastJobs of %s: %w", acj.Name, err)
 	}
-	for _, o := range objs {
-		if b, ok := o.(*appsv1alpha1.BroadcastJob); ok && metav1.IsControlledBy(b, acj) {
-			out = append(out, summarize(appsv1alpha1.BroadcastJobTemplate, b, broadcastJobOutcome(b)))
-		}
+	for _, b := range bs {
+		out = append(out, summarize(appsv1alpha1.BroadcastJobTemplate, b, broadcastJobOutcome(b)))
 	}
 	sortChildren(out)
 	return out, nil
