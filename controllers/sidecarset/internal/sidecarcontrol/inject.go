@@ -409,47 +409,40 @@ func mergeEnv(original, extra []corev1.EnvVar) []corev1.EnvVar {
 	for _, e := range original {
 		seen.Insert(e.Name)
 	}
-	for _, e := range extra {
-		if !seen.Has(e.Name) {
-			original = append(original, e)
-			seen.Insert(e.Name)
-		}
-	}
-	return original
+	return appendUnused(original, extra, seen, func(e corev1.EnvVar) string { return e.Name })
 }
 
 // mergeMounts adds mounts at paths the container does not use yet.
 func mergeMounts(c *corev1.Container, extra []corev1.VolumeMount) []corev1.VolumeMount {
-	used := sets.New[string]()
 	out := append([]corev1.VolumeMount(nil), c.VolumeMounts...)
-	for _, m := range c.VolumeMounts {
-		used.Insert(m.MountPath)
-	}
-	for _, d := range c.VolumeDevices {
-		used.Insert(d.DevicePath)
-	}
-	for _, m := range extra {
-		if !used.Has(m.MountPath) {
-			out = append(out, m)
-			used.Insert(m.MountPath)
-		}
-	}
-	return out
+	return appendUnused(out, extra, pathsInUse(c), func(m corev1.VolumeMount) string { return m.MountPath })
 }
 
+// mergeDevices adds devices at paths the container does not use yet.
 func mergeDevices(c *corev1.Container, extra []corev1.VolumeDevice) []corev1.VolumeDevice {
-	used := sets.New[string]()
 	out := append([]corev1.VolumeDevice(nil), c.VolumeDevices...)
-	for _, d := range c.VolumeDevices {
-		used.Insert(d.DevicePath)
-	}
+	return appendUnused(out, extra, pathsInUse(c), func(d corev1.VolumeDevice) string { return d.DevicePath })
+}
+
+// pathsInUse are the paths c's volume mounts and devices take.
+func pathsInUse(c *corev1.Container) sets.Set[string] {
+	used := sets.New[string]()
 	for _, m := range c.VolumeMounts {
 		used.Insert(m.MountPath)
 	}
-	for _, d := range extra {
-		if !used.Has(d.DevicePath) {
-			out = append(out, d)
-			used.Insert(d.DevicePath)
+	for _, d := range c.VolumeDevices {
+		used.Insert(d.DevicePath)
+	}
+	return used
+}
+
+// appendUnused appends to out the items of extra whose key is not in used
+// yet, the first of a repeated key only; used records the keys taken.
+func appendUnused[T any](out, extra []T, used sets.Set[string], key func(T) string) []T {
+	for _, x := range extra {
+		if k := key(x); !used.Has(k) {
+			out = append(out, x)
+			used.Insert(k)
 		}
 	}
 	return out
