@@ -42,6 +42,17 @@ func GetCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodConditi
 	return nil
 }
 
+// Container returns the pod's container (spec.containers) called name, or
+// nil. The result points into the pod; do not modify it.
+func Container(pod *corev1.Pod, name string) *corev1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
 // IsReady reports whether the pod's Ready condition is True. The phase is
 // not looked at; see IsRunningAndReady.
 func IsReady(pod *corev1.Pod) bool {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
 
 // workerKey names one probe of one container of one pod.
@@ -133,7 +134,7 @@ func (w *worker) probeOnce(ctx context.Context) {
 	if ip == "" {
 		ip = pod.Status.PodIP
 	}
-	port, err := probePort(spec.ProbeHandler, container(pod, w.key.Container))
+	port, err := probePort(spec.ProbeHandler, podutil.Container(pod, w.key.Container))
 	if err != nil {
 		w.publish(now, appsv1alpha1.ProbeFailed, err.Error())
 		return
@@ -180,15 +181,6 @@ func (w *worker) record(now time.Time) {
 		Namespace: w.key.Namespace, Name: w.key.Pod,
 		State: w.tracker.State, Message: w.tracker.Message, LastProbeTime: statusTime(now),
 	})
-}
-
-func container(pod *corev1.Pod, name string) *corev1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	return nil
 }
 
 // statusTime is t as the API stores it (RFC 3339, whole seconds), so a

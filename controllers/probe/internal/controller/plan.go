@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
 
 // ProbeName is the name of a marker's probe in a NodePodProbe.
@@ -56,7 +57,7 @@ func desiredPodProbes(pods []*corev1.Pod, markers []*appsv1alpha1.PodProbeMarker
 				continue
 			}
 			for _, pr := range m.Spec.Probes {
-				spec, ok := resolvePorts(pr.Probe, containerOf(p, pr.ContainerName))
+				spec, ok := resolvePorts(pr.Probe, podutil.Container(p, pr.ContainerName))
 				if !ok {
 					continue
 				}
@@ -75,15 +76,6 @@ func desiredPodProbes(pods []*corev1.Pod, markers []*appsv1alpha1.PodProbeMarker
 		return out[i].Name < out[j].Name
 	})
 	return out
-}
-
-func containerOf(p *corev1.Pod, name string) *corev1.Container {
-	for i := range p.Spec.Containers {
-		if p.Spec.Containers[i].Name == name {
-			return &p.Spec.Containers[i]
-		}
-	}
-	return nil
 }
 
 // resolvePorts returns probe with a named httpGet/tcpSocket port replaced by
