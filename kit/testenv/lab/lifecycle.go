@@ -36,6 +36,8 @@ func AddHook(lc **pub.Lifecycle, templateLabels map[string]string, kind string, 
 		templateLabels[HookLabel] = "true"
 	case "preNormal":
 		(*lc).PreNormal = &pub.LifecycleHook{LabelsHandler: map[string]string{HookLabel: "true"}}
+	default: // a typo must not build a workload without its hook
+		panic(fmt.Sprintf("lab.AddHook: unknown hook kind %q (preDelete, inPlaceUpdate or preNormal)", kind))
 	}
 }
 

@@ -175,25 +175,13 @@ func (h *harness) claim(name string) *corev1.PersistentVolumeClaim {
 	return pvc
 }
 
-// watchFromNow watches the set's pods from now on: unlike a plain watch it
-// replays no ADDED events for the pods that already exist.
-func (h *harness) watchFromNow(name string) watch.Interface {
-	h.T.Helper()
-	opts := metav1.ListOptions{LabelSelector: "app=" + name}
-	list, err := h.Env.Kube.CoreV1().Pods(h.NS).List(context.Background(), opts)
-	require.NoError(h.T, err)
-	opts.ResourceVersion = list.ResourceVersion
-	w, err := h.Env.Kube.CoreV1().Pods(h.NS).Watch(context.Background(), opts)
-	require.NoError(h.T, err)
-	h.T.Cleanup(w.Stop)
-	return w
-}
-
 // onPodEvents calls observe, from a goroutine of its own, with every event
-// of the set's pods from now on (watchFromNow).
+// of the set's pods from now on (lab.WatchPods: no ADDED events replayed
+// for the pods that already exist; resumed when the server closes the watch).
 func (h *harness) onPodEvents(name string, observe func(watch.EventType, *corev1.Pod)) {
 	h.T.Helper()
-	lab.ObservePods(h.watchFromNow(name), observe)
+	_, w := h.WatchPods("app=" + name)
+	lab.ObservePods(w, observe)
 }
 
 // Shared pod helpers (kit/testenv).
