@@ -39,9 +39,6 @@ import (
 // Name is the reconciler's name: queue name, log key, event source.
 const Name = "cloneset"
 
-// Deps are the reconciler's collaborators (kit/wiring builds them).
-type Deps = wiring.Deps
-
 // Controller reconciles CloneSets. Beside the skeleton every pod workload
 // shares (kit/workload.Base) it keeps the PVC cache, node labels for
 // spread-aware scale-in, a second loop giving new pods their first write,
@@ -71,7 +68,7 @@ var _ kitapp.Controller = (*Controller)(nil)
 // Pods and PVCs are listed server-side by the label every CloneSet pod and
 // PVC carries (apps.kruise.io/cloneset-instance-id), so pods of other
 // workloads never reach this process's memory, and are indexed by owner UID.
-func New(d Deps) (*Controller, error) {
+func New(d wiring.Deps) (*Controller, error) {
 	c := &Controller{client: d.Client, replayInitialList: d.QueueOptions.DisableInitialDelay}
 	base, err := d.NewBase(workload.Spec{
 		Name: Name, Owner: Kind, PodLabel: pub.CloneSetInstanceID, Revisions: true, InPlace: true, StatusInterval: statusInterval,

@@ -23,6 +23,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // When nearly every instance id is taken, picking ids ends (with fewer than
@@ -72,7 +73,7 @@ func TestSyncCreatesAtMostBurstReplicas(t *testing.T) {
 	creates := testenv.AnswerPodCreates(kube, 2*burstReplicas)
 	kubeInf := informers.NewSharedInformerFactory(kube, 0)
 	inf := flotillainformers.NewSharedInformerFactory(client, 0)
-	c, err := New(Deps{
+	c, err := New(wiring.Deps{
 		Kube: kube, Client: client, KubeInformers: kubeInf, Informers: inf,
 		Gates: features.MustNewGate(features.CloneSetShortHash, features.CloneSetPartitionRollback, features.PreDownloadImageForInPlaceUpdate),
 		Clock: clock.RealClock{}, Recorder: record.NewFakeRecorder(1000),

@@ -26,6 +26,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 	"github.com/flotilla-dev/flotilla/kit/revision"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // syncFixture is CloneSet ns/web (testCloneSet) with its revisions and pods
@@ -98,7 +99,7 @@ func (f *syncFixture) run() []string {
 		f.client = flotillafake.NewSimpleClientset(f.cs)
 		f.pc = podcontrol.NewFake()
 		f.inf = flotillainformers.NewSharedInformerFactory(f.client, 0)
-		c, err := New(Deps{
+		c, err := New(wiring.Deps{
 			Kube: f.kube, Client: f.client, PodControl: f.pc,
 			Gates: features.MustNewGate(features.CloneSetShortHash, features.CloneSetPartitionRollback,
 				features.PreDownloadImageForInPlaceUpdate, features.RecreatePodWhenChangeVCTInCloneSetGate),

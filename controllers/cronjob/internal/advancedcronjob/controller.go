@@ -18,9 +18,9 @@ import (
 
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/deps"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // Name is the controller's name in logs and the name of its work queue (and queue metrics).
@@ -47,7 +47,7 @@ var _ kitapp.Controller = (*Controller)(nil)
 
 // New requests the informers the reconciler needs from d's factories, registers its event handlers and returns
 // it. Nothing starts until the factories are started and Run is called.
-func New(d deps.Deps) (*Controller, error) {
+func New(d wiring.Deps) (*Controller, error) {
 	if d.Client == nil || d.Kube == nil || d.Informers == nil || d.KubeInformers == nil || d.Recorder == nil {
 		return nil, errors.New("advancedcronjob: clients, informer factories and an event recorder are required")
 	}

@@ -28,8 +28,8 @@ import (
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	flotillafake "github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
-	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/deps"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // fixture is a Controller over fake clientsets whose caches are seeded by hand (never started), driven by a fake
@@ -61,7 +61,7 @@ func newFixture(t *testing.T, now string, acj *appsv1alpha1.AdvancedCronJob, kid
 	f.client = flotillafake.NewSimpleClientset(flotObjs...) //nolint:staticcheck // NewClientset lacks the CRD schemas for its field manager
 	kubeInf := informers.NewSharedInformerFactory(f.kube, 0)
 	flotInf := flotillainformers.NewSharedInformerFactory(f.client, 0)
-	c, err := New(deps.Deps{
+	c, err := New(wiring.Deps{
 		Kube: f.kube, Client: f.client, KubeInformers: kubeInf, Informers: flotInf, Clock: f.clock, Recorder: f.recorder,
 		QueueOptions: controller.DefaultQueueOptions(), QueueConfig: controller.QueueConfig{Clock: f.clock},
 	})

@@ -14,9 +14,9 @@ import (
 
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/deps"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
@@ -44,7 +44,7 @@ var _ kitapp.Controller = (*Controller)(nil)
 // Only pods carrying the broadcastjob-controller-uid label are listed and cached (server-side label selector),
 // slimmed (keeping what decides whether a pod fits its node, and restart counts) and indexed by owner UID. If another reconciler registered
 // the factory's Pod informer first, that one is used as is (a superset) and only the index is added.
-func New(d deps.Deps) (*Controller, error) {
+func New(d wiring.Deps) (*Controller, error) {
 	c := &Controller{client: d.Client}
 	wd := d.Workload()
 	wd.ExpectationTimeout = ExpectationTTL

@@ -25,9 +25,9 @@ import (
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
-	"github.com/flotilla-dev/flotilla/controllers/cronjob/internal/deps"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // fixture is a Controller over fake clientsets whose caches the test seeds directly (informers never start), with
@@ -59,7 +59,7 @@ func newFixture(t *testing.T, job *appsv1alpha1.BroadcastJob, nodes ...*corev1.N
 	})
 	f.kubeInf = informers.NewSharedInformerFactory(f.kube, 0)
 	f.flotInf = flotillainformers.NewSharedInformerFactory(f.client, 0)
-	c, err := New(deps.Deps{Kube: f.kube, Client: f.client, KubeInformers: f.kubeInf, Informers: f.flotInf, Clock: f.clock,
+	c, err := New(wiring.Deps{Kube: f.kube, Client: f.client, KubeInformers: f.kubeInf, Informers: f.flotInf, Clock: f.clock,
 		Recorder: f.recorder, QueueOptions: controller.DefaultQueueOptions(), QueueConfig: controller.QueueConfig{Clock: f.clock}})
 	require.NoError(t, err)
 	f.c = c

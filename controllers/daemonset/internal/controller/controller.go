@@ -45,9 +45,6 @@ const (
 	failedPodsBackoffMax  = 15 * time.Minute
 )
 
-// Deps are the reconciler's collaborators (kit/wiring builds them).
-type Deps = wiring.Deps
-
 // Controller reconciles Advanced DaemonSets. Beside kit/workload.Base it
 // keeps nodes and their cached eligibility verdicts, and what placing one
 // pod per node needs: deletion and per-node creation expectations, the
@@ -77,7 +74,7 @@ var _ kitapp.Controller = (*Controller)(nil)
 // (controller-revision-hash), so most pods of other workloads never reach
 // this process's memory, slimmed (with the node a pod is pinned to) and
 // indexed by owner UID. Nodes are cached without their image lists.
-func New(d Deps) (*Controller, error) {
+func New(d wiring.Deps) (*Controller, error) {
 	c := &Controller{
 		client: d.Client, placement: newPlacementCache(), rejected: &rejections{byUID: map[types.UID]rejection{}},
 		backoff: flowcontrol.NewFakeBackOff(failedPodsBackoffBase, failedPodsBackoffMax, d.Clock), // "Fake" only means "with this clock"

@@ -29,6 +29,7 @@ import (
 	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"github.com/flotilla-dev/flotilla/kit/revision"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // syncFixture is one DaemonSet "ds" in namespace "ns" over nodes and pods
@@ -87,7 +88,7 @@ func (f *syncFixture) start() {
 	f.kube = kubefake.NewClientset(objs...)
 	f.clock = clocktesting.NewFakeClock(t0.Add(time.Hour))
 	client := flotillafake.NewSimpleClientset(f.ds)
-	d := Deps{
+	d := wiring.Deps{
 		Kube: f.kube, Client: client,
 		KubeInformers: informers.NewSharedInformerFactory(f.kube, 0),
 		Informers:     flotillainformers.NewSharedInformerFactory(client, 0),

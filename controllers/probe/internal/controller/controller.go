@@ -46,9 +46,6 @@ const Finalizer = "kruise.io/node-pod-probe-cleanup"
 // nodeIndex indexes pods by spec.nodeName.
 const nodeIndex = "spec.nodeName"
 
-// Deps are the reconciler's collaborators (kit/wiring builds them).
-type Deps = wiring.Deps
-
 // Controller reconciles PodProbeMarkers and NodePodProbes.
 type Controller struct {
 	client    versioned.Interface
@@ -98,10 +95,10 @@ var _ kitapp.Controller = (*Controller)(nil)
 
 // New requests the informers it needs from d's factories, registers the
 // event handlers and returns the reconciler. Nothing is started.
-func New(d Deps) (*Controller, error) { return NewWithOptions(d, Options{}) }
+func New(d wiring.Deps) (*Controller, error) { return NewWithOptions(d, Options{}) }
 
 // NewWithOptions is New with o.
-func NewWithOptions(d Deps, o Options) (*Controller, error) {
+func NewWithOptions(d wiring.Deps, o Options) (*Controller, error) {
 	ppmInf := d.Informers.Apps().V1alpha1().PodProbeMarkers()
 	nppInf := d.Informers.Apps().V1alpha1().NodePodProbes()
 	nodeInf := d.KubeInformers.Core().V1().Nodes()

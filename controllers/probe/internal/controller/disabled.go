@@ -16,6 +16,7 @@ import (
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // ReasonDisabled is the reason of the Warning event a PodProbeMarker gets
@@ -40,7 +41,7 @@ type Disabled struct {
 var _ kitapp.Controller = (*Disabled)(nil)
 
 // NewDisabled watches PodProbeMarkers; why ends the events' message.
-func NewDisabled(d Deps, why string) (*Disabled, error) {
+func NewDisabled(d wiring.Deps, why string) (*Disabled, error) {
 	inf := d.Informers.Apps().V1alpha1().PodProbeMarkers()
 	queue := controller.NewQueue[types.NamespacedName](Name+"-disabled", d.QueueOptions, d.QueueConfig)
 	c := &Disabled{client: d.Client, markers: inf.Lister(), recorder: d.Recorder, why: why, synced: inf.Informer().HasSynced}

@@ -22,6 +22,7 @@ import (
 	flotillafake "github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // Fixture-and-actions tests of both syncs, sample-controller style: the
@@ -53,7 +54,7 @@ func newProbeFixture(t *testing.T, objs ...runtime.Object) *probeFixture {
 	kubeInf := informers.NewSharedInformerFactory(f.kube, 0)
 	flotInf := flotillainformers.NewSharedInformerFactory(f.client, 0)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
-	c, err := New(Deps{Kube: f.kube, Client: f.client, KubeInformers: kubeInf, Informers: flotInf, Clock: clk,
+	c, err := New(wiring.Deps{Kube: f.kube, Client: f.client, KubeInformers: kubeInf, Informers: flotInf, Clock: clk,
 		Recorder: record.NewFakeRecorder(100), QueueOptions: controller.DefaultQueueOptions(), QueueConfig: controller.QueueConfig{Clock: clk}})
 	require.NoError(t, err)
 	t.Cleanup(c.nodeQueue.ShutDown)

@@ -32,9 +32,6 @@ import (
 // Name is the reconciler's name: queue name, log key, event source.
 const Name = "statefulset"
 
-// Deps are the reconciler's collaborators (kit/wiring builds them).
-type Deps = wiring.Deps
-
 // Controller reconciles Advanced StatefulSets. Beside kit/workload.Base it
 // keeps the claim cache (claims are found by name) and the scale
 // expectations of pods and claims.
@@ -56,7 +53,7 @@ var _ kitapp.Controller = (*Controller)(nil)
 // reach this process's memory, slimmed and indexed by owner UID (and
 // orphans, for adoption). Claims are looked up by name: a set's claims
 // carry no label of their own.
-func New(d Deps) (*Controller, error) {
+func New(d wiring.Deps) (*Controller, error) {
 	c := &Controller{client: d.Client}
 	base, err := d.NewBase(workload.Spec{
 		Name: Name, Owner: Kind, PodLabel: pub.StatefulSetPodNameLabel, Revisions: true, InPlace: true,

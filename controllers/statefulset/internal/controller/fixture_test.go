@@ -30,6 +30,7 @@ import (
 	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/revision"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // syncFixture is one Advanced StatefulSet "web" in namespace "ns" with its
@@ -171,7 +172,7 @@ func (f *syncFixture) run() []string {
 	_, err := features.Resolve(gate)
 	require.NoError(f.t, err)
 	recorder := record.NewFakeRecorder(4 * burstReplicas) // room for a burst of creations; a full recorder blocks
-	d := Deps{
+	d := wiring.Deps{
 		Kube:          f.kube,
 		Client:        f.client,
 		KubeInformers: informers.NewSharedInformerFactory(f.kube, 0),

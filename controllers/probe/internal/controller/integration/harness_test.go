@@ -26,6 +26,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -78,7 +79,7 @@ func (h *harness) start() func() {
 
 // deps are the reconciler's collaborators for this test, its gates as the
 // binary's with PodProbeMarkerGate and KruiseDaemon on.
-func (h *harness) deps() controller.Deps {
+func (h *harness) deps() wiring.Deps {
 	return h.Deps("probe-test", h.Gates([]featuregate.Feature{features.PodProbeMarkerGate, features.KruiseDaemon},
 		map[featuregate.Feature]bool{features.KruiseDaemon: true}))
 }
