@@ -49,7 +49,9 @@ podprobemarker() { # with a real node: the Deployment's two game-server pods mat
     [ -n "$s" ] && [ "${s%%/*}" = "$(cut -d/ -f2 <<<"$s")" ]; return
   fi
   idle=$(kubectl -n $ns get pods -l app=game-server,gameserver-idle=true -o name 2>/dev/null | wc -l)
-  echo "generation/observedGeneration/matchedPods=$s podsMarkedIdle=$idle"
+  # The pods' phases (and reasons: Evicted when the real node is short of disk) make a failure readable.
+  pods=$(kubectl -n $ns get pods -l app=game-server -o 'jsonpath={range .items[*]}{.status.phase}({.status.reason}){" "}{end}' 2>/dev/null | sed 's/()//g' || true)
+  echo "generation/observedGeneration/matchedPods=$s podsMarkedIdle=$idle gameServers=[${pods% }]"
   # At least the Deployment's two (test/e2e/install adds a pod of its own that the marker also matches).
   [ "${s%%/*}" = "$(cut -d/ -f2 <<<"$s")" ] && [ "${s##*/}" -ge 2 ] 2>/dev/null && [ "$idle" = 2 ]
 }
