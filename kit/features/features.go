@@ -41,6 +41,10 @@ const (
 	CloneSetPartitionRollback featuregate.Feature = "CloneSetPartitionRollback"
 	// ResourcesDeletionProtection enables the delete-protection webhooks.
 	ResourcesDeletionProtection featuregate.Feature = "ResourcesDeletionProtection"
+	// DeletionProtectionForCRDCascadingGate lets delete-protection=Cascading
+	// on a CustomResourceDefinition check for existing objects (off: such a
+	// deletion is refused, as in OpenKruise).
+	DeletionProtectionForCRDCascadingGate featuregate.Feature = "DeletionProtectionForCRDCascadingGate"
 	// PodUnavailableBudgetDeleteGate makes PUB protect pod deletion/eviction
 	// (and is one of the two gates that let the PUB controller run).
 	PodUnavailableBudgetDeleteGate featuregate.Feature = "PodUnavailableBudgetDeleteGate"
@@ -110,6 +114,7 @@ var specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	PreDownloadImageForInPlaceUpdate:          {Default: false, PreRelease: featuregate.Alpha},
 	CloneSetPartitionRollback:                 {Default: false, PreRelease: featuregate.Alpha},
 	ResourcesDeletionProtection:               {Default: false, PreRelease: featuregate.Beta},
+	DeletionProtectionForCRDCascadingGate:     {Default: false, PreRelease: featuregate.Alpha},
 	PodUnavailableBudgetDeleteGate:            {Default: true, PreRelease: featuregate.Beta},
 	PodUnavailableBudgetUpdateGate:            {Default: false, PreRelease: featuregate.Alpha},
 	TemplateNoDefaults:                        {Default: false, PreRelease: featuregate.Alpha},
@@ -157,8 +162,10 @@ type Rule struct {
 // Dropped, because Flotilla has no component they would affect:
 // DaemonWatchingPod, ImagePullJobGate (and "either PreDownload gate ⇒
 // ImagePullJobGate=true"), WorkloadSpread, EnhancedLivenessProbe,
-// ResourceDistributionGate, and "ResourcesDeletionProtection=false ⇒
-// DeletionProtectionForCRDCascadingGate=false".
+// ResourceDistributionGate.
+//
+// Also kept: ResourcesDeletionProtection=false ⇒
+// DeletionProtectionForCRDCascadingGate is off (deletionprotection-controller).
 var DependencyRules = []Rule{
 	{When: PodWebhook, Forced: []featuregate.Feature{
 		KruisePodReadinessGate, PodUnavailableBudgetDeleteGate, PodUnavailableBudgetUpdateGate,
@@ -168,6 +175,7 @@ var DependencyRules = []Rule{
 		PreDownloadImageForInPlaceUpdate, PreDownloadImageForDaemonSetUpdate,
 		InPlaceUpdateEnvFromMetadata, PodProbeMarkerGate, SidecarTerminator,
 	}},
+	{When: ResourcesDeletionProtection, Forced: []featuregate.Feature{DeletionProtectionForCRDCascadingGate}},
 }
 
 // Known returns every gate name this package knows, sorted.

@@ -90,6 +90,14 @@ func TestResolve(t *testing.T) {
 		assert.Equal(t, []featuregate.Feature{PodProbeMarkerGate}, forced)
 		assert.True(t, g.Enabled(EnablePodProbeMarkerOnServerless))
 	})
+	t.Run("ResourcesDeletionProtection off forces the CRD cascading check off", func(t *testing.T) {
+		g := MustNewGate(ResourcesDeletionProtection, DeletionProtectionForCRDCascadingGate)
+		require.NoError(t, g.Set("DeletionProtectionForCRDCascadingGate=true"))
+		forced, err := Resolve(g)
+		require.NoError(t, err)
+		assert.Equal(t, []featuregate.Feature{DeletionProtectionForCRDCascadingGate}, forced)
+		assert.False(t, g.Enabled(DeletionProtectionForCRDCascadingGate))
+	})
 	t.Run("rule without registered trigger does nothing", func(t *testing.T) {
 		g := MustNewGate(InPlaceUpdateEnvFromMetadata)
 		forced, err := Resolve(g)
