@@ -36,8 +36,12 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=apps.kruise.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("AdaptiveUnitedDeploymentStrategy"):
+		return &appsv1alpha1.AdaptiveUnitedDeploymentStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("AdvancedCronJob"):
 		return &appsv1alpha1.AdvancedCronJobApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("AdvancedStatefulSetTemplateSpec"):
+		return &appsv1alpha1.AdvancedStatefulSetTemplateSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BroadcastJob"):
 		return &appsv1alpha1.BroadcastJobApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CloneSet"):
@@ -50,6 +54,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.CloneSetSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CloneSetStatus"):
 		return &appsv1alpha1.CloneSetStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CloneSetTemplateSpec"):
+		return &appsv1alpha1.CloneSetTemplateSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CloneSetUpdateStrategy"):
 		return &appsv1alpha1.CloneSetUpdateStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ContainerProbe"):
@@ -66,8 +72,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.DaemonSetStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DaemonSetUpdateStrategy"):
 		return &appsv1alpha1.DaemonSetUpdateStrategyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DeploymentTemplateSpec"):
+		return &appsv1alpha1.DeploymentTemplateSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ImagePullJob"):
 		return &appsv1alpha1.ImagePullJobApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ManualUpdate"):
+		return &appsv1alpha1.ManualUpdateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NodePodProbe"):
 		return &appsv1alpha1.NodePodProbeApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NodePodProbeSpec"):
@@ -88,6 +98,20 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.PodProbeStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ProbeMarkerPolicy"):
 		return &appsv1alpha1.ProbeMarkerPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceDistribution"):
+		return &appsv1alpha1.ResourceDistributionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceDistributionCondition"):
+		return &appsv1alpha1.ResourceDistributionConditionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceDistributionNamespace"):
+		return &appsv1alpha1.ResourceDistributionNamespaceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceDistributionSpec"):
+		return &appsv1alpha1.ResourceDistributionSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceDistributionStatus"):
+		return &appsv1alpha1.ResourceDistributionStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceDistributionTargetNamespaces"):
+		return &appsv1alpha1.ResourceDistributionTargetNamespacesApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceDistributionTargets"):
+		return &appsv1alpha1.ResourceDistributionTargetsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RollingUpdateDaemonSet"):
 		return &appsv1alpha1.RollingUpdateDaemonSetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SidecarSet"):
@@ -96,6 +120,32 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.SidecarSetSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StatefulSet"):
 		return &appsv1alpha1.StatefulSetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("StatefulSetTemplateSpec"):
+		return &appsv1alpha1.StatefulSetTemplateSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Subset"):
+		return &appsv1alpha1.SubsetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SubsetTemplate"):
+		return &appsv1alpha1.SubsetTemplateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Topology"):
+		return &appsv1alpha1.TopologyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UnitedDeployment"):
+		return &appsv1alpha1.UnitedDeploymentApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UnitedDeploymentCondition"):
+		return &appsv1alpha1.UnitedDeploymentConditionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UnitedDeploymentScheduleStrategy"):
+		return &appsv1alpha1.UnitedDeploymentScheduleStrategyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UnitedDeploymentSpec"):
+		return &appsv1alpha1.UnitedDeploymentSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UnitedDeploymentStatus"):
+		return &appsv1alpha1.UnitedDeploymentStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UnitedDeploymentSubsetCondition"):
+		return &appsv1alpha1.UnitedDeploymentSubsetConditionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UnitedDeploymentSubsetStatus"):
+		return &appsv1alpha1.UnitedDeploymentSubsetStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UnitedDeploymentUpdateStrategy"):
+		return &appsv1alpha1.UnitedDeploymentUpdateStrategyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UpdateStatus"):
+		return &appsv1alpha1.UpdateStatusApplyConfiguration{}
 
 		// Group=apps.kruise.io, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithKind("AdvancedCronJob"):

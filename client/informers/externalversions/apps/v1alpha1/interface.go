@@ -38,10 +38,14 @@ type Interface interface {
 	NodePodProbes() TypedNodePodProbeInformer
 	// PodProbeMarkers returns a PodProbeMarkerInformer.
 	PodProbeMarkers() TypedPodProbeMarkerInformer
+	// ResourceDistributions returns a ResourceDistributionInformer.
+	ResourceDistributions() TypedResourceDistributionInformer
 	// SidecarSets returns a SidecarSetInformer.
 	SidecarSets() TypedSidecarSetInformer
 	// StatefulSets returns a StatefulSetInformer.
 	StatefulSets() TypedStatefulSetInformer
+	// UnitedDeployments returns a UnitedDeploymentInformer.
+	UnitedDeployments() TypedUnitedDeploymentInformer
 }
 
 type version struct {
@@ -90,6 +94,11 @@ func (v *version) PodProbeMarkers() TypedPodProbeMarkerInformer {
 	return &podProbeMarkerInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
+// ResourceDistributions returns a TypedResourceDistributionInformer.
+func (v *version) ResourceDistributions() TypedResourceDistributionInformer {
+	return &resourceDistributionInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
 // SidecarSets returns a TypedSidecarSetInformer.
 func (v *version) SidecarSets() TypedSidecarSetInformer {
 	return &sidecarSetInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
@@ -98,4 +107,9 @@ func (v *version) SidecarSets() TypedSidecarSetInformer {
 // StatefulSets returns a TypedStatefulSetInformer.
 func (v *version) StatefulSets() TypedStatefulSetInformer {
 	return &statefulSetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// UnitedDeployments returns a TypedUnitedDeploymentInformer.
+func (v *version) UnitedDeployments() TypedUnitedDeploymentInformer {
+	return &unitedDeploymentInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

@@ -35,8 +35,10 @@ type AppsV1alpha1Interface interface {
 	ImagePullJobsGetter
 	NodePodProbesGetter
 	PodProbeMarkersGetter
+	ResourceDistributionsGetter
 	SidecarSetsGetter
 	StatefulSetsGetter
+	UnitedDeploymentsGetter
 }
 
 // AppsV1alpha1Client is used to interact with features provided by the apps.kruise.io group.
@@ -72,12 +74,20 @@ func (c *AppsV1alpha1Client) PodProbeMarkers(namespace string) PodProbeMarkerInt
 	return newPodProbeMarkers(c, namespace)
 }
 
+func (c *AppsV1alpha1Client) ResourceDistributions() ResourceDistributionInterface {
+	return newResourceDistributions(c)
+}
+
 func (c *AppsV1alpha1Client) SidecarSets() SidecarSetInterface {
 	return newSidecarSets(c)
 }
 
 func (c *AppsV1alpha1Client) StatefulSets(namespace string) StatefulSetInterface {
 	return newStatefulSets(c, namespace)
+}
+
+func (c *AppsV1alpha1Client) UnitedDeployments(namespace string) UnitedDeploymentInterface {
+	return newUnitedDeployments(c, namespace)
 }
 
 // NewForConfig creates a new AppsV1alpha1Client for the given config.

@@ -56,12 +56,20 @@ func (c *FakeAppsV1alpha1) PodProbeMarkers(namespace string) v1alpha1.PodProbeMa
 	return newFakePodProbeMarkers(c, namespace)
 }
 
+func (c *FakeAppsV1alpha1) ResourceDistributions() v1alpha1.ResourceDistributionInterface {
+	return newFakeResourceDistributions(c)
+}
+
 func (c *FakeAppsV1alpha1) SidecarSets() v1alpha1.SidecarSetInterface {
 	return newFakeSidecarSets(c)
 }
 
 func (c *FakeAppsV1alpha1) StatefulSets(namespace string) v1alpha1.StatefulSetInterface {
 	return newFakeStatefulSets(c, namespace)
+}
+
+func (c *FakeAppsV1alpha1) UnitedDeployments(namespace string) v1alpha1.UnitedDeploymentInterface {
+	return newFakeUnitedDeployments(c, namespace)
 }
 
 // RESTClient returns a RESTClient that is used to communicate
