@@ -32,8 +32,6 @@ type NodePodProbeExpansion interface{}
 
 type PodProbeMarkerExpansion interface{}
 
-type ResourceDistributionExpansion interface{}
-
 type SidecarSetExpansion interface{}
 
 type StatefulSetExpansion interface{}
