@@ -45,6 +45,11 @@ const (
 	// on a CustomResourceDefinition check for existing objects (off: such a
 	// deletion is refused, as in OpenKruise).
 	DeletionProtectionForCRDCascadingGate featuregate.Feature = "DeletionProtectionForCRDCascadingGate"
+	// ResourceDistributionGate lets resourcedistribution-controller run (off:
+	// the binary logs so and runs nothing). OpenKruise's default, off, is
+	// kept so a --feature-gates value means the same; Flotilla's
+	// resourcedistribution overlay, chart and make run turn it on.
+	ResourceDistributionGate featuregate.Feature = "ResourceDistributionGate"
 	// PodUnavailableBudgetDeleteGate makes PUB protect pod deletion/eviction
 	// (and is one of the two gates that let the PUB controller run).
 	PodUnavailableBudgetDeleteGate featuregate.Feature = "PodUnavailableBudgetDeleteGate"
@@ -115,6 +120,7 @@ var specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	CloneSetPartitionRollback:                 {Default: false, PreRelease: featuregate.Alpha},
 	ResourcesDeletionProtection:               {Default: false, PreRelease: featuregate.Beta},
 	DeletionProtectionForCRDCascadingGate:     {Default: false, PreRelease: featuregate.Alpha},
+	ResourceDistributionGate:                  {Default: false, PreRelease: featuregate.Alpha},
 	PodUnavailableBudgetDeleteGate:            {Default: true, PreRelease: featuregate.Beta},
 	PodUnavailableBudgetUpdateGate:            {Default: false, PreRelease: featuregate.Alpha},
 	TemplateNoDefaults:                        {Default: false, PreRelease: featuregate.Alpha},
@@ -161,8 +167,7 @@ type Rule struct {
 //
 // Dropped, because Flotilla has no component they would affect:
 // DaemonWatchingPod, ImagePullJobGate (and "either PreDownload gate ⇒
-// ImagePullJobGate=true"), WorkloadSpread, EnhancedLivenessProbe,
-// ResourceDistributionGate.
+// ImagePullJobGate=true"), WorkloadSpread, EnhancedLivenessProbe.
 //
 // Also kept: ResourcesDeletionProtection=false ⇒
 // DeletionProtectionForCRDCascadingGate is off (deletionprotection-controller).
