@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,18 +55,20 @@ type harness struct {
 	*lab.Lab
 	ID  string
 	dyn dynamic.Interface
+	// crds numbers the CRDs the test creates (each its own group).
+	crds *atomic.Int32
 }
 
 func newHarness(t *testing.T) *harness {
 	l := lab.New(t, timeout)
-	return &harness{Lab: l, ID: utilrand.String(8), dyn: l.Env.Dynamic()}
+	return &harness{Lab: l, ID: utilrand.String(8), dyn: l.Env.Dynamic(), crds: &atomic.Int32{}}
 }
 
 // sub is h for subtest t (its failures stop t, not the parent).
 func (h *harness) sub(t *testing.T) *harness {
 	l := *h.Lab
 	l.T = t
-	return &harness{Lab: &l, ID: h.ID, dyn: h.dyn}
+	return &harness{Lab: &l, ID: h.ID, dyn: h.dyn, crds: h.crds}
 }
 
 // component reads the objects of file in deploy/components/deletion-protection.
@@ -193,7 +196,7 @@ func (h *harness) protectedNamespace(value string) string {
 // removed and it is deleted. It returns the CRD and its objects' resource.
 func (h *harness) protectedCRD(value string) (string, schema.GroupVersionResource) {
 	h.T.Helper()
-	group := "dp-" + strings.ToLower(h.ID) + ".flotilla.dev"
+	group := fmt.Sprintf("dp-%s-%d.flotilla.dev", strings.ToLower(h.ID), h.crds.Add(1))
 	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
 	crd := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
