@@ -23,7 +23,7 @@ const Name = "deletionprotection-controller"
 
 // Binary describes deletionprotection-controller to the kit/app shell
 // (kit/wiring.Webhook). Its gates are OpenKruise's two deletion-protection
-// gates, at OpenKruise's defaults (off); deploy/components/deletion-protection-gates
+// gates, at OpenKruise's defaults (off); deploy/components/deletionprotection-gates
 // turns both on wherever the feature is installed.
 func Binary() kitapp.Binary {
 	return wiring.Webhook(wiring.WebhookBinary{

@@ -1,6 +1,6 @@
 // Package integration runs deletion protection against the real local
 // control plane: the component's ValidatingAdmissionPolicies, applied from
-// deploy/components/deletion-protection, and the webhook, served in-process
+// deploy/components/deletionprotection, and the webhook, served in-process
 // and called by the real API server over TLS through the component's
 // webhook configuration. Every object a test creates carries a label unique
 // to the test, and the test's copies of the policies and the configuration
@@ -71,10 +71,10 @@ func (h *harness) sub(t *testing.T) *harness {
 	return &harness{Lab: &l, ID: h.ID, dyn: h.dyn, crds: h.crds}
 }
 
-// component reads the objects of file in deploy/components/deletion-protection.
+// component reads the objects of file in deploy/components/deletionprotection.
 func (h *harness) component(file string) []*unstructured.Unstructured {
 	h.T.Helper()
-	data, err := os.ReadFile(filepath.Join(h.Env.RepoRoot, "deploy/components/deletion-protection", file))
+	data, err := os.ReadFile(filepath.Join(h.Env.RepoRoot, "deploy/components/deletionprotection", file))
 	require.NoError(h.T, err)
 	dec := yamlutil.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []*unstructured.Unstructured

@@ -4,7 +4,7 @@
 // and serves that decision as an admission webhook. The decisions CEL can
 // make on the old object alone (Always on every kind, Cascading on
 // workloads) are ValidatingAdmissionPolicies in
-// deploy/components/deletion-protection; the messages here and there are
+// deploy/components/deletionprotection; the messages here and there are
 // OpenKruise's.
 package protect
 

@@ -26,7 +26,7 @@ const (
 	CRDPath          = "/validate-customresourcedefinition"
 	CRDHandler       = "crd-deletion-protection"
 	// ConfigName is the ValidatingWebhookConfiguration of
-	// deploy/components/deletion-protection.
+	// deploy/components/deletionprotection.
 	ConfigName = "flotilla-deletion-protection"
 )
 
