@@ -1,0 +1,64 @@
+package controller
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
+)
+
+// addHandlers maps informer events to UnitedDeployment keys:
+//   - a UnitedDeployment's own events enqueue it;
+//   - a subset workload it controls enqueues it on every change (its status feeds the UnitedDeployment's) and
+//     on deletion (the subset must be re-created);
+//   - a pod of a subset enqueues the UnitedDeployments of its namespace whose selector matches it: the updated
+//     and ready counts are read from pods, and the pod cache may catch up after the workload's status did.
+func (c *Controller) addHandlers(uds, pods cache.SharedIndexInformer) error {
+	if _, err := uds.AddEventHandler(kitcontroller.NewKeyHandler(c.queue)); err != nil {
+		return fmt.Errorf("watch UnitedDeployments: %w", err)
+	}
+	owner := kitcontroller.OwnerKind{Group: appsv1alpha1.GroupName, Kind: "UnitedDeployment"}
+	for k, w := range c.kinds {
+		if _, err := w.informer().AddEventHandler(kitcontroller.NewOwnerHandler(owner, c.queue, nil)); err != nil {
+			return fmt.Errorf("watch %ss: %w", k, err)
+		}
+	}
+	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueuePodOwners(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueuePodOwners(obj) },
+		DeleteFunc: func(obj any) { c.enqueuePodOwners(obj) },
+	}); err != nil {
+		return fmt.Errorf("watch pods: %w", err)
+	}
+	return nil
+}
+
+func (c *Controller) enqueuePodOwners(obj any) {
+	p, ok := kitcontroller.PodOf(obj)
+	if !ok {
+		return
+	}
+	for _, key := range c.podOwners(p) {
+		c.queue.Enqueue(key)
+	}
+}
+
+// podOwners returns the UnitedDeployments of p's namespace whose selector matches p.
+func (c *Controller) podOwners(p *corev1.Pod) []types.NamespacedName {
+	uds, err := c.uds.UnitedDeployments(p.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []types.NamespacedName
+	for _, ud := range uds {
+		if kitcontroller.SelectorMatches(ud.Spec.Selector, p.Labels) {
+			out = append(out, types.NamespacedName{Namespace: ud.Namespace, Name: ud.Name})
+		}
+	}
+	return out
+}

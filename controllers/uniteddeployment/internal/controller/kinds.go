@@ -1,0 +1,230 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
+	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
+	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
+)
+
+// Observed is what the reconciler reads from one subset workload, whatever its kind.
+type Observed struct {
+	Kind       Kind
+	Obj        metav1.Object // the cached object: read-only
+	SubsetName string        // its apps.kruise.io/subset-name label
+	// SpecReplicas and SpecPartition are what the workload is asked to run.
+	SpecReplicas  int32
+	SpecPartition int32
+	// NoPartition: the workload has no partition to compare (a Deployment, an OnDelete StatefulSet).
+	NoPartition bool
+	// Replicas and ReadyReplicas are what the workload reports.
+	Replicas      int32
+	ReadyReplicas int32
+	Selector      *metav1.LabelSelector
+}
+
+// Revision is the UnitedDeployment revision the workload was last written from.
+func (o Observed) Revision() string {
+	return o.Obj.GetLabels()[appsv1alpha1.UnitedDeploymentRevisionLabelKey]
+}
+
+// Patch is the subset patch the workload was last written with.
+func (o Observed) Patch() string {
+	return o.Obj.GetAnnotations()[appsv1alpha1.AnnotationSubsetPatchKey]
+}
+
+// workloads reads and writes the subset workloads of one kind.
+type workloads interface {
+	kind() Kind
+	informer() cache.SharedIndexInformer
+	// controlled returns the workloads whose controllerRef is ud.
+	controlled(ud *appsv1alpha1.UnitedDeployment) ([]Observed, error)
+	// cached reports whether the cache holds the named workload.
+	cached(namespace, name string) bool
+	create(ctx context.Context, d Desired) (metav1.Object, error)
+	update(ctx context.Context, o Observed, d Desired) (metav1.Object, error)
+	delete(ctx context.Context, o Observed) error
+}
+
+// typed implements workloads for one Go type.
+type typed[T interface {
+	metav1.Object
+	comparable
+}] struct {
+	k       Kind
+	inf     cache.SharedIndexInformer
+	empty   func() T
+	copyOf  func(T) T
+	observe func(T) Observed
+	build   func(Desired, T) error
+	cCreate func(ctx context.Context, ns string, obj T) (T, error)
+	cUpdate func(ctx context.Context, ns string, obj T) (T, error)
+	cDelete func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error
+}
+
+func (w *typed[T]) kind() Kind                          { return w.k }
+func (w *typed[T]) informer() cache.SharedIndexInformer { return w.inf }
+
+func (w *typed[T]) controlled(ud *appsv1alpha1.UnitedDeployment) ([]Observed, error) {
+	objs, err := kitcontroller.Controlled[T](w.inf.GetIndexer(), ud)
+	if err != nil {
+		return nil, fmt.Errorf("list %ss of %s/%s: %w", w.k, ud.Namespace, ud.Name, err)
+	}
+	out := make([]Observed, 0, len(objs))
+	for _, o := range objs {
+		if o.GetNamespace() != ud.Namespace {
+			continue
+		}
+		ob := w.observe(o)
+		ob.Kind, ob.Obj, ob.SubsetName = w.k, o, o.GetLabels()[appsv1alpha1.SubSetNameLabelKey]
+		out = append(out, ob)
+	}
+	return out, nil
+}
+
+func (w *typed[T]) cached(namespace, name string) bool {
+	_, ok, err := w.inf.GetIndexer().GetByKey(namespace + "/" + name)
+	return ok && err == nil
+}
+
+func (w *typed[T]) create(ctx context.Context, d Desired) (metav1.Object, error) {
+	obj := w.empty()
+	if err := w.build(d, obj); err != nil {
+		return nil, err
+	}
+	return w.cCreate(ctx, d.UD.Namespace, obj)
+}
+
+func (w *typed[T]) update(ctx context.Context, o Observed, d Desired) (metav1.Object, error) {
+	cur, ok := o.Obj.(T)
+	if !ok {
+		return nil, fmt.Errorf("%s %s: unexpected type %T", w.k, o.Obj.GetName(), o.Obj)
+	}
+	obj := w.copyOf(cur) // the cached object is read-only
+	if err := w.build(d, obj); err != nil {
+		return nil, err
+	}
+	return w.cUpdate(ctx, obj.GetNamespace(), obj)
+}
+
+func (w *typed[T]) delete(ctx context.Context, o Observed) error {
+	// Background: the API server's garbage collector removes the workload's pods (or ReplicaSets) after it.
+	return w.cDelete(ctx, o.Obj.GetNamespace(), o.Obj.GetName(), metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: ptr.To(o.Obj.GetUID())},
+		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
+	})
+}
+
+func newCloneSets(c versioned.Interface, inf cache.SharedIndexInformer) workloads {
+	return &typed[*appsv1alpha1.CloneSet]{
+		k: KindCloneSet, inf: inf,
+		empty:  func() *appsv1alpha1.CloneSet { return &appsv1alpha1.CloneSet{} },
+		copyOf: (*appsv1alpha1.CloneSet).DeepCopy,
+		observe: func(cs *appsv1alpha1.CloneSet) Observed {
+			replicas := ptr.Deref(cs.Spec.Replicas, 1)
+			var partition int32
+			if p := cs.Spec.UpdateStrategy.Partition; p != nil {
+				v, _ := intstr.GetScaledValueFromIntOrPercent(p, int(replicas), true)
+				partition = int32(v)
+			}
+			return Observed{SpecReplicas: replicas, SpecPartition: partition, Replicas: cs.Status.Replicas,
+				ReadyReplicas: cs.Status.ReadyReplicas, Selector: cs.Spec.Selector}
+		},
+		build: Desired.CloneSet,
+		cCreate: func(ctx context.Context, ns string, o *appsv1alpha1.CloneSet) (*appsv1alpha1.CloneSet, error) {
+			return c.AppsV1alpha1().CloneSets(ns).Create(ctx, o, metav1.CreateOptions{})
+		},
+		cUpdate: func(ctx context.Context, ns string, o *appsv1alpha1.CloneSet) (*appsv1alpha1.CloneSet, error) {
+			return c.AppsV1alpha1().CloneSets(ns).Update(ctx, o, metav1.UpdateOptions{})
+		},
+		cDelete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
+			return c.AppsV1alpha1().CloneSets(ns).Delete(ctx, name, opts)
+		},
+	}
+}
+
+func newAdvancedStatefulSets(c versioned.Interface, inf cache.SharedIndexInformer) workloads {
+	return &typed[*appsv1beta1.StatefulSet]{
+		k: KindAdvancedStatefulSet, inf: inf,
+		empty:  func() *appsv1beta1.StatefulSet { return &appsv1beta1.StatefulSet{} },
+		copyOf: (*appsv1beta1.StatefulSet).DeepCopy,
+		observe: func(s *appsv1beta1.StatefulSet) Observed {
+			var partition int32
+			if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+				partition = *ru.Partition
+			}
+			return Observed{SpecReplicas: ptr.Deref(s.Spec.Replicas, 1), SpecPartition: partition, Replicas: s.Status.Replicas,
+				NoPartition:   s.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType,
+				ReadyReplicas: s.Status.ReadyReplicas, Selector: s.Spec.Selector}
+		},
+		build: Desired.AdvancedStatefulSet,
+		cCreate: func(ctx context.Context, ns string, o *appsv1beta1.StatefulSet) (*appsv1beta1.StatefulSet, error) {
+			return c.AppsV1beta1().StatefulSets(ns).Create(ctx, o, metav1.CreateOptions{})
+		},
+		cUpdate: func(ctx context.Context, ns string, o *appsv1beta1.StatefulSet) (*appsv1beta1.StatefulSet, error) {
+			return c.AppsV1beta1().StatefulSets(ns).Update(ctx, o, metav1.UpdateOptions{})
+		},
+		cDelete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
+			return c.AppsV1beta1().StatefulSets(ns).Delete(ctx, name, opts)
+		},
+	}
+}
+
+func newDeployments(k kubernetes.Interface, inf cache.SharedIndexInformer) workloads {
+	return &typed[*appsv1.Deployment]{
+		k: KindDeployment, inf: inf,
+		empty:  func() *appsv1.Deployment { return &appsv1.Deployment{} },
+		copyOf: (*appsv1.Deployment).DeepCopy,
+		observe: func(d *appsv1.Deployment) Observed {
+			return Observed{SpecReplicas: ptr.Deref(d.Spec.Replicas, 1), NoPartition: true, Replicas: d.Status.Replicas,
+				ReadyReplicas: d.Status.ReadyReplicas, Selector: d.Spec.Selector}
+		},
+		build: Desired.Deployment,
+		cCreate: func(ctx context.Context, ns string, o *appsv1.Deployment) (*appsv1.Deployment, error) {
+			return k.AppsV1().Deployments(ns).Create(ctx, o, metav1.CreateOptions{})
+		},
+		cUpdate: func(ctx context.Context, ns string, o *appsv1.Deployment) (*appsv1.Deployment, error) {
+			return k.AppsV1().Deployments(ns).Update(ctx, o, metav1.UpdateOptions{})
+		},
+		cDelete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
+			return k.AppsV1().Deployments(ns).Delete(ctx, name, opts)
+		},
+	}
+}
+
+func newStatefulSets(k kubernetes.Interface, inf cache.SharedIndexInformer) workloads {
+	return &typed[*appsv1.StatefulSet]{
+		k: KindStatefulSet, inf: inf,
+		empty:  func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} },
+		copyOf: (*appsv1.StatefulSet).DeepCopy,
+		observe: func(s *appsv1.StatefulSet) Observed {
+			var partition int32
+			if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+				partition = *ru.Partition
+			}
+			return Observed{SpecReplicas: ptr.Deref(s.Spec.Replicas, 1), SpecPartition: partition, Replicas: s.Status.Replicas,
+				NoPartition:   s.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType,
+				ReadyReplicas: s.Status.ReadyReplicas, Selector: s.Spec.Selector}
+		},
+		build: Desired.StatefulSet,
+		cCreate: func(ctx context.Context, ns string, o *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
+			return k.AppsV1().StatefulSets(ns).Create(ctx, o, metav1.CreateOptions{})
+		},
+		cUpdate: func(ctx context.Context, ns string, o *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
+			return k.AppsV1().StatefulSets(ns).Update(ctx, o, metav1.UpdateOptions{})
+		},
+		cDelete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
+			return k.AppsV1().StatefulSets(ns).Delete(ctx, name, opts)
+		},
+	}
+}

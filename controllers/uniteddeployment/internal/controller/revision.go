@@ -1,0 +1,41 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/revision"
+)
+
+// udKind is the kind the ControllerRevisions' controllerRef names.
+var udKind = appsv1alpha1.SchemeGroupVersion.WithKind("UnitedDeployment")
+
+// RevisionData is the data of ud's ControllerRevision, as OpenKruise writes it: a strategic merge patch that
+// replaces spec.template, {"spec":{"template":{…,"$patch":"replace"}}}, keys sorted. Equal templates give equal
+// bytes, so the revision name (its hash) is the same in Flotilla and OpenKruise for the same template.
+func RevisionData(ud *appsv1alpha1.UnitedDeployment) ([]byte, error) {
+	raw, err := json.Marshal(&ud.Spec.Template)
+	if err != nil {
+		return nil, fmt.Errorf("encode template: %w", err)
+	}
+	var template map[string]any
+	if err := json.Unmarshal(raw, &template); err != nil {
+		return nil, fmt.Errorf("decode template: %w", err)
+	}
+	template["$patch"] = "replace"
+	return json.Marshal(map[string]any{"spec": map[string]any{"template": template}})
+}
+
+// NewRevision returns the unsaved revision of ud's current template, numbered number. Its labels are the
+// template's labels (so a selector over them finds it) plus the hash label.
+func NewRevision(ud *appsv1alpha1.UnitedDeployment, number int64, collisionCount *int32) (*appsv1.ControllerRevision, error) {
+	data, err := RevisionData(ud)
+	if err != nil {
+		return nil, err
+	}
+	labels, _ := templateMeta(ud)
+	return revision.New(ud, udKind, labels, data, number, collisionCount), nil
+}
