@@ -8,6 +8,7 @@ sidecarset-controller: [EnableExternalCerts, EnableSortSidecarContainerByName, K
 pub-controller: [EnableExternalCerts, InPlacePodVerticalScaling, PodUnavailableBudgetDeleteGate, PodUnavailableBudgetUpdateGate, PodWebhook]
 probe-controller: [EnablePodProbeMarkerOnServerless, KruiseDaemon, PodProbeMarkerGate, PodWebhook]
 cronjob-controller: []
+deletionprotection-controller: [DeletionProtectionForCRDCascadingGate, EnableExternalCerts, ResourcesDeletionProtection]
 probe-agent: []
 {{- end -}}
 {{- /* Per values section: the feature switching it, its binary, whether it serves webhooks, the Services in front of it. */ -}}
@@ -19,6 +20,7 @@ sidecarset: {feature: sidecarset, binary: sidecarset-controller, webhook: true, 
 pub: {feature: pub, binary: pub-controller, webhook: true, services: [pub-controller-webhook]}
 probe: {feature: probe, binary: probe-controller, webhook: false, services: []}
 cronjob: {feature: cronjob, binary: cronjob-controller, webhook: false, services: []}
+deletionprotection: {feature: deletionprotection, binary: deletionprotection-controller, webhook: true, services: [deletionprotection-controller-webhook]}
 daemon: {feature: probe, binary: probe-agent, webhook: false, services: []}
 {{- end -}}
 {{- /* Values standing for a variant overlay (gen.Variants): namespace names, checked to be DNS-1123 labels. */ -}}
