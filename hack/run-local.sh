@@ -9,7 +9,7 @@ CLUSTER_DIR=${CLUSTER_DIR:-$ROOT/.cluster}
 RUN=$CLUSTER_DIR/run/controllers
 LOGS=$CLUSTER_DIR/logs
 NS=flotilla-system
-CONTROLLERS=(cloneset statefulset daemonset sidecarset pub probe cronjob deletionprotection)
+CONTROLLERS=(cloneset statefulset daemonset sidecarset pub probe cronjob deletionprotection uniteddeployment)
 export KUBECONFIG=$CLUSTER_DIR/kubeconfig
 mkdir -p "$RUN" "$LOGS"
 

@@ -158,6 +158,13 @@ func TestControllerRBACIsLeastPrivilege(t *testing.T) {
 		{"cronjob", authorizationv1.ResourceAttributes{Verb: "create", Group: "batch", Resource: "jobs", Namespace: "default"}, true},
 		{"cronjob", authorizationv1.ResourceAttributes{Verb: "create", Group: "apps.kruise.io", Resource: "clonesets", Namespace: "default"}, false},
 		{"cronjob", authorizationv1.ResourceAttributes{Verb: "get", Group: "coordination.k8s.io", Resource: "leases", Name: "cloneset-controller", Namespace: f.ns}, false},
+		// UnitedDeployment: writes its subset workloads and its own status, reads pods, never writes them.
+		{"uniteddeployment", authorizationv1.ResourceAttributes{Verb: "create", Group: "apps", Resource: "deployments", Namespace: "default"}, true},
+		{"uniteddeployment", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "clonesets", Namespace: "default"}, true},
+		{"uniteddeployment", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "uniteddeployments", Subresource: "status", Namespace: "default"}, true},
+		{"uniteddeployment", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "uniteddeployments", Namespace: "default"}, false},
+		{"uniteddeployment", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
+		{"uniteddeployment", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "clonesets", Subresource: "status", Namespace: "default"}, false},
 	}
 	for _, tc := range cases {
 		name := fmt.Sprintf("%s %s %s/%s", tc.controller, tc.attrs.Verb, tc.attrs.Resource, tc.attrs.Subresource)
