@@ -15,8 +15,9 @@ import (
 )
 
 // addHandlers maps informer events to ResourceDistribution keys:
-//   - a distribution's add and delete, and an update that changes its generation (spec) or its deletion, enqueue
-//     it at once; status-only updates (our own writes) do not, as in OpenKruise;
+//   - a distribution's add, update (resyncs aside) and delete enqueue it at once. OpenKruise ignores
+//     status-only updates; here they also end the wait of a sync that found the cache behind our own status
+//     write (sync skips a distribution until the cache shows that write, instead of failing on a conflict);
 //   - a namespace created, deleted, or whose labels or terminating state change enqueues every distribution
 //     it matches before or after (a namespace event names no distribution, so each is tested against the
 //     cached distributions: cheap, there are few);
@@ -28,12 +29,13 @@ func (c *Controller) addHandlers(rds, nss, secrets, configMaps cache.SharedIndex
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*appsv1alpha1.ResourceDistribution)
 			n, ok2 := newObj.(*appsv1alpha1.ResourceDistribution)
-			if !ok1 || !ok2 || o.Generation != n.Generation || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) {
+			if !ok1 || !ok2 || o.ResourceVersion != n.ResourceVersion {
 				c.enqueueRD(newObj)
 			}
 		},
 		DeleteFunc: func(obj any) {
 			if o, ok := controller.ObjectOf(obj); ok {
+				c.written.Delete(o.GetUID())
 				c.forget(o.GetName())
 			}
 			c.enqueueRD(obj)

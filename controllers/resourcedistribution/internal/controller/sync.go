@@ -31,6 +31,12 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if rd.DeletionTimestamp != nil {
 		return nil
 	}
+	if ok, wait := c.written.Satisfied(rd); !ok {
+		// Our last status write is not in the cache yet: acting on this copy would fail the next status write
+		// on a conflict. Its update event requeues the distribution; the delay is the fallback.
+		c.queue.AddAfter(key, wait)
+		return nil
+	}
 	src, err := parseSource(rd)
 	if err != nil {
 		c.recorder.Event(rd, corev1.EventTypeWarning, "InvalidResource", err.Error())
@@ -67,9 +73,10 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if statusChanged(&rd.Status, &st) {
 		next := rd.DeepCopy()
 		next.Status = st
-		if _, err := c.client.AppsV1alpha1().ResourceDistributions().UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+		if written, err := c.client.AppsV1alpha1().ResourceDistributions().UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
 			errs = append(errs, fmt.Errorf("update status of ResourceDistribution %s: %w", rd.Name, err))
 		} else {
+			c.written.Expect(written)
 			logger.V(2).Info("Updated status", "desired", st.Desired, "succeeded", st.Succeeded, "failed", st.Failed)
 		}
 	}
