@@ -27,7 +27,7 @@ const (
 	CRDHandler       = "crd-deletion-protection"
 	// ConfigName is the ValidatingWebhookConfiguration of
 	// deploy/components/deletionprotection.
-	ConfigName = "flotilla-deletion-protection"
+	ConfigName = "flotilla-deletionprotection"
 )
 
 // pageSize bounds each list response of a lookup: the count is exact (the
