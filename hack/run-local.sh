@@ -9,7 +9,7 @@ CLUSTER_DIR=${CLUSTER_DIR:-$ROOT/.cluster}
 RUN=$CLUSTER_DIR/run/controllers
 LOGS=$CLUSTER_DIR/logs
 NS=flotilla-system
-CONTROLLERS=(cloneset statefulset daemonset sidecarset pub probe cronjob deletionprotection uniteddeployment)
+CONTROLLERS=(cloneset statefulset daemonset sidecarset pub probe cronjob deletionprotection uniteddeployment resourcedistribution)
 export KUBECONFIG=$CLUSTER_DIR/kubeconfig
 mkdir -p "$RUN" "$LOGS"
 
@@ -71,7 +71,9 @@ extra_args() { case $1 in sidecarset) echo "--webhook-host=127.0.0.1 --webhook-p
   deletionprotection) echo "--webhook-host=127.0.0.1 --webhook-port=19446 $webhook_auth --feature-gates=ResourcesDeletionProtection=true,DeletionProtectionForCRDCascadingGate=true" ;;
   # PodProbeMarkerGate needs KruiseDaemon (a node agent); the probe component ships probe-agent, so its
   # controller runs with the gate on, here as in deploy/components/probe.
-  probe) echo "--feature-gates=KruiseDaemon=true" ;; esac; }
+  probe) echo "--feature-gates=KruiseDaemon=true" ;;
+  # ResourceDistributionGate, on wherever the feature is installed (deploy/components/resourcedistribution-gates).
+  resourcedistribution) echo "--feature-gates=ResourceDistributionGate=true" ;; esac; }
 # kubeconfig_for SERVICEACCOUNT [NAMESPACE [NODE]]: writes $RUN/<sa>[-<node>].kubeconfig with a token of that
 # ServiceAccount (in NAMESPACE, default $NS; bound to Node NODE if given); prints its path.
 kubeconfig_for() {
