@@ -20,7 +20,7 @@ import (
 // features are the installable feature overlays; variants render a feature with another choice (the same objects,
 // so they are never installed beside it).
 var (
-	features = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "uniteddeployment", "deletionprotection"}
+	features = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "uniteddeployment", "deletionprotection"}
 	variants = map[string]string{"sidecarset-ignore-failures": "sidecarset", "sidecarset-kruise-system": "sidecarset"}
 	// shared overlays: installed once, never removed with a feature; local is make run's (no Deployments).
 	shared = []string{"namespace", "crds", "all", "local"}
@@ -124,7 +124,7 @@ func TestSharedOverlays(t *testing.T) {
 	for _, o := range crds {
 		assert.Equal(t, "CustomResourceDefinition", o.GetKind(), "deploy/overlays/crds renders %s", key(o))
 	}
-	assert.Len(t, crds, 11, "one CRD per kind served")
+	assert.Len(t, crds, 12, "one CRD per kind served")
 }
 
 // Pod Security: the controllers' namespace is "restricted" and enforced; the node agent, which needs the host's

@@ -26,7 +26,7 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-var controllers = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob"}
+var controllers = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution"}
 
 // Every binary must start, win its Lease, report healthy and ready, serve Prometheus metrics including
 // client-go's, and either start its reconcilers or say in its log that it has none yet.
@@ -36,6 +36,10 @@ func TestEveryControllerStartsLeadsAndServes(t *testing.T) {
 	procs := map[string]*framework.Process{}
 	for _, c := range controllers {
 		var extra []string
+		if c == "resourcedistribution" {
+			// The binary keeps OpenKruise's default (gate off: nothing runs); its overlay turns the gate on.
+			extra = []string{"--feature-gates=ResourceDistributionGate=true"}
+		}
 		if c == "pub" || c == "daemonset" {
 			// Its webhook (pub: the guard; daemonset: DaemonSet conversion) on a free port: sidecarset-controller
 			// holds the default one.
@@ -165,6 +169,15 @@ func TestControllerRBACIsLeastPrivilege(t *testing.T) {
 		{"uniteddeployment", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "uniteddeployments", Namespace: "default"}, false},
 		{"uniteddeployment", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
 		{"uniteddeployment", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "clonesets", Subresource: "status", Namespace: "default"}, false},
+		// ResourceDistribution: Secret and ConfigMap writes anywhere (inherent: copies go to any namespace), its
+		// own status; never the distributions themselves, never pods.
+		{"resourcedistribution", authorizationv1.ResourceAttributes{Verb: "create", Resource: "secrets", Namespace: "default"}, true},
+		{"resourcedistribution", authorizationv1.ResourceAttributes{Verb: "update", Resource: "configmaps", Namespace: "default"}, true},
+		{"resourcedistribution", authorizationv1.ResourceAttributes{Verb: "patch", Resource: "secrets", Namespace: "default"}, false},
+		{"resourcedistribution", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "resourcedistributions", Subresource: "status"}, true},
+		{"resourcedistribution", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "resourcedistributions"}, false},
+		{"resourcedistribution", authorizationv1.ResourceAttributes{Verb: "update", Resource: "namespaces"}, false},
+		{"resourcedistribution", authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods", Namespace: "default"}, false},
 	}
 	for _, tc := range cases {
 		name := fmt.Sprintf("%s %s %s/%s", tc.controller, tc.attrs.Verb, tc.attrs.Resource, tc.attrs.Subresource)
