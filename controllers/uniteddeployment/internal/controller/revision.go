@@ -16,6 +16,10 @@ var udKind = appsv1alpha1.SchemeGroupVersion.WithKind("UnitedDeployment")
 // RevisionData is the data of ud's ControllerRevision, as OpenKruise writes it: a strategic merge patch that
 // replaces spec.template, {"spec":{"template":{…,"$patch":"replace"}}}, keys sorted. Equal templates give equal
 // bytes, so the revision name (its hash) is the same in Flotilla and OpenKruise for the same template.
+//
+// Every object metadata of the template (the workload's, its pod template's, its volume claim templates') carries
+// "creationTimestamp":null unless set, as OpenKruise v1.9's Kubernetes 1.32 types encode a zero timestamp (newer
+// types omit it); see kit/revision.TemplatePatch.
 func RevisionData(ud *appsv1alpha1.UnitedDeployment) ([]byte, error) {
 	raw, err := json.Marshal(&ud.Spec.Template)
 	if err != nil {
@@ -24,6 +28,23 @@ func RevisionData(ud *appsv1alpha1.UnitedDeployment) ([]byte, error) {
 	var template map[string]any
 	if err := json.Unmarshal(raw, &template); err != nil {
 		return nil, fmt.Errorf("decode template: %w", err)
+	}
+	for _, w := range template {
+		workload, _ := w.(map[string]any)
+		if workload == nil {
+			continue
+		}
+		nullTimestamp(workload)
+		spec, _ := workload["spec"].(map[string]any)
+		if pod, _ := spec["template"].(map[string]any); pod != nil {
+			nullTimestamp(pod)
+		}
+		claims, _ := spec["volumeClaimTemplates"].([]any)
+		for _, c := range claims {
+			if claim, _ := c.(map[string]any); claim != nil {
+				nullTimestamp(claim)
+			}
+		}
 	}
 	template["$patch"] = "replace"
 	return json.Marshal(map[string]any{"spec": map[string]any{"template": template}})
@@ -38,4 +59,16 @@ func NewRevision(ud *appsv1alpha1.UnitedDeployment, number int64, collisionCount
 	}
 	labels, _ := templateMeta(ud)
 	return revision.New(ud, udKind, labels, data, number, collisionCount), nil
+}
+
+// nullTimestamp gives obj's metadata a null creationTimestamp unless it has one.
+func nullTimestamp(obj map[string]any) {
+	meta, _ := obj["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		obj["metadata"] = meta
+	}
+	if _, ok := meta["creationTimestamp"]; !ok {
+		meta["creationTimestamp"] = nil
+	}
 }
