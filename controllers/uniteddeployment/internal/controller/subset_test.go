@@ -130,7 +130,7 @@ func TestDesiredPatchAndUpdateOverExisting(t *testing.T) {
 	patch := `{"metadata":{"labels":{"patched":"yes"}},"spec":{"containers":[{"name":"main","env":[{"name":"ZONE","value":"a"}]}]}}`
 	s.Patch = runtime.RawExtension{Raw: []byte(patch)}
 	existing := appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web-a-xyz", Labels: map[string]string{"added-by-user": "1"},
-		Annotations: map[string]string{"deployment.kubernetes.io/revision": "2"},
+		Annotations:     map[string]string{"deployment.kubernetes.io/revision": "2"},
 		OwnerReferences: []metav1.OwnerReference{{Kind: "Other", Name: "keep"}}}}
 	require.NoError(t, Desired{UD: ud, Subset: &s, Revision: "web-rev1", Replicas: 2}.Deployment(&existing))
 	checkMeta(t, existing.ObjectMeta, existing.Spec.Selector, existing.Spec.Template, "a", patch)
