@@ -170,6 +170,7 @@ type UnitedDeploymentUpdateStrategy struct {
 	// +optional
 	Type UpdateStrategyType `json:"type,omitempty"`
 	// ManualUpdate holds the partitions of the Manual strategy.
+	// +kubebuilder:default={}
 	// +optional
 	ManualUpdate *ManualUpdate `json:"manualUpdate,omitempty"`
 }
