@@ -9,6 +9,8 @@ pub-controller: [EnableExternalCerts, InPlacePodVerticalScaling, PodUnavailableB
 probe-controller: [EnablePodProbeMarkerOnServerless, KruiseDaemon, PodProbeMarkerGate, PodWebhook]
 cronjob-controller: []
 deletionprotection-controller: [DeletionProtectionForCRDCascadingGate, EnableExternalCerts, ResourcesDeletionProtection]
+uniteddeployment-controller: []
+resourcedistribution-controller: [ResourceDistributionGate]
 probe-agent: []
 {{- end -}}
 {{- /* Per values section: the feature switching it, its binary, whether it serves webhooks, the Services in front of it. */ -}}
@@ -21,6 +23,7 @@ pub: {feature: pub, binary: pub-controller, webhook: true, services: [pub-contro
 probe: {feature: probe, binary: probe-controller, webhook: false, services: []}
 cronjob: {feature: cronjob, binary: cronjob-controller, webhook: false, services: []}
 deletionprotection: {feature: deletionprotection, binary: deletionprotection-controller, webhook: true, services: [deletionprotection-controller-webhook]}
+resourcedistribution: {feature: resourcedistribution, binary: resourcedistribution-controller, webhook: false, services: []}
 daemon: {feature: probe, binary: probe-agent, webhook: false, services: []}
 {{- end -}}
 {{- /* Values standing for a variant overlay (gen.Variants): namespace names, checked to be DNS-1123 labels. */ -}}
