@@ -56,8 +56,18 @@ podprobemarker() { # with a real node: the Deployment's two game-server pods mat
   [ "${s%%/*}" = "$(cut -d/ -f2 <<<"$s")" ] && [ "${s##*/}" -ge 2 ] 2>/dev/null && [ "$idle" = 2 ]
 }
 
+uniteddeployment() { # 5 pods over two zones, one CloneSet per subset: 2 in zone-0 (40%), the rest (3) in zone-1, all
+  # ready and updated (uniteddeployment-controller writes the CloneSets, cloneset-controller runs their pods)
+  local s subsets
+  s=$(jp uniteddeployments.apps.kruise.io/sample-ud '{.status.replicas}/{.status.readyReplicas}/{.status.updatedReadyReplicas}')
+  subsets=$(kubectl -n $ns get clonesets.apps.kruise.io -l app=sample-ud,apps.kruise.io/subset-name -o \
+    'jsonpath={range .items[*]}{.metadata.labels.apps\.kruise\.io/subset-name}={.status.readyReplicas}/{.spec.replicas}{"\n"}{end}' 2>/dev/null | sort | xargs || true)
+  echo "replicas/ready/updatedReady=$s subsets(ready/desired)=[$subsets]"
+  [ "$s" = 5/5/5 ] && [ "$subsets" = "zone-0=2/2 zone-1=3/3" ]
+}
+
 declare -A file_of=([cloneset]=cloneset [statefulset]=statefulset [daemonset]=daemonset [sidecarset]=sidecarset
-  [pub]=pub [podprobemarker]=podprobemarker [game-server]=podprobemarker)
+  [pub]=pub [podprobemarker]=podprobemarker [game-server]=podprobemarker [uniteddeployment]=uniteddeployment)
 for f in "$ROOT"/deploy/samples/*.yaml; do
   base=$(basename "$f" .yaml)
   [ -n "${file_of[$base]:-}" ] || { echo "check-samples: no check for deploy/samples/$base.yaml" >&2; exit 1; }
