@@ -68,7 +68,7 @@ extra_args() { case $1 in sidecarset) echo "--webhook-host=127.0.0.1 --webhook-p
   daemonset) echo "--webhook-host=127.0.0.1 --webhook-port=19445 --webhook-external-crd-conversion $webhook_auth" ;;
   pub) echo "--webhook-host=127.0.0.1 --webhook-port=19444 $webhook_auth" ;;
   # The deletion-protection gates, on wherever the feature is installed (deploy/components/deletionprotection-gates).
-  deletionprotection) echo "--webhook-host=127.0.0.1 --webhook-port=19446 $webhook_auth --feature-gates=ResourcesDeletionProtection=true,DeletionProtectionForCRDCascadingGate=true" ;;
+  deletionprotection) echo "--webhook-host=127.0.0.1 --webhook-port=19447 $webhook_auth --feature-gates=ResourcesDeletionProtection=true,DeletionProtectionForCRDCascadingGate=true" ;;
   # PodProbeMarkerGate needs KruiseDaemon (a node agent); the probe component ships probe-agent, so its
   # controller runs with the gate on, here as in deploy/components/probe.
   probe) echo "--feature-gates=KruiseDaemon=true" ;;
