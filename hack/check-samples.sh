@@ -66,13 +66,25 @@ uniteddeployment() { # 5 pods over two zones, one CloneSet per subset: 2 in zone
   [ "$s" = 5/5/5 ] && [ "$subsets" = "zone-0=2/2 zone-1=3/3" ]
 }
 
+resourcedistribution() { # the ConfigMap game-demo copied into both labelled namespaces, each copy carrying the
+  # source's hash (resourcedistribution-controller writes them), and the status counting 2 of 2
+  local s copies
+  s=$(kubectl get resourcedistributions.apps.kruise.io/sample -o 'jsonpath={.status.desired}/{.status.succeeded}/{.status.failed}' 2>/dev/null || true)
+  copies=$(for n in game-a game-b; do kubectl -n $n get configmap game-demo \
+    -o 'jsonpath={.metadata.namespace}:lives={.data.player_initial_lives},hash={.metadata.annotations.kruise\.io/resourcedistribution\.resource\.hashcode}' 2>/dev/null |
+    sed -E 's/(hash=.{8}).*/\1…/'; echo; done | xargs || true)
+  echo "desired/succeeded/failed=$s copies=[$copies]"
+  [ "$s" = 2/2/ ] && [ "$(grep -o 'lives=3,hash=[0-9a-f]' <<<"$copies" | wc -l)" = 2 ]
+}
+
 declare -A file_of=([cloneset]=cloneset [statefulset]=statefulset [daemonset]=daemonset [sidecarset]=sidecarset
-  [pub]=pub [podprobemarker]=podprobemarker [game-server]=podprobemarker [uniteddeployment]=uniteddeployment)
+  [pub]=pub [podprobemarker]=podprobemarker [game-server]=podprobemarker [uniteddeployment]=uniteddeployment
+  [resourcedistribution]=resourcedistribution)
 for f in "$ROOT"/deploy/samples/*.yaml; do
   base=$(basename "$f" .yaml)
   [ -n "${file_of[$base]:-}" ] || { echo "check-samples: no check for deploy/samples/$base.yaml" >&2; exit 1; }
 done
-for sample in cloneset statefulset daemonset sidecarset pub podprobemarker uniteddeployment; do
+for sample in cloneset statefulset daemonset sidecarset pub podprobemarker uniteddeployment resourcedistribution; do
   deadline=$((SECONDS + secs))
   until seen=$($sample); do
     if [ $SECONDS -ge $deadline ]; then

@@ -73,9 +73,13 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if statusChanged(&rd.Status, &st) {
 		next := rd.DeepCopy()
 		next.Status = st
-		if written, err := c.client.AppsV1alpha1().ResourceDistributions().UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+		written, err := c.client.AppsV1alpha1().ResourceDistributions().UpdateStatus(ctx, next, metav1.UpdateOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			// Deleted meanwhile: its copies go with it.
+		case err != nil:
 			errs = append(errs, fmt.Errorf("update status of ResourceDistribution %s: %w", rd.Name, err))
-		} else {
+		default:
 			c.written.Expect(written)
 			logger.V(2).Info("Updated status", "desired", st.Desired, "succeeded", st.Succeeded, "failed", st.Failed)
 		}
