@@ -24,6 +24,7 @@ probe: {feature: probe, binary: probe-controller, webhook: false, services: []}
 cronjob: {feature: cronjob, binary: cronjob-controller, webhook: false, services: []}
 deletionprotection: {feature: deletionprotection, binary: deletionprotection-controller, webhook: true, services: [deletionprotection-controller-webhook]}
 resourcedistribution: {feature: resourcedistribution, binary: resourcedistribution-controller, webhook: false, services: []}
+uniteddeployment: {feature: uniteddeployment, binary: uniteddeployment-controller, webhook: false, services: []}
 daemon: {feature: probe, binary: probe-agent, webhook: false, services: []}
 {{- end -}}
 {{- /* Values standing for a variant overlay (gen.Variants): namespace names, checked to be DNS-1123 labels. */ -}}

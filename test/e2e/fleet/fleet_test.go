@@ -26,7 +26,7 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-var controllers = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution"}
+var controllers = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "uniteddeployment"}
 
 // Every binary must start, win its Lease, report healthy and ready, serve Prometheus metrics including
 // client-go's, and either start its reconcilers or say in its log that it has none yet.
