@@ -55,6 +55,14 @@ podprobemarker() { # with a real node: the Deployment's two game-server pods mat
   # At least the Deployment's two (test/e2e/install adds a pod of its own that the marker also matches).
   [ "${s%%/*}" = "$(cut -d/ -f2 <<<"$s")" ] && [ "${s##*/}" -ge 2 ] 2>/dev/null && [ "$idle" = 2 ]
 }
+deletionprotection() { # both deletions refused (server-side dry runs), each with OpenKruise's reason: the namespace
+  # has an active pod (deletionprotection-controller's webhook), the Deployment has replicas (the policy)
+  local nsmsg deploymsg
+  nsmsg=$(kubectl delete --dry-run=server namespace protected-sample 2>&1 | grep -o 'forbidden by ResourcesProtectionDeletion.*>0' || true)
+  deploymsg=$(kubectl -n protected-sample delete --dry-run=server deployment protected 2>&1 | grep -o 'forbidden by ResourcesProtectionDeletion.*>0' || true)
+  echo "delete namespace: ${nsmsg:-not refused}; delete deployment: ${deploymsg:-not refused}"
+  [[ $nsmsg == *"delete-protection=Cascading and active pods"* ]] && [[ $deploymsg == *"delete-protection=Cascading and replicas 1>0"* ]]
+}
 
 uniteddeployment() { # 5 pods over two zones, one CloneSet per subset: 2 in zone-0 (40%), the rest (3) in zone-1, all
   # ready and updated (uniteddeployment-controller writes the CloneSets, cloneset-controller runs their pods)
@@ -78,13 +86,13 @@ resourcedistribution() { # the ConfigMap game-demo copied into both labelled nam
 }
 
 declare -A file_of=([cloneset]=cloneset [statefulset]=statefulset [daemonset]=daemonset [sidecarset]=sidecarset
-  [pub]=pub [podprobemarker]=podprobemarker [game-server]=podprobemarker [uniteddeployment]=uniteddeployment
+  [pub]=pub [podprobemarker]=podprobemarker [game-server]=podprobemarker [uniteddeployment]=uniteddeployment [deletionprotection]=deletionprotection
   [resourcedistribution]=resourcedistribution)
 for f in "$ROOT"/deploy/samples/*.yaml; do
   base=$(basename "$f" .yaml)
   [ -n "${file_of[$base]:-}" ] || { echo "check-samples: no check for deploy/samples/$base.yaml" >&2; exit 1; }
 done
-for sample in cloneset statefulset daemonset sidecarset pub podprobemarker uniteddeployment resourcedistribution; do
+for sample in cloneset statefulset daemonset sidecarset pub podprobemarker uniteddeployment deletionprotection resourcedistribution; do
   deadline=$((SECONDS + secs))
   until seen=$($sample); do
     if [ $SECONDS -ge $deadline ]; then

@@ -167,7 +167,11 @@ func TestPerFeatureInstallAndUninstall(t *testing.T) {
 		in.install("all")
 		samples := filepath.Join(in.env.RepoRoot, "deploy", "samples")
 		in.run(filepath.Join(in.env.RepoRoot, "hack", "apply-samples.sh"))
-		t.Cleanup(func() { in.kubectl("delete", "--ignore-not-found", "--wait=true", "-f", samples) })
+		t.Cleanup(func() {
+			// The deletion-protection sample refuses deletion (that is what it shows) until its label is removed.
+			in.kubectl("label", "-f", filepath.Join(samples, "deletionprotection.yaml"), "policy.kruise.io/delete-protection-")
+			in.kubectl("delete", "--ignore-not-found", "--wait=true", "-f", samples)
+		})
 		// The sample PodProbeMarker selects app=game-server pods: one on the real node, where the agent runs its
 		// exec probe through the node's containerd. The image has no /home/game/idle.sh, so the probe fails: the
 		// Failed policy's markers show that a probe really ran.

@@ -110,13 +110,13 @@ func (w *Webhook) CRD(ctx context.Context, req kitwebhook.Request) kitwebhook.Re
 }
 
 // verdict turns a decision's message into the response, logging a denial
-// with who asked (OpenKruise logs a protection event).
+// with who asked (OpenKruise logs a protection event; the server's logger
+// already names the object).
 func (w *Webhook) verdict(ctx context.Context, req kitwebhook.Request, msg string) kitwebhook.Response {
 	if msg == "" {
 		return kitwebhook.Allowed()
 	}
-	klog.FromContext(ctx).Info("Deletion refused by delete-protection", "kind", req.Kind.Kind, "name", req.Name,
-		"user", req.UserInfo.Username, "reason", msg)
+	klog.FromContext(ctx).Info("Deletion refused by delete-protection", "user", req.UserInfo.Username, "reason", msg)
 	return kitwebhook.Denied("%s", msg)
 }
 
