@@ -26,13 +26,14 @@ type sizes struct {
 	sidecarPods          int
 	daemonSetNodes       int
 	pubPods, pubDeletes  int
+	rdNamespaces         int
 	idle                 time.Duration
 	quietFor, waitBudget time.Duration
 }
 
 var presets = map[string]sizes{
-	"smoke":   {scaleUpPods: 20, scaleUpRounds: 1, restartSets: 3, restartPodsPerSet: 5, inPlacePods: 10, statefulSetPods: 20, admissionPods: 20, sidecarPods: 10, daemonSetNodes: 10, pubPods: 40, pubDeletes: 20, idle: 5 * time.Second, quietFor: time.Second, waitBudget: 3 * time.Minute},
-	"default": {scaleUpPods: 2000, scaleUpRounds: 3, restartSets: 100, restartPodsPerSet: 100, inPlacePods: 1000, statefulSetPods: 1000, admissionPods: 1000, sidecarPods: 1000, daemonSetNodes: 1000, pubPods: 1000, pubDeletes: 200, idle: 60 * time.Second, quietFor: 2 * time.Second, waitBudget: 10 * time.Minute},
+	"smoke":   {scaleUpPods: 20, scaleUpRounds: 1, restartSets: 3, restartPodsPerSet: 5, inPlacePods: 10, statefulSetPods: 20, admissionPods: 20, sidecarPods: 10, daemonSetNodes: 10, pubPods: 40, pubDeletes: 20, rdNamespaces: 20, idle: 5 * time.Second, quietFor: time.Second, waitBudget: 3 * time.Minute},
+	"default": {scaleUpPods: 2000, scaleUpRounds: 3, restartSets: 100, restartPodsPerSet: 100, inPlacePods: 1000, statefulSetPods: 1000, admissionPods: 1000, sidecarPods: 1000, daemonSetNodes: 1000, pubPods: 1000, pubDeletes: 200, rdNamespaces: 1000, idle: 60 * time.Second, quietFor: 2 * time.Second, waitBudget: 10 * time.Minute},
 }
 
 var (
@@ -101,7 +102,8 @@ var (
 	resultsMu sync.Mutex
 	results   []row
 	order     = map[string]int{"scale-up": 1, "restart": 2, "in-place rollout": 3, "idle": 4, "statefulset scale-up": 5,
-		"daemonset create": 6, "daemonset rolling update": 7, "pod admission": 8, "sidecar upgrade": 9, "pub guard": 10, "takeover": 11}
+		"daemonset create": 6, "daemonset rolling update": 7, "pod admission": 8, "sidecar upgrade": 9, "pub guard": 10, "takeover": 11,
+		"resource distribution": 12}
 )
 
 func record(r row) {
