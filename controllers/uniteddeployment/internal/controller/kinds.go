@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -100,9 +101,19 @@ func (w *typed[T]) cached(namespace, name string) bool {
 func (w *typed[T]) create(ctx context.Context, d Desired) (metav1.Object, error) {
 	obj := w.empty()
 	if err := w.build(d, obj); err != nil {
-		return nil, err
+		return nil, kitcontroller.Permanent(err) // a patch that cannot apply: only a spec change helps
 	}
-	return w.cCreate(ctx, d.UD.Namespace, obj)
+	out, err := w.cCreate(ctx, d.UD.Namespace, obj)
+	return out, permanentIfInvalid(err)
+}
+
+// permanentIfInvalid marks an error of the API server refusing the object as invalid (the template is wrong for
+// the workload's API) as permanent: retrying cannot help, a change of the UnitedDeployment enqueues it again.
+func permanentIfInvalid(err error) error {
+	if apierrors.IsInvalid(err) {
+		return kitcontroller.Permanent(err)
+	}
+	return err
 }
 
 func (w *typed[T]) update(ctx context.Context, o Observed, d Desired) (metav1.Object, error) {
@@ -112,9 +123,10 @@ func (w *typed[T]) update(ctx context.Context, o Observed, d Desired) (metav1.Ob
 	}
 	obj := w.copyOf(cur) // the cached object is read-only
 	if err := w.build(d, obj); err != nil {
-		return nil, err
+		return nil, kitcontroller.Permanent(err)
 	}
-	return w.cUpdate(ctx, obj.GetNamespace(), obj)
+	out, err := w.cUpdate(ctx, obj.GetNamespace(), obj)
+	return out, permanentIfInvalid(err)
 }
 
 func (w *typed[T]) delete(ctx context.Context, o Observed) error {

@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/testenv"
 	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
 
@@ -102,4 +105,41 @@ func TestAdmissionRefusesBadSpecs(t *testing.T) {
 	}(), metav1.UpdateOptions{})
 	require.Error(t, err)
 	assert.ErrorContains(t, err, "tolerations may not be changed in an update")
+}
+
+// A template the workload's own API refuses (pod labels the selector does not match: the templates are schemaless,
+// so only the Deployment's validation sees it) is reported in the status, with the API server's message, and
+// nothing is created; fixing the template provisions the subsets.
+func TestRefusedTemplateIsReported(t *testing.T) {
+	h := newHarness(t)
+	h.startController()
+	ud := deploymentUD("odd", 2, h.zoneSubset("a", "a", nil))
+	ud.Spec.Template.DeploymentTemplate.Spec.Template.Labels = map[string]string{"app": "other"}
+	ud = h.uds.Create(ud)
+	ud = h.uds.WaitFor(ud.Name, "SubsetProvisioned=False", func(u *appsv1alpha1.UnitedDeployment) bool {
+		c := condition(u, appsv1alpha1.SubsetProvisioned)
+		return c != nil && c.Status == corev1.ConditionFalse
+	})
+	c := condition(ud, appsv1alpha1.SubsetProvisioned)
+	assert.Equal(t, "Error", c.Reason)
+	assert.Contains(t, c.Message, "fail to create Subset (Deployment) a")
+	assert.Contains(t, c.Message, "`selector` does not match template `labels`")
+	assert.Empty(t, h.deployments(ud))
+	h.WaitEvent(ud.Name, "FailedUpdateSubset")
+	// Permanent: not retried with back-off (a retry cannot help; a change of the spec enqueues it again). The
+	// status write that reports it syncs once more, so two attempts; back-off retries would make about ten.
+	testenv.Consistently(t, 2*time.Second, func() error {
+		if n := h.CountEvents(ud.Name, func(e corev1.Event) bool { return e.Reason == "FailedUpdateSubset" }); n > 2 {
+			return fmt.Errorf("%d FailedUpdateSubset events: the create was retried", n)
+		}
+		return nil
+	})
+
+	h.uds.Modify(ud.Name, func(u *appsv1alpha1.UnitedDeployment) {
+		u.Spec.Template.DeploymentTemplate.Spec.Template.Labels = map[string]string{"app": "odd"}
+	})
+	h.uds.WaitFor(ud.Name, "SubsetProvisioned=True", func(u *appsv1alpha1.UnitedDeployment) bool {
+		c := condition(u, appsv1alpha1.SubsetProvisioned)
+		return c != nil && c.Status == corev1.ConditionTrue && len(h.deployments(u)) == 1
+	})
 }
