@@ -22,6 +22,14 @@ func (c *Controller) addHandlers(uds, pods cache.SharedIndexInformer) error {
 	if _, err := uds.AddEventHandler(kitcontroller.NewKeyHandler(c.queue)); err != nil {
 		return fmt.Errorf("watch UnitedDeployments: %w", err)
 	}
+	// A deleted UnitedDeployment's write expectation would otherwise stay in memory.
+	if _, err := uds.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if o, ok := kitcontroller.ObjectOf(obj); ok {
+			c.written.Delete(o.GetUID())
+		}
+	}}); err != nil {
+		return fmt.Errorf("watch UnitedDeployments: %w", err)
+	}
 	owner := kitcontroller.OwnerKind{Group: appsv1alpha1.GroupName, Kind: "UnitedDeployment"}
 	for k, w := range c.kinds {
 		if _, err := w.informer().AddEventHandler(kitcontroller.NewOwnerHandler(owner, c.queue, nil)); err != nil {
