@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,6 +31,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	yamlutil "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-dev/flotilla/controllers/deletionprotection/internal/protect"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
@@ -57,18 +59,77 @@ type harness struct {
 	dyn dynamic.Interface
 	// crds numbers the CRDs the test creates (each its own group).
 	crds *atomic.Int32
+	// warned collects the warnings the API server returns to dyn.
+	warned *warnings
 }
 
 func newHarness(t *testing.T) *harness {
 	l := lab.New(t, timeout)
-	return &harness{Lab: l, ID: utilrand.String(8), dyn: l.Env.Dynamic(), crds: &atomic.Int32{}}
+	cfg := rest.CopyConfig(l.Env.Config)
+	w := &warnings{}
+	cfg.WarningHandler = w
+	return &harness{Lab: l, ID: utilrand.String(8), dyn: dynamic.NewForConfigOrDie(cfg), crds: &atomic.Int32{}, warned: w}
+}
+
+// warnings records the warning headers of the harness's requests.
+type warnings struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.got = append(w.got, text)
+}
+
+// take returns the warnings recorded since the last call.
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	got := w.got
+	w.got = nil
+	return got
+}
+
+// ownWarnings are the warnings of the test's own Warn bindings (see
+// installPolicies) since the last call.
+func (h *harness) ownWarnings() []string {
+	var own []string
+	for _, w := range h.warned.take() {
+		if strings.Contains(w, "-"+h.ID+"-warn'") {
+			own = append(own, w)
+		}
+	}
+	return own
+}
+
+// requireRefused fails unless err refuses the deletion with msg and the
+// test's own copy of the policies reached that decision (its Warn binding
+// reports msg): a copy of the component installed in the cluster by
+// another run (deploy/overlays/local) decides the same, and must not make
+// the test pass for a policy that no longer would.
+func (h *harness) requireRefused(t *testing.T, err error, msg string) {
+	t.Helper()
+	requireDenied(t, err, msg)
+	own := h.ownWarnings()
+	require.Len(t, own, 1, "the test's policy decided: %v", own)
+	require.Contains(t, own[0], msg)
+}
+
+// requireAllowed fails unless the deletion went through and the test's own
+// policies had nothing to say.
+func (h *harness) requireAllowed(t *testing.T, err error, what string) {
+	t.Helper()
+	require.NoError(t, err, what)
+	require.Empty(t, h.ownWarnings(), what)
 }
 
 // sub is h for subtest t (its failures stop t, not the parent).
 func (h *harness) sub(t *testing.T) *harness {
 	l := *h.Lab
 	l.T = t
-	return &harness{Lab: &l, ID: h.ID, dyn: h.dyn, crds: h.crds}
+	return &harness{Lab: &l, ID: h.ID, dyn: h.dyn, crds: h.crds, warned: h.warned}
 }
 
 // component reads the objects of file in deploy/components/deletionprotection.
@@ -93,8 +154,12 @@ func (h *harness) component(file string) []*unstructured.Unstructured {
 
 // installPolicies creates the component's policies and bindings, renamed
 // for this test, each binding narrowed to the objects labelled with the
-// test's id, and waits until the API server enforces them (a probe Service
-// labelled Always is refused). They are deleted when the test ends.
+// test's id, and beside each binding a second one, "<binding>-warn", with
+// validationActions Warn: the API server reports each of those decisions by
+// the test's binding name, whether or not it was also refused by another
+// copy of the policies. It waits until the API server enforces them (a probe
+// Service labelled Always draws the test's warning). They are deleted when
+// the test ends.
 func (h *harness) installPolicies() {
 	h.T.Helper()
 	ctx := context.Background()
@@ -112,16 +177,27 @@ func (h *harness) installPolicies() {
 			h.T.Fatalf("unexpected %s in policies.yaml", obj.GetKind())
 		}
 		obj.SetName(obj.GetName() + "-" + h.ID)
-		_, err := h.dyn.Resource(gvr).Create(ctx, obj, metav1.CreateOptions{})
-		require.NoError(h.T, err)
-		name := obj.GetName()
-		h.T.Cleanup(func() { _ = h.dyn.Resource(gvr).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		objs := []*unstructured.Unstructured{obj}
+		if gvr == bindingGVR {
+			warn := obj.DeepCopy()
+			warn.SetName(obj.GetName() + "-warn")
+			require.NoError(h.T, unstructured.SetNestedStringSlice(warn.Object, []string{"Warn"}, "spec", "validationActions"))
+			objs = append(objs, warn)
+		}
+		for _, o := range objs {
+			_, err := h.dyn.Resource(gvr).Create(ctx, o, metav1.CreateOptions{})
+			require.NoError(h.T, err)
+			name := o.GetName()
+			h.T.Cleanup(func() { _ = h.dyn.Resource(gvr).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		}
 	}
 	probe := h.create(servicesGVR, h.NS, service("probe", h.labels(protect.Always)))
 	testenv.Eventually(h.T, timeout, func() (bool, error) {
-		return h.deleteDryRun(servicesGVR, h.NS, probe.GetName()) != nil, nil
+		err := h.deleteDryRun(servicesGVR, h.NS, probe.GetName())
+		return err != nil && len(h.ownWarnings()) > 0, nil
 	})
 	h.setLabel(servicesGVR, h.NS, probe.GetName(), nil)
+	h.warned.take()
 }
 
 // labels are the labels of a test object protected with value ("": none).

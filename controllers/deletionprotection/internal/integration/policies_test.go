@@ -38,17 +38,17 @@ func TestPolicyWorkloads(t *testing.T) {
 			}
 			require.NoError(t, err)
 
-			requireDenied(t, h.deleteNow(k.gvr, h.NS, name), alwaysMsg)
+			h.requireRefused(t, h.deleteNow(k.gvr, h.NS, name), alwaysMsg)
 			h.setLabel(k.gvr, h.NS, name, ptr(protect.Cascading))
-			requireDenied(t, h.deleteNow(k.gvr, h.NS, name), cascMsg+" and replicas 2>0")
+			h.requireRefused(t, h.deleteNow(k.gvr, h.NS, name), cascMsg+" and replicas 2>0")
 			h.setLabel(k.gvr, h.NS, name, nil)
-			require.NoError(t, h.deleteDryRun(k.gvr, h.NS, name), "unlabelled: deleted")
+			h.requireAllowed(t, h.deleteDryRun(k.gvr, h.NS, name), "unlabelled: deleted")
 
 			h.setLabel(k.gvr, h.NS, name, ptr(protect.Cascading))
 			_, err = h.dyn.Resource(k.gvr).Namespace(h.NS).Patch(context.Background(), name, types.MergePatchType,
 				[]byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{})
 			require.NoError(t, err)
-			require.NoError(t, h.deleteNow(k.gvr, h.NS, name), "Cascading with 0 replicas: deleted")
+			h.requireAllowed(t, h.deleteNow(k.gvr, h.NS, name), "Cascading with 0 replicas: deleted")
 		})
 	}
 }
@@ -67,12 +67,12 @@ func TestPolicyServiceIngress(t *testing.T) {
 			gvr = ingressesGVR
 		}
 		always := h.create(gvr, h.NS, c.make(c.kind+"-always", h.labels(protect.Always))).GetName()
-		requireDenied(t, h.deleteNow(gvr, h.NS, always), alwaysMsg)
+		h.requireRefused(t, h.deleteNow(gvr, h.NS, always), alwaysMsg)
 		h.setLabel(gvr, h.NS, always, nil)
-		require.NoError(t, h.deleteNow(gvr, h.NS, always), "%s: label removed, deleted", c.kind)
+		h.requireAllowed(t, h.deleteNow(gvr, h.NS, always), c.kind+": label removed, deleted")
 
 		cascading := h.create(gvr, h.NS, c.make(c.kind+"-cascading", h.labels(protect.Cascading))).GetName()
-		require.NoError(t, h.deleteNow(gvr, h.NS, cascading), "%s: Cascading does not protect it", c.kind)
+		h.requireAllowed(t, h.deleteNow(gvr, h.NS, cascading), c.kind+": Cascading does not protect it")
 	}
 }
 
@@ -84,12 +84,12 @@ func TestPolicyNamespaceAndCRDAlways(t *testing.T) {
 	h.installPolicies()
 
 	ns := h.protectedNamespace(protect.Always)
-	requireDenied(t, h.deleteNow(namespacesGVR, "", ns), alwaysMsg)
+	h.requireRefused(t, h.deleteNow(namespacesGVR, "", ns), alwaysMsg)
 	h.setLabel(namespacesGVR, "", ns, nil)
-	require.NoError(t, h.deleteNow(namespacesGVR, "", ns))
+	h.requireAllowed(t, h.deleteNow(namespacesGVR, "", ns), "namespace: label removed, deleted")
 
 	crd, _ := h.protectedCRD(protect.Always)
-	requireDenied(t, h.deleteNow(crdGVR, "", crd), alwaysMsg)
+	h.requireRefused(t, h.deleteNow(crdGVR, "", crd), alwaysMsg)
 	h.setLabel(crdGVR, "", crd, nil)
-	require.NoError(t, h.deleteNow(crdGVR, "", crd))
+	h.requireAllowed(t, h.deleteNow(crdGVR, "", crd), "CRD: label removed, deleted")
 }

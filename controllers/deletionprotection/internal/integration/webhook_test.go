@@ -138,7 +138,7 @@ func TestWebhookNamespaceCascading(t *testing.T) {
 
 // TestWebhookCRDCascading: a Cascading CRD is refused while one of its
 // objects exists (the message names the label and the count), deleted once
-// none is left.
+// none is left, or once its label is removed.
 func TestWebhookCRDCascading(t *testing.T) {
 	h := newHarness(t)
 	w, _ := h.serveWebhook()
@@ -151,6 +151,14 @@ func TestWebhookCRDCascading(t *testing.T) {
 	require.NoError(t, h.deleteNow(gvr, h.NS, "one"))
 	require.NoError(t, h.deleteNow(crdGVR, "", crd), "no objects left: deleted")
 	require.Positive(t, w.Requests(protect.CRDHandler), "the webhook decided")
+
+	// The label removed: deleted with its objects.
+	other, otherGVR := h.protectedCRD(protect.Cascading)
+	widget.SetAPIVersion(otherGVR.GroupVersion().String())
+	h.create(otherGVR, h.NS, widget)
+	requireDenied(t, h.deleteNow(crdGVR, "", other), cascMsg+" and active CRs 1>0")
+	h.setLabel(crdGVR, "", other, nil)
+	require.NoError(t, h.deleteNow(crdGVR, "", other), "label removed: deleted although an object exists")
 }
 
 // TestWebhookDown: with the webhook stopped (failurePolicy Fail), only
