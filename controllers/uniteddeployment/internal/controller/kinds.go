@@ -68,9 +68,14 @@ type typed[T interface {
 	copyOf  func(T) T
 	observe func(T) Observed
 	build   func(Desired, T) error
-	cCreate func(ctx context.Context, ns string, obj T) (T, error)
-	cUpdate func(ctx context.Context, ns string, obj T) (T, error)
-	cDelete func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error
+	client  func(namespace string) writer[T]
+}
+
+// writer is the part of a typed clientset's namespaced client the reconciler uses.
+type writer[T any] interface {
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
 func (w *typed[T]) kind() Kind                          { return w.k }
@@ -103,7 +108,7 @@ func (w *typed[T]) create(ctx context.Context, d Desired) (metav1.Object, error)
 	if err := w.build(d, obj); err != nil {
 		return nil, kitcontroller.Permanent(err) // a patch that cannot apply: only a spec change helps
 	}
-	out, err := w.cCreate(ctx, d.UD.Namespace, obj)
+	out, err := w.client(d.UD.Namespace).Create(ctx, obj, metav1.CreateOptions{})
 	return out, permanentIfInvalid(err)
 }
 
@@ -125,13 +130,13 @@ func (w *typed[T]) update(ctx context.Context, o Observed, d Desired) (metav1.Ob
 	if err := w.build(d, obj); err != nil {
 		return nil, kitcontroller.Permanent(err)
 	}
-	out, err := w.cUpdate(ctx, obj.GetNamespace(), obj)
+	out, err := w.client(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{})
 	return out, permanentIfInvalid(err)
 }
 
 func (w *typed[T]) delete(ctx context.Context, o Observed) error {
 	// Background: the API server's garbage collector removes the workload's pods (or ReplicaSets) after it.
-	return w.cDelete(ctx, o.Obj.GetNamespace(), o.Obj.GetName(), metav1.DeleteOptions{
+	return w.client(o.Obj.GetNamespace()).Delete(ctx, o.Obj.GetName(), metav1.DeleteOptions{
 		Preconditions:     &metav1.Preconditions{UID: ptr.To(o.Obj.GetUID())},
 		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
 	})
@@ -152,16 +157,8 @@ func newCloneSets(c versioned.Interface, inf cache.SharedIndexInformer) workload
 			return Observed{SpecReplicas: replicas, SpecPartition: partition, Replicas: cs.Status.Replicas,
 				ReadyReplicas: cs.Status.ReadyReplicas, Selector: cs.Spec.Selector}
 		},
-		build: Desired.CloneSet,
-		cCreate: func(ctx context.Context, ns string, o *appsv1alpha1.CloneSet) (*appsv1alpha1.CloneSet, error) {
-			return c.AppsV1alpha1().CloneSets(ns).Create(ctx, o, metav1.CreateOptions{})
-		},
-		cUpdate: func(ctx context.Context, ns string, o *appsv1alpha1.CloneSet) (*appsv1alpha1.CloneSet, error) {
-			return c.AppsV1alpha1().CloneSets(ns).Update(ctx, o, metav1.UpdateOptions{})
-		},
-		cDelete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
-			return c.AppsV1alpha1().CloneSets(ns).Delete(ctx, name, opts)
-		},
+		build:  Desired.CloneSet,
+		client: func(ns string) writer[*appsv1alpha1.CloneSet] { return c.AppsV1alpha1().CloneSets(ns) },
 	}
 }
 
@@ -171,24 +168,14 @@ func newAdvancedStatefulSets(c versioned.Interface, inf cache.SharedIndexInforme
 		empty:  func() *appsv1beta1.StatefulSet { return &appsv1beta1.StatefulSet{} },
 		copyOf: (*appsv1beta1.StatefulSet).DeepCopy,
 		observe: func(s *appsv1beta1.StatefulSet) Observed {
-			var partition int32
-			if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
-				partition = *ru.Partition
+			var partition *int32
+			if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+				partition = ru.Partition
 			}
-			return Observed{SpecReplicas: ptr.Deref(s.Spec.Replicas, 1), SpecPartition: partition, Replicas: s.Status.Replicas,
-				NoPartition:   s.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType,
-				ReadyReplicas: s.Status.ReadyReplicas, Selector: s.Spec.Selector}
+			return statefulObserved(s.Spec.Replicas, s.Spec.UpdateStrategy.Type, partition, s.Status.Replicas, s.Status.ReadyReplicas, s.Spec.Selector)
 		},
-		build: Desired.AdvancedStatefulSet,
-		cCreate: func(ctx context.Context, ns string, o *appsv1beta1.StatefulSet) (*appsv1beta1.StatefulSet, error) {
-			return c.AppsV1beta1().StatefulSets(ns).Create(ctx, o, metav1.CreateOptions{})
-		},
-		cUpdate: func(ctx context.Context, ns string, o *appsv1beta1.StatefulSet) (*appsv1beta1.StatefulSet, error) {
-			return c.AppsV1beta1().StatefulSets(ns).Update(ctx, o, metav1.UpdateOptions{})
-		},
-		cDelete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
-			return c.AppsV1beta1().StatefulSets(ns).Delete(ctx, name, opts)
-		},
+		build:  Desired.AdvancedStatefulSet,
+		client: func(ns string) writer[*appsv1beta1.StatefulSet] { return c.AppsV1beta1().StatefulSets(ns) },
 	}
 }
 
@@ -201,16 +188,8 @@ func newDeployments(k kubernetes.Interface, inf cache.SharedIndexInformer) workl
 			return Observed{SpecReplicas: ptr.Deref(d.Spec.Replicas, 1), NoPartition: true, Replicas: d.Status.Replicas,
 				ReadyReplicas: d.Status.ReadyReplicas, Selector: d.Spec.Selector}
 		},
-		build: Desired.Deployment,
-		cCreate: func(ctx context.Context, ns string, o *appsv1.Deployment) (*appsv1.Deployment, error) {
-			return k.AppsV1().Deployments(ns).Create(ctx, o, metav1.CreateOptions{})
-		},
-		cUpdate: func(ctx context.Context, ns string, o *appsv1.Deployment) (*appsv1.Deployment, error) {
-			return k.AppsV1().Deployments(ns).Update(ctx, o, metav1.UpdateOptions{})
-		},
-		cDelete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
-			return k.AppsV1().Deployments(ns).Delete(ctx, name, opts)
-		},
+		build:  Desired.Deployment,
+		client: func(ns string) writer[*appsv1.Deployment] { return k.AppsV1().Deployments(ns) },
 	}
 }
 
@@ -220,23 +199,20 @@ func newStatefulSets(k kubernetes.Interface, inf cache.SharedIndexInformer) work
 		empty:  func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} },
 		copyOf: (*appsv1.StatefulSet).DeepCopy,
 		observe: func(s *appsv1.StatefulSet) Observed {
-			var partition int32
-			if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
-				partition = *ru.Partition
+			var partition *int32
+			if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+				partition = ru.Partition
 			}
-			return Observed{SpecReplicas: ptr.Deref(s.Spec.Replicas, 1), SpecPartition: partition, Replicas: s.Status.Replicas,
-				NoPartition:   s.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType,
-				ReadyReplicas: s.Status.ReadyReplicas, Selector: s.Spec.Selector}
+			return statefulObserved(s.Spec.Replicas, s.Spec.UpdateStrategy.Type, partition, s.Status.Replicas, s.Status.ReadyReplicas, s.Spec.Selector)
 		},
-		build: Desired.StatefulSet,
-		cCreate: func(ctx context.Context, ns string, o *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
-			return k.AppsV1().StatefulSets(ns).Create(ctx, o, metav1.CreateOptions{})
-		},
-		cUpdate: func(ctx context.Context, ns string, o *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
-			return k.AppsV1().StatefulSets(ns).Update(ctx, o, metav1.UpdateOptions{})
-		},
-		cDelete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
-			return k.AppsV1().StatefulSets(ns).Delete(ctx, name, opts)
-		},
+		build:  Desired.StatefulSet,
+		client: func(ns string) writer[*appsv1.StatefulSet] { return k.AppsV1().StatefulSets(ns) },
 	}
+}
+
+// statefulObserved is Observed for both StatefulSet kinds: the partition of RollingUpdate, none with OnDelete.
+func statefulObserved(replicas *int32, t appsv1.StatefulSetUpdateStrategyType, partition *int32, statusReplicas, ready int32,
+	selector *metav1.LabelSelector) Observed {
+	return Observed{SpecReplicas: ptr.Deref(replicas, 1), SpecPartition: ptr.Deref(partition, 0),
+		NoPartition: t == appsv1.OnDeleteStatefulSetStrategyType, Replicas: statusReplicas, ReadyReplicas: ready, Selector: selector}
 }

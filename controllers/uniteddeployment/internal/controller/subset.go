@@ -182,66 +182,64 @@ func AttachNodeAffinity(spec *corev1.PodSpec, term corev1.NodeSelectorTerm) {
 	}
 }
 
+// common writes what every kind shares: the metadata, the selector, the replicas and the pod template (from src).
+func (d Desired) common(m *metav1.ObjectMeta, selector **metav1.LabelSelector, replicas **int32, tmpl *corev1.PodTemplateSpec,
+	src corev1.PodTemplateSpec) error {
+	d.applyMeta(m)
+	*selector = d.selector()
+	*replicas = ptr.To(d.Replicas)
+	var err error
+	*tmpl, err = d.podTemplate(src)
+	return err
+}
+
+// rollingPartition is the partition of a StatefulSet-like update strategy: set for RollingUpdate (the default),
+// none for OnDelete, as in OpenKruise.
+func (d Desired) rollingPartition(t *appsv1.StatefulSetUpdateStrategyType) *int32 {
+	if *t != "" && *t != appsv1.RollingUpdateStatefulSetStrategyType {
+		return nil
+	}
+	*t = appsv1.RollingUpdateStatefulSetStrategyType
+	return ptr.To(d.Partition)
+}
+
 // CloneSet writes d over cs (a new one, or a copy of the existing).
 func (d Desired) CloneSet(cs *appsv1alpha1.CloneSet) error {
 	tmpl := d.UD.Spec.Template.CloneSetTemplate
-	d.applyMeta(&cs.ObjectMeta)
 	cs.Spec = *tmpl.Spec.DeepCopy()
-	cs.Spec.Selector = d.selector()
-	cs.Spec.Replicas = ptr.To(d.Replicas)
 	cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(d.Partition))
-	var err error
-	cs.Spec.Template, err = d.podTemplate(tmpl.Spec.Template)
-	return err
+	return d.common(&cs.ObjectMeta, &cs.Spec.Selector, &cs.Spec.Replicas, &cs.Spec.Template, tmpl.Spec.Template)
 }
 
 // Deployment writes d over dep. A Deployment has no partition: it is ignored, as OpenKruise ignores it.
 func (d Desired) Deployment(dep *appsv1.Deployment) error {
 	tmpl := d.UD.Spec.Template.DeploymentTemplate
-	d.applyMeta(&dep.ObjectMeta)
 	dep.Spec = *tmpl.Spec.DeepCopy()
-	dep.Spec.Selector = d.selector()
-	dep.Spec.Replicas = ptr.To(d.Replicas)
-	var err error
-	dep.Spec.Template, err = d.podTemplate(tmpl.Spec.Template)
-	return err
+	return d.common(&dep.ObjectMeta, &dep.Spec.Selector, &dep.Spec.Replicas, &dep.Spec.Template, tmpl.Spec.Template)
 }
 
-// StatefulSet writes d over sts. The partition applies to the RollingUpdate strategy (the default); with OnDelete
-// it is not set, as in OpenKruise.
+// StatefulSet writes d over sts, the partition in rollingUpdate.
 func (d Desired) StatefulSet(sts *appsv1.StatefulSet) error {
 	tmpl := d.UD.Spec.Template.StatefulSetTemplate
-	d.applyMeta(&sts.ObjectMeta)
 	sts.Spec = *tmpl.Spec.DeepCopy()
-	sts.Spec.Selector = d.selector()
-	sts.Spec.Replicas = ptr.To(d.Replicas)
-	if t := sts.Spec.UpdateStrategy.Type; t == "" || t == appsv1.RollingUpdateStatefulSetStrategyType {
-		sts.Spec.UpdateStrategy.Type = appsv1.RollingUpdateStatefulSetStrategyType
+	if p := d.rollingPartition(&sts.Spec.UpdateStrategy.Type); p != nil {
 		if sts.Spec.UpdateStrategy.RollingUpdate == nil {
 			sts.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{}
 		}
-		sts.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(d.Partition)
+		sts.Spec.UpdateStrategy.RollingUpdate.Partition = p
 	}
-	var err error
-	sts.Spec.Template, err = d.podTemplate(tmpl.Spec.Template)
-	return err
+	return d.common(&sts.ObjectMeta, &sts.Spec.Selector, &sts.Spec.Replicas, &sts.Spec.Template, tmpl.Spec.Template)
 }
 
 // AdvancedStatefulSet writes d over asts, the partition as for StatefulSet.
 func (d Desired) AdvancedStatefulSet(asts *appsv1beta1.StatefulSet) error {
 	tmpl := d.UD.Spec.Template.AdvancedStatefulSetTemplate
-	d.applyMeta(&asts.ObjectMeta)
 	asts.Spec = *tmpl.Spec.DeepCopy()
-	asts.Spec.Selector = d.selector()
-	asts.Spec.Replicas = ptr.To(d.Replicas)
-	if t := asts.Spec.UpdateStrategy.Type; t == "" || t == appsv1.RollingUpdateStatefulSetStrategyType {
-		asts.Spec.UpdateStrategy.Type = appsv1.RollingUpdateStatefulSetStrategyType
+	if p := d.rollingPartition(&asts.Spec.UpdateStrategy.Type); p != nil {
 		if asts.Spec.UpdateStrategy.RollingUpdate == nil {
 			asts.Spec.UpdateStrategy.RollingUpdate = &appsv1beta1.RollingUpdateStatefulSetStrategy{}
 		}
-		asts.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(d.Partition)
+		asts.Spec.UpdateStrategy.RollingUpdate.Partition = p
 	}
-	var err error
-	asts.Spec.Template, err = d.podTemplate(tmpl.Spec.Template)
-	return err
+	return d.common(&asts.ObjectMeta, &asts.Spec.Selector, &asts.Spec.Replicas, &asts.Spec.Template, tmpl.Spec.Template)
 }
