@@ -90,12 +90,22 @@ func newHarness(t *testing.T) *harness {
 // copy informers; the returned function stops it.
 func (h *harness) startController() (stop func()) {
 	h.T.Helper()
+	return h.startControllerQPS(0)
+}
+
+// startControllerQPS is startController with the controller's client limited to qps requests per second (0: the
+// default), to catch it in the middle of its work.
+func (h *harness) startControllerQPS(qps float32) (stop func()) {
+	h.T.Helper()
 	d := h.Deps("resourcedistribution-test", h.Gates([]featuregate.Feature{features.ResourceDistributionGate}, nil))
 	d.KubeInformers = informers.NewSharedInformerFactoryWithOptions(h.Env.Kube, 0, informers.WithTransform(kitcontroller.StripManagedFields))
 	d.Informers = flotillainformers.NewSharedInformerFactoryWithOptions(h.Client, 0,
 		flotillainformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + h.id }))
 	d.Namespace = ""
 	cfg := rest.CopyConfig(h.Env.Config)
+	if qps > 0 {
+		cfg.QPS, cfg.Burst = qps, 1
+	}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{rt: rt, h: h} })
 	d.Kube = kubernetes.NewForConfigOrDie(cfg)
 	c, err := controller.New(d)

@@ -202,18 +202,21 @@ func TestRestartConverges(t *testing.T) {
 	h := newHarness(t)
 	nss := h.namespaces(20, true)
 	writes := h.watchCopyWrites(nss, "creds")
-	stop := h.startController()
+	// 10 requests a second: the first controller is stopped after a few of the 20 creates.
+	stop := h.startControllerQPS(10)
 	h.rds.Create(h.bySelector(secretSource("creds", map[string]string{"user": "admin"})))
-	testenv.Eventually(t, waitTimeout, func() (bool, error) {
+	existing := func() int {
 		n := 0
 		for _, ns := range nss {
 			if _, err := h.secret(ns, "creds"); err == nil {
 				n++
 			}
 		}
-		return n > 0, nil
-	})
+		return n
+	}
+	testenv.Eventually(t, waitTimeout, func() (bool, error) { return existing() >= 3, nil })
 	stop()
+	require.Less(t, existing(), 20, "the first controller was stopped mid-way")
 	h.startController()
 	copies := h.waitCopies(nss, "creds", "all copies after the restart", func(s *corev1.Secret) bool { return string(s.Data["user"]) == "admin" })
 	st := h.waitStatus("20 of 20", counts(20, 20))
