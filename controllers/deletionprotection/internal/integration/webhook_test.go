@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"k8s.io/component-base/featuregate"
@@ -136,26 +137,52 @@ func TestWebhookNamespaceCascading(t *testing.T) {
 	require.NoError(t, h.deleteNow(namespacesGVR, "", ns), "no active pod, no bound claim: deleted")
 }
 
-// TestWebhookCRDCascading: a Cascading CRD is refused while one of its
-// objects exists (the message names the label and the count), deleted once
-// none is left, or once its label is removed.
+// TestWebhookCRDCascading: a Cascading CRD is refused while objects of it
+// exist (the message names the label and the count — from one object read
+// and the API server's remaining count, or, when the first object is being
+// deleted, by reading on), deleted once none is left but objects being
+// deleted, or once its label is removed.
 func TestWebhookCRDCascading(t *testing.T) {
 	h := newHarness(t)
 	w, _ := h.serveWebhook()
+	ctx := context.Background()
 	crd, gvr := h.protectedCRD(protect.Cascading)
-	widget := &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "Widget"}}
-	widget.SetName("one")
-	h.create(gvr, h.NS, widget)
+	widget := func(gvr schema.GroupVersionResource, name string, finalizers ...string) {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "Widget"}}
+		u.SetName(name)
+		u.SetFinalizers(finalizers)
+		h.create(gvr, h.NS, u)
+		if len(finalizers) > 0 { // released whatever happens, or the CRD's cleanup would wait on it
+			t.Cleanup(func() {
+				_, _ = h.dyn.Resource(gvr).Namespace(h.NS).Patch(context.Background(), name, types.MergePatchType,
+					[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			})
+		}
+	}
+	for _, name := range []string{"one", "two", "three"} {
+		widget(gvr, name)
+	}
+	requireDenied(t, h.deleteNow(crdGVR, "", crd), cascMsg+" and active CRs 3>0")
+	for _, name := range []string{"one", "two", "three"} {
+		require.NoError(t, h.deleteNow(gvr, h.NS, name))
+	}
+	require.NoError(t, h.deleteDryRun(crdGVR, "", crd), "no objects left: allowed")
 
+	// The first object listed is being deleted (held by a finalizer): the webhook reads on.
+	widget(gvr, "a-going", "deletion-protection.flotilla.dev/test")
+	require.NoError(t, h.deleteNow(gvr, h.NS, "a-going"))
+	widget(gvr, "b-staying")
 	requireDenied(t, h.deleteNow(crdGVR, "", crd), cascMsg+" and active CRs 1>0")
-	require.NoError(t, h.deleteNow(gvr, h.NS, "one"))
-	require.NoError(t, h.deleteNow(crdGVR, "", crd), "no objects left: deleted")
+	require.NoError(t, h.deleteNow(gvr, h.NS, "b-staying"))
+	require.NoError(t, h.deleteDryRun(crdGVR, "", crd), "only an object being deleted left: allowed")
+	_, err := h.dyn.Resource(gvr).Namespace(h.NS).Patch(ctx, "a-going", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	require.NoError(t, h.deleteNow(crdGVR, "", crd))
 	require.Positive(t, w.Requests(protect.CRDHandler), "the webhook decided")
 
 	// The label removed: deleted with its objects.
 	other, otherGVR := h.protectedCRD(protect.Cascading)
-	widget.SetAPIVersion(otherGVR.GroupVersion().String())
-	h.create(otherGVR, h.NS, widget)
+	widget(otherGVR, "one")
 	requireDenied(t, h.deleteNow(crdGVR, "", other), cascMsg+" and active CRs 1>0")
 	h.setLabel(crdGVR, "", other, nil)
 	require.NoError(t, h.deleteNow(crdGVR, "", other), "label removed: deleted although an object exists")

@@ -30,8 +30,9 @@ const (
 	ConfigName = "flotilla-deletionprotection"
 )
 
-// pageSize bounds each list response of a lookup: the count is exact (the
-// message carries it, as OpenKruise's), read a page at a time.
+// pageSize bounds each list response of a lookup that reads on (a
+// namespace's pods and claims, the message carrying their exact count as
+// OpenKruise's does; a CRD's objects after one being deleted).
 const pageSize = 500
 
 // Webhook answers DELETE of labelled Namespaces and CRDs. The lookups are
@@ -145,23 +146,19 @@ func ListedVersion(crd *apiextensionsv1.CustomResourceDefinition) (schema.GroupV
 func (w *Webhook) namespaceCounts(ctx context.Context, ns string) (Counts, error) {
 	var c Counts
 	pods := w.Metadata.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace(ns)
-	err := pages(ctx, func(opts metav1.ListOptions) (string, error) {
+	err := pages(ctx, "", func(opts metav1.ListOptions) (string, error) {
 		opts.FieldSelector = "status.phase!=Succeeded,status.phase!=Failed"
 		l, err := pods.List(ctx, opts)
 		if err != nil {
 			return "", err
 		}
-		for i := range l.Items {
-			if l.Items[i].DeletionTimestamp == nil {
-				c.ActivePods++
-			}
-		}
+		c.ActivePods += active(l.Items)
 		return l.Continue, nil
 	})
 	if err != nil || c.ActivePods > 0 {
 		return c, wrap("list pods", err)
 	}
-	err = pages(ctx, func(opts metav1.ListOptions) (string, error) {
+	err = pages(ctx, "", func(opts metav1.ListOptions) (string, error) {
 		l, err := w.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, opts)
 		if err != nil {
 			return "", err
@@ -177,27 +174,54 @@ func (w *Webhook) namespaceCounts(ctx context.Context, ns string) (Counts, error
 }
 
 // activeObjects counts the objects of gvr not being deleted, in every
-// namespace, from their metadata.
+// namespace, reading as little as it can: a first list of Limit 1
+// (metadata only) decides, and when its object is not being deleted the API
+// server's remainingItemCount completes the count without reading the rest
+// (objects being deleted among those are counted too). Only when the first
+// object is being deleted does it read on, a page at a time, counting
+// exactly.
 func (w *Webhook) activeObjects(ctx context.Context, gvr schema.GroupVersionResource) (int, error) {
+	res := w.Metadata.Resource(gvr)
+	first, err := res.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return 0, err
+	}
+	if n := active(first.Items); n > 0 {
+		if first.RemainingItemCount != nil {
+			n += int(*first.RemainingItemCount)
+		}
+		return n, nil
+	}
 	n := 0
-	err := pages(ctx, func(opts metav1.ListOptions) (string, error) {
-		l, err := w.Metadata.Resource(gvr).List(ctx, opts)
+	if first.Continue == "" {
+		return 0, nil
+	}
+	err = pages(ctx, first.Continue, func(opts metav1.ListOptions) (string, error) {
+		l, err := res.List(ctx, opts)
 		if err != nil {
 			return "", err
 		}
-		for i := range l.Items {
-			if l.Items[i].DeletionTimestamp == nil {
-				n++
-			}
-		}
+		n += active(l.Items)
 		return l.Continue, nil
 	})
 	return n, err
 }
 
-// pages calls list with Limit pageSize until it returns no continue token.
-func pages(ctx context.Context, list func(metav1.ListOptions) (string, error)) error {
-	opts := metav1.ListOptions{Limit: pageSize}
+// active counts the objects of items not being deleted.
+func active(items []metav1.PartialObjectMetadata) int {
+	n := 0
+	for i := range items {
+		if items[i].DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// pages calls list with Limit pageSize, from the continue token cont ("":
+// the start), until it returns no continue token.
+func pages(ctx context.Context, cont string, list func(metav1.ListOptions) (string, error)) error {
+	opts := metav1.ListOptions{Limit: pageSize, Continue: cont}
 	for {
 		cont, err := list(opts)
 		if err != nil {
