@@ -20,7 +20,6 @@ var Skipped = map[string]string{
 	"002#6":  "core/v1 Pod showing injected annotations; not a kind of this API",
 	"002#8":  "PersistentPodState is not served yet: issue 29 adds it",
 	"002#11": "CRD subresources snippet of a user's own workload, not an object",
-	"002#16": "ResourceDistribution is not served yet: issue 30 adds it",
 	"002#17": "WorkloadSpread is not served yet: issue 29 adds it (and the example is pseudo-syntax: `Deployment | CloneSet`, `10 | 30%`)",
 	"002#20": "ContainerRecreateRequest is not served yet: issue 28 (the node agent) adds it",
 	"002#21": "fragment of a ContainerRecreateRequest spec without apiVersion/kind (issue 28)",
@@ -227,6 +226,27 @@ spec:
     upgradeStrategy:
       upgradeType: HotUpgrade
       hotUpgradeEmptyImage: empty:1.0.0
+`},
+	// ResourceDistribution (v1.0): the post elides data and the selector ("..."); the copy fills them as
+	// deploy/samples/resourcedistribution.yaml does. Behaviour: resourcedistribution integration
+	// TestDistributeUpdateAndRetarget, and hack/check-samples.sh on the sample.
+	"002#16": {YAML: `apiVersion: apps.kruise.io/v1alpha1
+kind: ResourceDistribution
+metadata:
+  name: sample
+spec:
+  resource:
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: game-demo
+    data:
+      player_initial_lives: "3"
+      ui_properties_file_name: user-interface.properties
+  targets:
+    namespaceLabelSelector:
+      matchLabels:
+        resourcedistribution-sample: game
 `},
 }
 
