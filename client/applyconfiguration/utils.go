@@ -98,6 +98,20 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.PodProbeStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ProbeMarkerPolicy"):
 		return &appsv1alpha1.ProbeMarkerPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceDistribution"):
+		return &appsv1alpha1.ResourceDistributionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceDistributionCondition"):
+		return &appsv1alpha1.ResourceDistributionConditionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceDistributionNamespace"):
+		return &appsv1alpha1.ResourceDistributionNamespaceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceDistributionSpec"):
+		return &appsv1alpha1.ResourceDistributionSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceDistributionStatus"):
+		return &appsv1alpha1.ResourceDistributionStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceDistributionTargetNamespaces"):
+		return &appsv1alpha1.ResourceDistributionTargetNamespacesApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceDistributionTargets"):
+		return &appsv1alpha1.ResourceDistributionTargetsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RollingUpdateDaemonSet"):
 		return &appsv1alpha1.RollingUpdateDaemonSetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SidecarSet"):

@@ -12,6 +12,7 @@ var SchemeGroupVersion, SchemeBuilder, AddToScheme, Resource, Kind = register.Gr
 	&CloneSet{}, &CloneSetList{}, &DaemonSet{}, &DaemonSetList{}, &SidecarSet{}, &SidecarSetList{},
 	&PodProbeMarker{}, &PodProbeMarkerList{}, &NodePodProbe{}, &NodePodProbeList{}, &AdvancedCronJob{}, &AdvancedCronJobList{},
 	&BroadcastJob{}, &BroadcastJobList{}, &ImagePullJob{}, &ImagePullJobList{}, &StatefulSet{}, &StatefulSetList{},
+	&ResourceDistribution{}, &ResourceDistributionList{},
 	&UnitedDeployment{}, &UnitedDeploymentList{},
 )
 

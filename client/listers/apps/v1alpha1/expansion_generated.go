@@ -70,6 +70,10 @@ type PodProbeMarkerListerExpansion interface{}
 // PodProbeMarkerNamespaceLister.
 type PodProbeMarkerNamespaceListerExpansion interface{}
 
+// ResourceDistributionListerExpansion allows custom methods to be added to
+// ResourceDistributionLister.
+type ResourceDistributionListerExpansion interface{}
+
 // SidecarSetListerExpansion allows custom methods to be added to
 // SidecarSetLister.
 type SidecarSetListerExpansion interface{}

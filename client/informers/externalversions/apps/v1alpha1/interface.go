@@ -38,6 +38,8 @@ type Interface interface {
 	NodePodProbes() TypedNodePodProbeInformer
 	// PodProbeMarkers returns a PodProbeMarkerInformer.
 	PodProbeMarkers() TypedPodProbeMarkerInformer
+	// ResourceDistributions returns a ResourceDistributionInformer.
+	ResourceDistributions() TypedResourceDistributionInformer
 	// SidecarSets returns a SidecarSetInformer.
 	SidecarSets() TypedSidecarSetInformer
 	// StatefulSets returns a StatefulSetInformer.
@@ -90,6 +92,11 @@ func (v *version) NodePodProbes() TypedNodePodProbeInformer {
 // PodProbeMarkers returns a TypedPodProbeMarkerInformer.
 func (v *version) PodProbeMarkers() TypedPodProbeMarkerInformer {
 	return &podProbeMarkerInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// ResourceDistributions returns a TypedResourceDistributionInformer.
+func (v *version) ResourceDistributions() TypedResourceDistributionInformer {
+	return &resourceDistributionInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // SidecarSets returns a TypedSidecarSetInformer.

@@ -35,6 +35,7 @@ type AppsV1alpha1Interface interface {
 	ImagePullJobsGetter
 	NodePodProbesGetter
 	PodProbeMarkersGetter
+	ResourceDistributionsGetter
 	SidecarSetsGetter
 	StatefulSetsGetter
 	UnitedDeploymentsGetter
@@ -71,6 +72,10 @@ func (c *AppsV1alpha1Client) NodePodProbes() NodePodProbeInterface {
 
 func (c *AppsV1alpha1Client) PodProbeMarkers(namespace string) PodProbeMarkerInterface {
 	return newPodProbeMarkers(c, namespace)
+}
+
+func (c *AppsV1alpha1Client) ResourceDistributions() ResourceDistributionInterface {
+	return newResourceDistributions(c)
 }
 
 func (c *AppsV1alpha1Client) SidecarSets() SidecarSetInterface {

@@ -32,6 +32,8 @@ type NodePodProbeExpansion interface{}
 
 type PodProbeMarkerExpansion interface{}
 
+type ResourceDistributionExpansion interface{}
+
 type SidecarSetExpansion interface{}
 
 type StatefulSetExpansion interface{}

@@ -56,6 +56,10 @@ func (c *FakeAppsV1alpha1) PodProbeMarkers(namespace string) v1alpha1.PodProbeMa
 	return newFakePodProbeMarkers(c, namespace)
 }
 
+func (c *FakeAppsV1alpha1) ResourceDistributions() v1alpha1.ResourceDistributionInterface {
+	return newFakeResourceDistributions(c)
+}
+
 func (c *FakeAppsV1alpha1) SidecarSets() v1alpha1.SidecarSetInterface {
 	return newFakeSidecarSets(c)
 }
