@@ -59,6 +59,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.topology.subsets) || self.topology.subsets.filter(s, has(s.replicas)).map(s, type(s.replicas) == int ? s.replicas : (self.replicas * int(string(s.replicas).replace('%', '')) + 50) / 100).sum() <= self.replicas",message="spec.topology.subsets: sum of indicated subset replicas should not be greater than UnitedDeployment replicas",fieldPath=".topology.subsets"
 // +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.topology.subsets) || size(self.topology.subsets) == 0 || !self.topology.subsets.all(s, has(s.replicas)) || self.topology.subsets.map(s, type(s.replicas) == int ? s.replicas : (self.replicas * int(string(s.replicas).replace('%', '')) + 50) / 100).sum() == self.replicas",message="spec.topology.subsets: if replicas of all subsets are provided, the sum of indicated subset replicas should equal UnitedDeployment replicas",fieldPath=".topology.subsets"
 // +kubebuilder:validation:XValidation:rule="!has(self.topology.subsets) || size(self.topology.subsets) == 0 || !self.topology.subsets.exists(s, has(s.minReplicas) || has(s.maxReplicas)) || self.topology.subsets.exists(s, !has(s.maxReplicas))",message="spec.topology.subsets: at least one subset.maxReplicas must be empty",fieldPath=".topology.subsets"
+// +kubebuilder:validation:XValidation:rule="!has(self.topology.scheduleStrategy) || !has(self.topology.scheduleStrategy.type) || self.topology.scheduleStrategy.type != 'Adaptive' || !has(self.topology.scheduleStrategy.adaptive) || !has(self.topology.scheduleStrategy.adaptive.reserveUnschedulablePods) || !self.topology.scheduleStrategy.adaptive.reserveUnschedulablePods || !(has(self.template.statefulSetTemplate) || has(self.template.advancedStatefulSetTemplate))",message="spec.topology.scheduleStrategy: only stateless workloads (Deployment and CloneSet) are supported by reserved rescheduling",fieldPath=".topology.scheduleStrategy"
 // +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy.manualUpdate) || !has(self.updateStrategy.manualUpdate.partitions) || self.updateStrategy.manualUpdate.partitions.all(k, has(self.topology.subsets) && self.topology.subsets.exists(s, s.name == k))",message="spec.updateStrategy.manualUpdate.partitions: every key must name a subset in spec.topology.subsets",fieldPath=".updateStrategy.manualUpdate.partitions"
 type UnitedDeploymentSpec struct {
 	// Replicas is the total number of pods over all subsets. Unset, every subset must set its replicas.
@@ -184,6 +185,7 @@ type ManualUpdate struct {
 }
 
 // Topology lists the subsets.
+// +kubebuilder:validation:XValidation:rule="!has(self.scheduleStrategy) || !has(self.scheduleStrategy.type) || self.scheduleStrategy.type != 'Adaptive' || !has(self.subsets) || self.subsets.all(s, !has(s.replicas))",message="spec.topology.subsets: specify replicas use minReplicas/maxReplicas to enable adaptive strategy",fieldPath=".subsets"
 type Topology struct {
 	// Subsets are the node pools, each one workload. Names are unique.
 	// +listType=map
@@ -192,7 +194,8 @@ type Topology struct {
 	// +optional
 	Subsets []Subset `json:"subsets,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
 
-	// ScheduleStrategy is accepted for compatibility; only Fixed is carried out (see the controller's README).
+	// ScheduleStrategy is Fixed (the default) or Adaptive: pods that stay unschedulable in a subset are moved to the
+	// next ones (reserveUnschedulablePods is not carried out: see the controller's README).
 	// +optional
 	ScheduleStrategy UnitedDeploymentScheduleStrategy `json:"scheduleStrategy,omitempty"`
 }

@@ -39,8 +39,17 @@ func ParseSubsetReplicas(udReplicas int32, v intstr.IntOrString) (int32, error) 
 	return int32(math.Floor(float64(udReplicas)*float64(percent)/100 + 0.5)), nil
 }
 
+// SubsetState is what the Adaptive strategy knows of an existing subset workload.
+type SubsetState struct {
+	ReadyReplicas int32
+	// Unschedulable: the subset has pods pending unscheduled for longer than rescheduleCriticalSeconds, or had
+	// within the last unschedulableDuration (see Schedulability).
+	Unschedulable bool
+}
+
 // Allocate computes the replicas of every subset of ud. current holds the spec.replicas of the existing subset
 // workloads by subset name: with fixed replicas it decides which subsets get the remainder of an uneven split.
+// states (Adaptive strategy only) holds the existing subsets' ready replicas and schedulability.
 //
 // Subsets with min/max replicas are filled in order, first up to each minimum, then up to each maximum. Otherwise
 // subsets with replicas get them (integers, or percentages of spec.replicas) and the rest is spread evenly over the
@@ -49,7 +58,14 @@ func ParseSubsetReplicas(udReplicas int32, v intstr.IntOrString) (int32, error) 
 //
 // The error says why the split is impossible (e.g. the fixed replicas add up to more than spec.replicas); the
 // API server rejects such specs, so it only happens with a spec admitted before the rules existed.
-func Allocate(ud *appsv1alpha1.UnitedDeployment, current map[string]int32) (map[string]int32, error) {
+//
+// With the Adaptive strategy the bounds move with what runs: an unschedulable subset keeps exactly its ready pods
+// (min and max clamped to them), so the rest goes to the next subsets; a schedulable one never drops below its
+// ready pods (within its max), so healthy pods are not deleted to move them back.
+func Allocate(ud *appsv1alpha1.UnitedDeployment, current map[string]int32, states map[string]SubsetState) (map[string]int32, error) {
+	if ud.Spec.Topology.ScheduleStrategy.Type == appsv1alpha1.AdaptiveUnitedDeploymentScheduleStrategyType {
+		return allocateAdaptive(ud, states)
+	}
 	for _, s := range ud.Spec.Topology.Subsets {
 		if s.MinReplicas != nil || s.MaxReplicas != nil {
 			return allocateMinMax(ud)
@@ -116,16 +132,43 @@ func allocateSpecified(ud *appsv1alpha1.UnitedDeployment, current map[string]int
 }
 
 func allocateMinMax(ud *appsv1alpha1.UnitedDeployment) (map[string]int32, error) {
-	var replicas int32
+	replicas, mins, maxs, err := minMaxBounds(ud)
+	if err != nil {
+		return nil, err
+	}
+	return fillMinMax(ud.Spec.Topology.Subsets, replicas, mins, maxs), nil
+}
+
+func allocateAdaptive(ud *appsv1alpha1.UnitedDeployment, states map[string]SubsetState) (map[string]int32, error) {
+	replicas, mins, maxs, err := minMaxBounds(ud)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range ud.Spec.Topology.Subsets {
+		st, exists := states[s.Name]
+		if st.Unschedulable && exists {
+			mins[i] = max(st.ReadyReplicas, mins[i])
+			maxs[i] = min(st.ReadyReplicas, maxs[i])
+		}
+		// Healthy pods stay where they run.
+		if !st.Unschedulable && st.ReadyReplicas > mins[i] {
+			mins[i] = min(st.ReadyReplicas, maxs[i])
+		}
+	}
+	return fillMinMax(ud.Spec.Topology.Subsets, replicas, mins, maxs), nil
+}
+
+// minMaxBounds resolves spec.replicas (0 if unset) and every subset's min (0 if unset) and max (no limit if unset);
+// an unparsable bound counts as 0, as in OpenKruise.
+func minMaxBounds(ud *appsv1alpha1.UnitedDeployment) (replicas int32, mins, maxs []int32, err error) {
 	if ud.Spec.Replicas != nil {
 		replicas = *ud.Spec.Replicas
 	}
 	subsets := ud.Spec.Topology.Subsets
-	mins := make([]int32, len(subsets))
-	maxs := make([]int32, len(subsets))
+	mins = make([]int32, len(subsets))
+	maxs = make([]int32, len(subsets))
 	for i, s := range subsets {
 		mins[i], maxs[i] = 0, math.MaxInt32
-		// As OpenKruise: an unparsable bound counts as 0.
 		if s.MinReplicas != nil {
 			mins[i], _ = ParseSubsetReplicas(replicas, *s.MinReplicas)
 		}
@@ -133,9 +176,14 @@ func allocateMinMax(ud *appsv1alpha1.UnitedDeployment) (map[string]int32, error)
 			maxs[i], _ = ParseSubsetReplicas(replicas, *s.MaxReplicas)
 		}
 		if mins[i] > maxs[i] {
-			return nil, fmt.Errorf("subset[%d].maxReplicas(%d) must be more than or equal to minReplicas(%d)", i, maxs[i], mins[i])
+			return 0, nil, nil, fmt.Errorf("subset[%d].maxReplicas(%d) must be more than or equal to minReplicas(%d)", i, maxs[i], mins[i])
 		}
 	}
+	return replicas, mins, maxs, nil
+}
+
+// fillMinMax fills the subsets in order, first up to each minimum, then up to each maximum.
+func fillMinMax(subsets []appsv1alpha1.Subset, replicas int32, mins, maxs []int32) map[string]int32 {
 	out := make(map[string]int32, len(subsets))
 	var allocated int32
 	for i, s := range subsets {
@@ -151,7 +199,7 @@ func allocateMinMax(ud *appsv1alpha1.UnitedDeployment) (map[string]int32, error)
 		out[s.Name] += add
 		allocated += add
 	}
-	return out, nil
+	return out
 }
 
 // Partitions returns each subset's partition: the Manual strategy's value for it (0 without one), at most the

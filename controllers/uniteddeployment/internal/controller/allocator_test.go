@@ -128,7 +128,7 @@ func TestAllocate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := Allocate(c.ud, c.current)
+			got, err := Allocate(c.ud, c.current, nil)
 			if c.wantErr != "" {
 				assert.EqualError(t, err, c.wantErr)
 				return
@@ -149,4 +149,47 @@ func TestPartitions(t *testing.T) {
 	ud.Spec.UpdateStrategy.Type = ""
 	assert.Equal(t, map[string]int32{"a": 0, "b": 0, "c": 0}, Partitions(ud, map[string]int32{"a": 2, "b": 2, "c": 2}),
 		"only the Manual strategy sets partitions")
+}
+
+func adaptive(ud *appsv1alpha1.UnitedDeployment) *appsv1alpha1.UnitedDeployment {
+	ud.Spec.Topology.ScheduleStrategy.Type = appsv1alpha1.AdaptiveUnitedDeploymentScheduleStrategyType
+	return ud
+}
+
+// The Adaptive strategy, as OpenKruise's adaptiveAllocator: the bounds follow the subsets' ready pods and
+// schedulability.
+func TestAllocateAdaptive(t *testing.T) {
+	cases := []struct {
+		name   string
+		ud     *appsv1alpha1.UnitedDeployment
+		states map[string]SubsetState
+		want   map[string]int32
+	}{
+		{name: "no state yet: in order, up to each max",
+			ud:   adaptive(udWith(ptr.To[int32](5), subMinMax("a", "", "3"), subMinMax("b", "", ""))),
+			want: map[string]int32{"a": 3, "b": 2}},
+		{name: "unschedulable subset keeps its ready pods, the rest moves on",
+			ud:     adaptive(udWith(ptr.To[int32](5), subMinMax("a", "", "3"), subMinMax("b", "", ""))),
+			states: map[string]SubsetState{"a": {ReadyReplicas: 1, Unschedulable: true}, "b": {ReadyReplicas: 2}},
+			want:   map[string]int32{"a": 1, "b": 4}},
+		{name: "unschedulable with nothing ready: everything elsewhere",
+			ud:     adaptive(udWith(ptr.To[int32](4), subMinMax("a", "2", ""), subMinMax("b", "", ""))),
+			states: map[string]SubsetState{"a": {Unschedulable: true}},
+			want:   map[string]int32{"a": 2, "b": 2}}, // as OpenKruise: its minReplicas still holds
+		{name: "healthy pods are not moved back",
+			ud:     adaptive(udWith(ptr.To[int32](5), subMinMax("a", "", "3"), subMinMax("b", "", ""))),
+			states: map[string]SubsetState{"a": {ReadyReplicas: 1}, "b": {ReadyReplicas: 4}},
+			want:   map[string]int32{"a": 1, "b": 4}},
+		{name: "an unschedulable subset that does not exist yet is treated as schedulable",
+			ud:     adaptive(udWith(ptr.To[int32](3), subMinMax("a", "", ""), subMinMax("b", "", ""))),
+			states: map[string]SubsetState{},
+			want:   map[string]int32{"a": 3, "b": 0}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Allocate(c.ud, nil, c.states)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
+		})
+	}
 }

@@ -49,6 +49,8 @@ type StatusInput struct {
 	// UpdateErr: updating a subset workload failed.
 	UpdateErr error
 	Now       metav1.Time
+	// SubsetConditions replace the conditions of the subsets they name (the Adaptive strategy's Schedulable).
+	SubsetConditions map[string][]appsv1alpha1.UnitedDeploymentSubsetCondition
 }
 
 // CalculateStatus returns ud's new status (ud is not modified), computed as OpenKruise does: totals over the
@@ -66,7 +68,9 @@ func CalculateStatus(ud *appsv1alpha1.UnitedDeployment, in StatusInput) appsv1al
 	}
 	for _, s := range ud.Spec.Topology.Subsets {
 		ss := appsv1alpha1.UnitedDeploymentSubsetStatus{Name: s.Name, Partition: in.NextPartitions[s.Name]}
-		if prev := subsetStatus(old, s.Name); prev != nil {
+		if conds, ok := in.SubsetConditions[s.Name]; ok {
+			ss.Conditions = conds
+		} else if prev := subsetStatus(old, s.Name); prev != nil {
 			ss.Conditions = prev.Conditions
 		}
 		if o, ok := in.Subsets[s.Name]; ok {

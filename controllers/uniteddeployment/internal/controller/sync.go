@@ -82,7 +82,9 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	for name, o := range subsets {
 		replicasNow[name] = o.SpecReplicas
 	}
-	next, err := Allocate(ud, replicasNow)
+	var requeue kitcontroller.Requeue
+	states, subsetConds := c.adaptiveStates(ud, subsets, &requeue)
+	next, err := Allocate(ud, replicasNow, states)
 	if err != nil {
 		// The API server's rules reject such a spec; it can only be one admitted before them. Retrying changes nothing.
 		c.recorder.Eventf(ud, corev1.EventTypeWarning, reasonFailedReplicas, "Specified subset replicas is ineffective: %s", err.Error())
@@ -101,6 +103,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		Subsets: map[string]Observed{}, Pods: map[string]PodCounts{}, NextReplicas: next, NextPartitions: partitions,
 		CurrentRevision: current, UpdateRevision: update, CollisionCount: collisions, Selector: selectorString(ud),
 		Provisioned: provisioned, ProvisionErr: provErr, UpdateErr: updErr, Now: metav1.NewTime(c.clock.Now()),
+		SubsetConditions: subsetConds,
 	}
 	for _, s := range ud.Spec.Topology.Subsets {
 		if o, ok := subsets[s.Name]; ok {
@@ -113,10 +116,39 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		return err
 	}
 	c.truncateRevisions(ctx, ud, st)
-	if pendingWait > 0 {
-		c.queue.AddAfter(key, pendingWait)
+	requeue.After(pendingWait)
+	if d := requeue.Earliest(); d > 0 {
+		c.queue.AddAfter(key, d)
 	}
 	return errors.Join(provErr, updErr)
+}
+
+// adaptiveStates runs the Adaptive strategy's schedulability check on each existing subset of the topology: their
+// states for Allocate and their new Schedulable conditions for the status (both nil for the Fixed strategy).
+func (c *Controller) adaptiveStates(ud *appsv1alpha1.UnitedDeployment, subsets map[string]Observed, requeue *kitcontroller.Requeue) (
+	map[string]SubsetState, map[string][]appsv1alpha1.UnitedDeploymentSubsetCondition) {
+	strategy := ud.Spec.Topology.ScheduleStrategy
+	if strategy.Type != appsv1alpha1.AdaptiveUnitedDeploymentScheduleStrategyType {
+		return nil, nil
+	}
+	states := map[string]SubsetState{}
+	conds := map[string][]appsv1alpha1.UnitedDeploymentSubsetCondition{}
+	now := c.clock.Now()
+	for _, s := range ud.Spec.Topology.Subsets {
+		o, ok := subsets[s.Name]
+		if !ok {
+			continue // a subset not created yet is schedulable
+		}
+		var prev []appsv1alpha1.UnitedDeploymentSubsetCondition
+		if ss := subsetStatus(&ud.Status, s.Name); ss != nil {
+			prev = ss.Conditions
+		}
+		unschedulable, cs, after := Schedulability(strategy, prev, o, c.subsetPods(o), now)
+		states[s.Name] = SubsetState{ReadyReplicas: o.ReadyReplicas, Unschedulable: unschedulable}
+		conds[s.Name] = cs
+		requeue.After(after)
+	}
+	return states, conds
 }
 
 // allSubsets returns every workload, of any kind, whose controllerRef is ud.

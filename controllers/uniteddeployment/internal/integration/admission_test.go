@@ -80,6 +80,17 @@ func TestAdmissionRefusesBadSpecs(t *testing.T) {
 			})},
 		{Name: "empty selector", Want: "spec.selector: empty selector is invalid for UnitedDeployment",
 			Object: ok(func(u *appsv1alpha1.UnitedDeployment) { u.Spec.Selector = &metav1.LabelSelector{} })},
+		{Name: "adaptive with fixed subset replicas", Want: "specify replicas use minReplicas/maxReplicas to enable adaptive strategy",
+			Object: ok(func(u *appsv1alpha1.UnitedDeployment) {
+				u.Spec.Topology.ScheduleStrategy.Type = appsv1alpha1.AdaptiveUnitedDeploymentScheduleStrategyType
+				u.Spec.Topology.Subsets[0].Replicas = n(1)
+			})},
+		{Name: "reserved rescheduling of a StatefulSet", Want: "spec.topology.scheduleStrategy: only stateless workloads (Deployment and CloneSet) are supported by reserved rescheduling",
+			Object: ok(func(u *appsv1alpha1.UnitedDeployment) {
+				u.Spec.Template = appsv1alpha1.SubsetTemplate{StatefulSetTemplate: &appsv1alpha1.StatefulSetTemplateSpec{}}
+				u.Spec.Topology.ScheduleStrategy = appsv1alpha1.UnitedDeploymentScheduleStrategy{Type: appsv1alpha1.AdaptiveUnitedDeploymentScheduleStrategyType,
+					Adaptive: &appsv1alpha1.AdaptiveUnitedDeploymentStrategy{ReserveUnschedulablePods: true}}
+			})},
 		{Name: "negative replicas", Want: "spec.replicas",
 			Object: ok(func(u *appsv1alpha1.UnitedDeployment) { u.Spec.Replicas = ptr.To[int32](-1) })},
 	})
