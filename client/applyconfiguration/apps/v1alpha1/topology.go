@@ -25,7 +25,8 @@ package v1alpha1
 type TopologyApplyConfiguration struct {
 	// Subsets are the node pools, each one workload. Names are unique.
 	Subsets []SubsetApplyConfiguration `json:"subsets,omitempty"`
-	// ScheduleStrategy is accepted for compatibility; only Fixed is carried out (see the controller's README).
+	// ScheduleStrategy is Fixed (the default) or Adaptive: pods that stay unschedulable in a subset are moved to the
+	// next ones (reserveUnschedulablePods is not carried out: see the controller's README).
 	ScheduleStrategy *UnitedDeploymentScheduleStrategyApplyConfiguration `json:"scheduleStrategy,omitempty"`
 }
 
