@@ -59,7 +59,7 @@ lint: ## gofmt + go vet over all modules
 # too (it needs root, as `make test` does); `make run REAL_NODES=0` runs kwok nodes only (that sample then shows
 # reconciliation only, and says so).
 run: REAL_NODES = 1
-run: cluster-up build ## local control plane + all seven controllers + a real node + the samples
+run: cluster-up build ## local control plane + all ten controllers + a real node + the samples
 	hack/run-local.sh
 
 stop: ## stop the controllers started by `make run` (the control plane keeps running)

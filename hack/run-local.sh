@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make run`: on the local control plane (hack/cluster/up.sh), install namespace + CRDs + RBAC from
-# deploy/overlays/local, start all seven controllers as local processes, each under its own ServiceAccount
+# deploy/overlays/local, start all ten controllers as local processes, each under its own ServiceAccount
 # (so the RBAC in deploy/ is what they really run with), wait until each is healthy, ready and holds its
 # Lease, then apply the samples. `--stop` stops the controllers again. Logs: $CLUSTER_DIR/logs/<name>.log.
 set -euo pipefail
