@@ -1,10 +1,12 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -149,4 +151,44 @@ func setCondition(st *appsv1alpha1.UnitedDeploymentStatus, c appsv1alpha1.United
 		st.Conditions = slices.Delete(st.Conditions, i, i+1)
 	}
 	st.Conditions = append(st.Conditions, c)
+}
+
+func selectorString(ud *appsv1alpha1.UnitedDeployment) string {
+	sel, err := metav1.LabelSelectorAsSelector(ud.Spec.Selector)
+	if err != nil {
+		return ""
+	}
+	return sel.String()
+}
+
+// reportUnsupported reports a template whose kind the API server does not serve: a Warning event, and
+// SubsetProvisioned=False in the status.
+func (c *Controller) reportUnsupported(ctx context.Context, ud *appsv1alpha1.UnitedDeployment, kind Kind) error {
+	// The API server's rules require one template; its kind may still not be served (e.g. no CloneSet CRD).
+	msg := fmt.Sprintf("subset kind %q is not served by the API server", kind)
+	c.recorder.Event(ud, corev1.EventTypeWarning, reasonUnsupportedSubset, msg)
+	return c.writeStatus(ctx, ud, c.unsupportedStatus(ud, msg))
+}
+
+// unsupportedStatus is ud's status when its subset kind is not served: SubsetProvisioned=False with msg.
+func (c *Controller) unsupportedStatus(ud *appsv1alpha1.UnitedDeployment, msg string) appsv1alpha1.UnitedDeploymentStatus {
+	st := *ud.Status.DeepCopy()
+	st.ObservedGeneration = ud.Generation
+	setCondition(&st, condition(appsv1alpha1.SubsetProvisioned, corev1.ConditionFalse, "Error", msg, metav1.NewTime(c.clock.Now())))
+	return st
+}
+
+// writeStatus writes st unless ud already has it.
+func (c *Controller) writeStatus(ctx context.Context, ud *appsv1alpha1.UnitedDeployment, st appsv1alpha1.UnitedDeploymentStatus) error {
+	if equality.Semantic.DeepEqual(ud.Status, st) {
+		return nil
+	}
+	obj := ud.DeepCopy()
+	obj.Status = st
+	out, err := c.client.AppsV1alpha1().UnitedDeployments(ud.Namespace).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("update status of UnitedDeployment %s/%s: %w", ud.Namespace, ud.Name, err)
+	}
+	c.written.Expect(out)
+	return nil
 }

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -169,81 +168,4 @@ func TestSubsetPrefix(t *testing.T) {
 	assert.Equal(t, "web-zone-a-", SubsetPrefix("web", "zone-a"))
 	long := strings.Repeat("u", 200)
 	assert.Equal(t, long+"-", SubsetPrefix(long, strings.Repeat("s", 60)), "too long for a name prefix: <ud>- only")
-}
-
-func TestNeedsUpdate(t *testing.T) {
-	obj := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
-		Labels:      map[string]string{appsv1alpha1.UnitedDeploymentRevisionLabelKey: "r1"},
-		Annotations: map[string]string{appsv1alpha1.AnnotationSubsetPatchKey: "p"}}}
-	o := Observed{Obj: obj, SpecReplicas: 3, SpecPartition: 1}
-	cases := []struct {
-		name                string
-		o                   Observed
-		rev                 string
-		replicas, partition int32
-		patch, want         string
-	}{
-		{"nothing", o, "r1", 3, 1, "p", ""},
-		{"revision", o, "r2", 3, 1, "p", "revision changed"},
-		{"replicas", o, "r1", 4, 1, "p", "replicas changed"},
-		{"partition", o, "r1", 3, 0, "p", "partition changed"},
-		{"no partition to compare", Observed{Obj: obj, SpecReplicas: 3, NoPartition: true}, "r1", 3, 2, "p", ""},
-		{"patch", o, "r1", 3, 1, "q", "patch changed"},
-	}
-	for _, c := range cases {
-		assert.Equal(t, c.want, NeedsUpdate(c.o, c.rev, c.replicas, c.partition, c.patch), c.name)
-	}
-}
-
-func TestClassify(t *testing.T) {
-	at := func(name, subset string, kind Kind, sec int64) Observed {
-		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.Unix(sec, 0)}}
-		return Observed{Kind: kind, Obj: d, SubsetName: subset}
-	}
-	keep, stale := Classify(baseUD(), KindDeployment, []Observed{
-		at("a-new", "a", KindDeployment, 20), at("a-old", "a", KindDeployment, 10), at("b", "b", KindDeployment, 5),
-		at("cs", "a", KindCloneSet, 1), at("unnamed", "", KindDeployment, 1),
-	})
-	assert.Equal(t, "a-old", keep["a"].Obj.GetName(), "the oldest of duplicates is kept")
-	assert.Equal(t, "b", keep["b"].Obj.GetName())
-	assert.Len(t, keep, 2)
-	var names []string
-	for _, o := range stale {
-		names = append(names, o.Obj.GetName())
-	}
-	assert.ElementsMatch(t, []string{"a-new", "cs"}, names, "duplicates and other kinds go; a workload without subset name is left alone")
-}
-
-// The revision data is the template replaced wholesale, keys sorted, as OpenKruise computes it.
-func TestRevisionData(t *testing.T) {
-	ud := baseUD()
-	ud.Spec.Template.DeploymentTemplate = &appsv1alpha1.DeploymentTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-		Spec: appsv1.DeploymentSpec{Template: podTmpl()}}
-	data, err := RevisionData(ud)
-	require.NoError(t, err)
-	var got map[string]map[string]map[string]any
-	require.NoError(t, json.Unmarshal(data, &got))
-	tmpl := got["spec"]["template"]
-	assert.Equal(t, "replace", tmpl["$patch"])
-	assert.Contains(t, tmpl, "deploymentTemplate")
-	assert.Equal(t, `{"spec":{"template":{"$patch":"replace","deploymentTemplate":{"metadata":{"creationTimestamp":null,"labels":{"app":"web"}},`+
-		`"spec":{"selector":null,"strategy":{},"template":{"metadata":{"creationTimestamp":null,"labels":{"app":"web"}},`+
-		`"spec":{"containers":[{"image":"web:v1","name":"main","resources":{}}],"tolerations":[{"key":"base","operator":"Exists"}]}}}}}}}`, string(data),
-		"the bytes OpenKruise v1.9 writes for this template")
-
-	again, err := RevisionData(ud.DeepCopy())
-	require.NoError(t, err)
-	assert.Equal(t, data, again, "equal templates, equal bytes")
-	ud.Spec.Replicas = ptr.To[int32](9)
-	ud.Spec.Topology.Subsets = []appsv1alpha1.Subset{zone("a")}
-	scaled, err := RevisionData(ud)
-	require.NoError(t, err)
-	assert.Equal(t, data, scaled, "replicas and topology are not part of a revision")
-
-	rev, err := NewRevision(ud, 3, ptr.To[int32](0))
-	require.NoError(t, err)
-	assert.Equal(t, "web", rev.Labels["app"], "template labels")
-	assert.Equal(t, int64(3), rev.Revision)
-	assert.True(t, strings.HasPrefix(rev.Name, "web-"))
-	assert.Equal(t, "UnitedDeployment", rev.OwnerReferences[0].Kind)
 }

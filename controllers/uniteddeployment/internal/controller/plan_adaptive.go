@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
 )
 
 // Defaults of the Adaptive strategy's durations (OpenKruise's).
@@ -112,4 +113,33 @@ func setSubsetCondition(conds []appsv1alpha1.UnitedDeploymentSubsetCondition, st
 	}
 	c.Status, c.Reason, c.Message, c.LastTransitionTime = status, reason, msg, metav1.NewTime(now)
 	return conds
+}
+
+// adaptiveStates runs the Adaptive strategy's schedulability check on each existing subset of the topology: their
+// states for Allocate, their new Schedulable conditions for the status (both nil for the Fixed strategy) and when
+// to look again (0: no need).
+func adaptiveStates(ud *appsv1alpha1.UnitedDeployment, subsets map[string]Observed, podsOf func(Observed) []*corev1.Pod,
+	now time.Time) (map[string]SubsetState, map[string][]appsv1alpha1.UnitedDeploymentSubsetCondition, time.Duration) {
+	strategy := ud.Spec.Topology.ScheduleStrategy
+	if strategy.Type != appsv1alpha1.AdaptiveUnitedDeploymentScheduleStrategyType {
+		return nil, nil, 0
+	}
+	states := map[string]SubsetState{}
+	conds := map[string][]appsv1alpha1.UnitedDeploymentSubsetCondition{}
+	var requeue kitcontroller.Requeue
+	for _, s := range ud.Spec.Topology.Subsets {
+		o, ok := subsets[s.Name]
+		if !ok {
+			continue // a subset not created yet is schedulable
+		}
+		var prev []appsv1alpha1.UnitedDeploymentSubsetCondition
+		if ss := subsetStatus(&ud.Status, s.Name); ss != nil {
+			prev = ss.Conditions
+		}
+		unschedulable, cs, after := Schedulability(strategy, prev, o, podsOf(o), now)
+		states[s.Name] = SubsetState{ReadyReplicas: o.ReadyReplicas, Unschedulable: unschedulable}
+		conds[s.Name] = cs
+		requeue.After(after)
+	}
+	return states, conds, requeue.Earliest()
 }
