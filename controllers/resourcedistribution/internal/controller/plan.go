@@ -1,6 +1,10 @@
 package controller
 
 import (
+	"errors"
+	"fmt"
+
+	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -99,4 +103,17 @@ func limitWrites(actions []action, max int) bool {
 		actions[i].op, deferred = opWait, true
 	}
 	return deferred
+}
+
+// retryErrors joins the failed outcomes a retry can help; a deferred namespace (no failure) is requeued anyway.
+func retryErrors(outcomes []outcome) error {
+	var errs []error
+	for _, o := range outcomes {
+		// Conflicts and missing namespaces wait for an event (as in OpenKruise); API errors are retried.
+		if !o.ok && o.failed != "" && o.failed != appsv1alpha1.ResourceDistributionConflictOccurred &&
+			o.failed != appsv1alpha1.ResourceDistributionNamespaceNotExists {
+			errs = append(errs, fmt.Errorf("%s in namespace %s: %s", o.failed, o.ns, o.reason))
+		}
+	}
+	return errors.Join(errs...)
 }
