@@ -45,14 +45,7 @@ func TemplatePatch(template *corev1.PodTemplateSpec) ([]byte, error) {
 	if err := json.Unmarshal(raw, &generic); err != nil {
 		return nil, fmt.Errorf("revision: decoding pod template: %w", err)
 	}
-	meta, _ := generic["metadata"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-		generic["metadata"] = meta
-	}
-	if _, ok := meta["creationTimestamp"]; !ok {
-		meta["creationTimestamp"] = nil
-	}
+	NullCreationTimestamp(generic)
 	generic["$patch"] = "replace"
 	out, err := json.Marshal(map[string]any{
 		"spec": map[string]any{"template": generic},
@@ -61,6 +54,20 @@ func TemplatePatch(template *corev1.PodTemplateSpec) ([]byte, error) {
 		return nil, fmt.Errorf("revision: encoding revision data: %w", err)
 	}
 	return out, nil
+}
+
+// NullCreationTimestamp gives a decoded object's metadata a null
+// creationTimestamp unless it has one, as Kubernetes 1.32 types (OpenKruise
+// v1.9's) encode a zero timestamp; see TemplatePatch.
+func NullCreationTimestamp(obj map[string]any) {
+	meta, _ := obj["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		obj["metadata"] = meta
+	}
+	if _, ok := meta["creationTimestamp"]; !ok {
+		meta["creationTimestamp"] = nil
+	}
 }
 
 // Template decodes the pod template stored in a revision's data by

@@ -34,15 +34,15 @@ func RevisionData(ud *appsv1alpha1.UnitedDeployment) ([]byte, error) {
 		if workload == nil {
 			continue
 		}
-		nullTimestamp(workload)
+		revision.NullCreationTimestamp(workload)
 		spec, _ := workload["spec"].(map[string]any)
 		if pod, _ := spec["template"].(map[string]any); pod != nil {
-			nullTimestamp(pod)
+			revision.NullCreationTimestamp(pod)
 		}
 		claims, _ := spec["volumeClaimTemplates"].([]any)
 		for _, c := range claims {
 			if claim, _ := c.(map[string]any); claim != nil {
-				nullTimestamp(claim)
+				revision.NullCreationTimestamp(claim)
 			}
 		}
 	}
@@ -59,16 +59,4 @@ func NewRevision(ud *appsv1alpha1.UnitedDeployment, number int64, collisionCount
 	}
 	labels, _ := templateMeta(ud)
 	return revision.New(ud, udKind, labels, data, number, collisionCount), nil
-}
-
-// nullTimestamp gives obj's metadata a null creationTimestamp unless it has one.
-func nullTimestamp(obj map[string]any) {
-	meta, _ := obj["metadata"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-		obj["metadata"] = meta
-	}
-	if _, ok := meta["creationTimestamp"]; !ok {
-		meta["creationTimestamp"] = nil
-	}
 }
