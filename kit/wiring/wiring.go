@@ -129,6 +129,25 @@ func (c *Clients) Deps(env *kitapp.Env) Deps {
 	}
 }
 
+// Require returns an error, naming the reconciler, unless both clientsets,
+// both informer factories and the event recorder are set: what a
+// reconciler built from Deps cannot run without.
+func (d Deps) Require(reconciler string) error {
+	if d.Client == nil || d.Kube == nil || d.Informers == nil || d.KubeInformers == nil || d.Recorder == nil {
+		return fmt.Errorf("%s: clients, informer factories and an event recorder are required", reconciler)
+	}
+	return nil
+}
+
+// PassiveClock is d.Clock, or the real clock when none is set (a test
+// building Deps by hand).
+func (d Deps) PassiveClock() clock.PassiveClock {
+	if d.Clock == nil {
+		return clock.RealClock{}
+	}
+	return d.Clock
+}
+
 // ExpectationTimeout is the --expectation-timeout flag the workload binaries
 // share; Value goes into Deps.ExpectationTimeout.
 type ExpectationTimeout struct {
