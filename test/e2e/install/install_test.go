@@ -108,6 +108,12 @@ func TestPerFeatureInstallAndUninstall(t *testing.T) {
 		assert.Equal(t, []string{"log-agent", "main"}, containerNames(created), "the sidecar is injected at creation, before the app (podInjectPolicy BeforeAppContainer)")
 	})
 
+	// The features of issue 30 (features_test.go), each installed on top of cloneset, pub and sidecarset and
+	// uninstalled without touching them.
+	t.Run("deletionprotection refuses, then uninstalls", func(t *testing.T) { deletionProtection(t, all.on(t)) })
+	t.Run("resourcedistribution copies, uninstall keeps them", func(t *testing.T) { resourceDistribution(t, all.on(t)) })
+	t.Run("uniteddeployment splits and scales, uninstall keeps it", func(t *testing.T) { unitedDeployment(t, all.on(t)) })
+
 	t.Run("leader failover keeps the webhook answering", func(t *testing.T) {
 		in := all.on(t)
 		in.failover("pub-controller", func() error {

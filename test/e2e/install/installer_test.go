@@ -208,12 +208,15 @@ func (in *installer) assertAbsent(features ...string) {
 	}
 }
 
-func (in *installer) deployments(feature string) []string {
+func (in *installer) deployments(feature string) []string { return in.rendered(feature, "Deployment") }
+
+// rendered names the objects of kind the feature's overlay holds.
+func (in *installer) rendered(feature, kind string) []string {
 	objs, err := framework.RenderOverlay(in.env.RepoRoot, feature)
 	require.NoError(in.t, err)
 	var names []string
 	for _, o := range objs {
-		if o.GetKind() == "Deployment" {
+		if o.GetKind() == kind {
 			names = append(names, o.GetName())
 		}
 	}
