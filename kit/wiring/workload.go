@@ -34,19 +34,28 @@ func Workload[C kitapp.Controller](name string, gates []featuregate.Feature, kin
 		}
 		d := cl.Deps(env)
 		d.ExpectationTimeout = timeout.Value
-		c, err := newReconciler(d)
-		if err != nil {
-			return fmt.Errorf("set up %s reconciler: %w", kind, err)
-		}
-		if m, ok := any(c).(metricsRegistrar); ok && env.Metrics != nil {
-			if err := m.RegisterMetrics(env.Metrics); err != nil {
-				return fmt.Errorf("register metrics: %w", err)
-			}
-		}
-		env.AddController(c)
-		return nil
+		return AddReconciler(env, kind+" reconciler", newReconciler, d)
 	}
 	return kitapp.Binary{Name: name, Gates: gates, AddFlags: timeout.AddFlags, Setup: setup}
+}
+
+// AddReconciler builds a reconciler from d with newReconciler and adds it to
+// env's controllers (run by the leader); what names it in the error ("set up
+// <what>: …"). A reconciler with a RegisterMetrics method has it called
+// with the binary's registry first. D is Deps or a controller's own Deps
+// that embeds it.
+func AddReconciler[D any, C kitapp.Controller](env *kitapp.Env, what string, newReconciler func(D) (C, error), d D) error {
+	c, err := newReconciler(d)
+	if err != nil {
+		return fmt.Errorf("set up %s: %w", what, err)
+	}
+	if m, ok := any(c).(metricsRegistrar); ok && env.Metrics != nil {
+		if err := m.RegisterMetrics(env.Metrics); err != nil {
+			return fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	env.AddController(c)
+	return nil
 }
 
 // Workload returns the Kubernetes side of d, what kit/workload's skeleton

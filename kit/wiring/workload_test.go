@@ -51,3 +51,24 @@ func TestWorkload(t *testing.T) {
 	err := failing.Setup(context.Background(), &kitapp.Env{Name: "x-controller", RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"}, KubeClient: fake.NewClientset()})
 	assert.ErrorContains(t, err, "set up X reconciler: boom")
 }
+
+// AddReconciler builds a reconciler from any Deps type and adds it, or says
+// what failed to set up.
+func TestAddReconciler(t *testing.T) {
+	type ownDeps struct {
+		Deps
+		Extra string
+	}
+	env := &kitapp.Env{Name: "x-controller"}
+	var got ownDeps
+	require.NoError(t, AddReconciler(env, "X reconciler", func(d ownDeps) (*fakeReconciler, error) {
+		got = d
+		return &fakeReconciler{}, nil
+	}, ownDeps{Extra: "y"}))
+	assert.Equal(t, "y", got.Extra)
+	assert.Equal(t, []string{"fake"}, env.Controllers())
+
+	err := AddReconciler(env, "the X refusal", func(ownDeps) (*fakeReconciler, error) { return nil, errors.New("boom") }, ownDeps{})
+	assert.EqualError(t, err, "set up the X refusal: boom")
+	assert.Equal(t, []string{"fake"}, env.Controllers(), "nothing added on error")
+}

@@ -5,7 +5,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/pflag"
 	"k8s.io/component-base/featuregate"
@@ -49,18 +48,14 @@ func (o *options) setup(ctx context.Context, env *kitapp.Env) error {
 	d := cl.Deps(env)
 	d.Clock = o.clockOptions.wrap(env.Clock)
 	if o.advancedCronJob {
-		c, err := advancedcronjob.New(d)
-		if err != nil {
-			return fmt.Errorf("set up AdvancedCronJob reconciler: %w", err)
+		if err := wiring.AddReconciler(env, "AdvancedCronJob reconciler", advancedcronjob.New, d); err != nil {
+			return err
 		}
-		env.AddController(c)
 	}
 	if o.broadcastJob {
-		c, err := broadcastjob.New(d)
-		if err != nil {
-			return fmt.Errorf("set up BroadcastJob reconciler: %w", err)
+		if err := wiring.AddReconciler(env, "BroadcastJob reconciler", broadcastjob.New, d); err != nil {
+			return err
 		}
-		env.AddController(c)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 
 	"k8s.io/component-base/featuregate"
 
@@ -39,19 +38,11 @@ func setup(ctx context.Context, env *kitapp.Env) error {
 		return err
 	}
 	if env.Gates == nil || !env.Gates.Enabled(features.PodProbeMarkerGate) {
-		d, err := controller.NewDisabled(cl.Deps(env), disabledWhy(env.Gates))
-		if err != nil {
-			return fmt.Errorf("set up the PodProbeMarker refusal: %w", err)
-		}
-		env.AddController(d)
-		return nil
+		why := disabledWhy(env.Gates)
+		return wiring.AddReconciler(env, "the PodProbeMarker refusal",
+			func(d wiring.Deps) (*controller.Disabled, error) { return controller.NewDisabled(d, why) }, cl.Deps(env))
 	}
-	c, err := controller.New(cl.Deps(env))
-	if err != nil {
-		return fmt.Errorf("set up PodProbeMarker reconciler: %w", err)
-	}
-	env.AddController(c)
-	return nil
+	return wiring.AddReconciler(env, "PodProbeMarker reconciler", controller.New, cl.Deps(env))
 }
 
 // disabledWhy says which gate keeps PodProbeMarkerGate off.

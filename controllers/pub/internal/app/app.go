@@ -5,8 +5,6 @@
 package app
 
 import (
-	"fmt"
-
 	"k8s.io/component-base/featuregate"
 
 	"github.com/flotilla-dev/flotilla/controllers/pub/internal/controller"
@@ -56,10 +54,6 @@ func addReconciler(env *kitapp.Env, cl *wiring.Clients) error {
 	if err != nil {
 		return err
 	}
-	c, err := controller.New(controller.Deps{Deps: cl.Deps(env), Finder: finder, WatchWorkloads: true})
-	if err != nil {
-		return fmt.Errorf("set up PodUnavailableBudget reconciler: %w", err)
-	}
-	env.AddController(c)
-	return nil
+	return wiring.AddReconciler(env, "PodUnavailableBudget reconciler", controller.New,
+		controller.Deps{Deps: cl.Deps(env), Finder: finder, WatchWorkloads: true})
 }

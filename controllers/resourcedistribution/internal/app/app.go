@@ -4,7 +4,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 
 	"k8s.io/component-base/featuregate"
 
@@ -39,10 +38,5 @@ func setup(ctx context.Context, env *kitapp.Env) error {
 	if err != nil {
 		return err
 	}
-	c, err := controller.New(cl.Deps(env))
-	if err != nil {
-		return fmt.Errorf("set up ResourceDistribution reconciler: %w", err)
-	}
-	env.AddController(c)
-	return nil
+	return wiring.AddReconciler(env, "ResourceDistribution reconciler", controller.New, cl.Deps(env))
 }

@@ -5,8 +5,6 @@
 package controller
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -55,11 +53,10 @@ type Controller struct {
 	// copies holds, per kind, the informer cache of the Secrets or ConfigMaps carrying CopyLabel.
 	copies   map[string]cache.Indexer
 	written  *expectations.ResourceVersion
-	synced   []cache.InformerSynced
 	clock    clock.PassiveClock
 	recorder record.EventRecorder
-	queue    *controller.Queue[types.NamespacedName]
-	loop     *controller.Loop[types.NamespacedName]
+	// Reconciler is the queue and loop (and Name and Run).
+	*controller.Reconciler[types.NamespacedName]
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -69,12 +66,8 @@ var _ kitapp.Controller = (*Controller)(nil)
 // not narrow them), registers its event handlers and returns it. Nothing starts until the factories are
 // started and Run is called.
 func New(d wiring.Deps) (*Controller, error) {
-	if d.Client == nil || d.Kube == nil || d.Informers == nil || d.KubeInformers == nil || d.Recorder == nil {
-		return nil, errors.New("resourcedistribution: clients, informer factories and an event recorder are required")
-	}
-	var clk clock.PassiveClock = clock.RealClock{}
-	if d.Clock != nil {
-		clk = d.Clock
+	if err := d.Require(Name); err != nil {
+		return nil, err
 	}
 	rdInf := d.Informers.Apps().V1alpha1().ResourceDistributions()
 	nsInf := d.KubeInformers.Core().V1().Namespaces()
@@ -102,24 +95,15 @@ func New(d wiring.Deps) (*Controller, error) {
 		namespaces: nsInf.Lister(),
 		copies:     map[string]cache.Indexer{kindSecret: secInf.GetIndexer(), kindConfigMap: cmInf.GetIndexer()},
 		written:    expectations.NewResourceVersion(expOpts...),
-		synced:     []cache.InformerSynced{rdInf.Informer().HasSynced, nsInf.Informer().HasSynced, secInf.HasSynced, cmInf.HasSynced},
-		clock:      clk,
+		clock:      d.PassiveClock(),
 		recorder:   d.Recorder,
-		queue:      controller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
 	}
-	c.loop = controller.NewLoop(Name, c.queue, c.sync)
+	c.Reconciler = controller.NewReconciler(Name, d.QueueOptions, d.QueueConfig, c.sync)
+	c.WaitFor(rdInf.Informer().HasSynced, nsInf.Informer().HasSynced, secInf.HasSynced, cmInf.HasSynced)
 	if err := c.addHandlers(rdInf.Informer(), nsInf.Informer(), secInf, cmInf); err != nil {
 		return nil, fmt.Errorf("resourcedistribution: %w", err)
 	}
 	return c, nil
-}
-
-// Name implements kitapp.Controller.
-func (c *Controller) Name() string { return Name }
-
-// Run waits for the caches (the shell has normally synced them already) and runs workers until ctx is done.
-func (c *Controller) Run(ctx context.Context, workers int) error {
-	return c.loop.RunWhenSynced(ctx, workers, c.synced...)
 }
 
 // indexByControllerName indexes a copy under the name of the ResourceDistribution controlling it.

@@ -58,7 +58,7 @@ func (c *Controller) addHandlers(rds, nss, secrets, configMaps cache.SharedIndex
 		return fmt.Errorf("watch Namespaces: %w", err)
 	}
 	for what, inf := range map[string]cache.SharedIndexInformer{"Secrets": secrets, "ConfigMaps": configMaps} {
-		if _, err := inf.AddEventHandler(controller.NewOwnerHandler(ownerKind, c.queue, nil)); err != nil {
+		if _, err := inf.AddEventHandler(controller.NewOwnerHandler(ownerKind, c.Queue, nil)); err != nil {
 			return fmt.Errorf("watch %s: %w", what, err)
 		}
 	}
@@ -71,7 +71,7 @@ func terminating(ns *corev1.Namespace) bool {
 
 func (c *Controller) enqueueRD(obj any) {
 	if key, ok := controller.KeyOf(obj); ok {
-		c.queue.Enqueue(key)
+		c.Queue.Enqueue(key)
 	}
 }
 
@@ -99,7 +99,7 @@ func (c *Controller) enqueueForNamespaces(objs ...any) {
 		}
 		for _, ns := range nss {
 			if sel.matches(ns) || sel.included.Has(ns.Name) || c.holdsCopy(rd.Name, ns.Name) {
-				c.queue.Enqueue(types.NamespacedName{Name: rd.Name})
+				c.Queue.Enqueue(types.NamespacedName{Name: rd.Name})
 				break
 			}
 		}

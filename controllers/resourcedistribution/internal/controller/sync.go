@@ -32,7 +32,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if ok, wait := c.written.Satisfied(rd); !ok {
 		// Our last status write is not in the cache yet: acting on this copy would fail the next status write
 		// on a conflict. Its update event requeues the distribution; the delay is the fallback.
-		c.queue.AddAfter(key, wait)
+		c.Queue.AddAfter(key, wait)
 		return nil
 	}
 	src, sel, err := c.parseSpec(rd)
@@ -47,12 +47,12 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	actions := plan(in)
 	if limitWrites(actions, maxWritesPerSync) {
 		// The rest is the next sync's: an immediate requeue, after this one.
-		defer c.queue.Enqueue(key)
+		defer c.Queue.Enqueue(key)
 	}
 	outcomes, waits := c.act(ctx, rd, src, in.want, actions)
 	if waits {
 		// A write of ours is not in the cache yet; its informer event normally requeues sooner.
-		defer c.queue.AddAfter(key, c.written.Timeout())
+		defer c.Queue.AddAfter(key, c.written.Timeout())
 	}
 
 	st := calculateStatus(&rd.Status, rd.Generation, len(in.targets), outcomes, metav1.NewTime(c.clock.Now()))

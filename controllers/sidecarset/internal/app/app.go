@@ -5,7 +5,6 @@
 package app
 
 import (
-	"fmt"
 	"os"
 
 	"k8s.io/component-base/featuregate"
@@ -95,12 +94,8 @@ func (o *Options) addWebhooks(env *kitapp.Env, cl *wiring.Clients, wh kitwebhook
 // addReconciler registers the SidecarSet reconciler (leader only). Its
 // ControllerRevisions and the kruise-configuration ConfigMap live in ns.
 func addReconciler(env *kitapp.Env, cl *wiring.Clients, ns string) error {
-	c, err := controller.New(controller.Deps{Deps: cl.Deps(env), SystemNamespace: ns})
-	if err != nil {
-		return fmt.Errorf("set up SidecarSet reconciler: %w", err)
-	}
-	env.AddController(c)
-	return nil
+	return wiring.AddReconciler(env, "SidecarSet reconciler", controller.New,
+		controller.Deps{Deps: cl.Deps(env), SystemNamespace: ns})
 }
 
 // Namespace is where SidecarSet ControllerRevisions and the
