@@ -241,6 +241,14 @@ func (h KeyHandler) enqueue(obj any) {
 	}
 }
 
+// OnEvery is an event handler calling f with the object of every add,
+// update (the new object; resyncs included) and delete (possibly a
+// tombstone): for handlers that map any change of an object to the keys it
+// concerns the same way.
+func OnEvery(f func(obj any)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{AddFunc: f, UpdateFunc: func(_, obj any) { f(obj) }, DeleteFunc: f}
+}
+
 // SelectorMatches reports whether a workload's selector selects an object
 // with these labels, as adoption reads it: an empty or unparsable selector
 // selects nothing (validation rejects both; a cached object may predate it).

@@ -203,6 +203,18 @@ func TestKeyHandler(t *testing.T) {
 	assert.Equal(t, []string{"enqueue a", "deleted b", "enqueue b", "deleted c", "enqueue c"}, order)
 }
 
+// OnEvery sees the new object of an update, and tombstones of deletes.
+func TestOnEvery(t *testing.T) {
+	var got []any
+	h := OnEvery(func(obj any) { got = append(got, obj) })
+	a, old, upd := pod("a", "1", nil), pod("b", "1", nil), pod("b", "2", nil)
+	tomb := cache.DeletedFinalStateUnknown{Key: "ns/c"}
+	h.OnAdd(a, false)
+	h.OnUpdate(old, upd)
+	h.OnDelete(tomb)
+	assert.Equal(t, []any{a, upd, tomb}, got)
+}
+
 func TestSelectorMatches(t *testing.T) {
 	lbls := map[string]string{"app": "web"}
 	assert.True(t, SelectorMatches(&metav1.LabelSelector{MatchLabels: lbls}, lbls))

@@ -34,8 +34,8 @@ type Disabled struct {
 	markers  appslisters.PodProbeMarkerLister
 	recorder record.EventRecorder
 	why      string
-	loop     *controller.Loop[types.NamespacedName]
-	synced   cache.InformerSynced
+	// Reconciler is the queue and loop (and Name and Run).
+	*controller.Reconciler[types.NamespacedName]
 }
 
 var _ kitapp.Controller = (*Disabled)(nil)
@@ -43,12 +43,12 @@ var _ kitapp.Controller = (*Disabled)(nil)
 // NewDisabled watches PodProbeMarkers; why ends the events' message.
 func NewDisabled(d wiring.Deps, why string) (*Disabled, error) {
 	inf := d.Informers.Apps().V1alpha1().PodProbeMarkers()
-	queue := controller.NewQueue[types.NamespacedName](Name+"-disabled", d.QueueOptions, d.QueueConfig)
-	c := &Disabled{client: d.Client, markers: inf.Lister(), recorder: d.Recorder, why: why, synced: inf.Informer().HasSynced}
-	c.loop = controller.NewLoop(Name+"-disabled", queue, c.sync)
+	c := &Disabled{client: d.Client, markers: inf.Lister(), recorder: d.Recorder, why: why}
+	c.Reconciler = controller.NewReconciler(Name+"-disabled", d.QueueOptions, d.QueueConfig, c.sync)
+	c.WaitFor(inf.Informer().HasSynced)
 	enqueue := func(obj any) {
 		if key, ok := controller.KeyOf(obj); ok {
-			queue.Enqueue(key)
+			c.Queue.Enqueue(key)
 		}
 	}
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -64,14 +64,6 @@ func NewDisabled(d wiring.Deps, why string) (*Disabled, error) {
 		return nil, fmt.Errorf("watch PodProbeMarkers: %w", err)
 	}
 	return c, nil
-}
-
-// Name implements kitapp.Controller.
-func (c *Disabled) Name() string { return Name + "-disabled" }
-
-// Run implements kitapp.Controller.
-func (c *Disabled) Run(ctx context.Context, workers int) error {
-	return c.loop.RunWhenSynced(ctx, workers, c.synced)
 }
 
 func (c *Disabled) sync(ctx context.Context, key types.NamespacedName) error {

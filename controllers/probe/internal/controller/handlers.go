@@ -26,11 +26,7 @@ func (c *Controller) addHandlers(markers, probes, nodes, pods cache.SharedIndexI
 	}); err != nil {
 		return fmt.Errorf("watch PodProbeMarkers: %w", err)
 	}
-	if _, err := probes.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.onNamed,
-		UpdateFunc: func(_, obj any) { c.onNamed(obj) },
-		DeleteFunc: c.onNamed,
-	}); err != nil {
+	if _, err := probes.AddEventHandler(controller.OnEvery(c.onNamed)); err != nil {
 		return fmt.Errorf("watch NodePodProbes: %w", err)
 	}
 	// Only a node's disappearance matters: its NodePodProbe goes.

@@ -7,7 +7,6 @@
 package controller
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -68,11 +67,10 @@ type Controller struct {
 	revCtl    revision.Control
 	pods      cache.Indexer
 	kinds     map[Kind]workloads
-	synced    []cache.InformerSynced
 	clock     clock.PassiveClock
 	recorder  record.EventRecorder
-	queue     *kitcontroller.Queue[types.NamespacedName]
-	loop      *kitcontroller.Loop[types.NamespacedName]
+	// Reconciler is the queue and loop (and Name and Run).
+	*kitcontroller.Reconciler[types.NamespacedName]
 	// creates remembers subset workloads created but not yet seen in the cache, so that a sync on a stale cache
 	// does not create a second one (its name is generated, so nothing else would stop it).
 	creates *expectations.Node[types.NamespacedName]
@@ -85,17 +83,16 @@ var _ kitapp.Controller = (*Controller)(nil)
 // New requests the informers the reconciler needs and registers its handlers. kinds are the subset kinds the API
 // server serves (nil: all four); a UnitedDeployment asking for another kind is reported, not reconciled.
 func New(d wiring.Deps, sub SubsetInformers, kinds []Kind) (*Controller, error) {
-	if d.Client == nil || d.Kube == nil || d.Informers == nil || d.KubeInformers == nil || d.Recorder == nil ||
-		sub.Kube == nil || sub.Flotilla == nil {
+	if err := d.Require(Name); err != nil {
+		return nil, err
+	}
+	if sub.Kube == nil || sub.Flotilla == nil {
 		return nil, errors.New("uniteddeployment: clients, informer factories and an event recorder are required")
 	}
 	if kinds == nil {
 		kinds = AllKinds
 	}
-	var clk clock.PassiveClock = clock.RealClock{}
-	if d.Clock != nil {
-		clk = d.Clock
-	}
+	clk := d.PassiveClock()
 	var opts []expectations.Option
 	if d.ExpectationTimeout > 0 {
 		opts = append(opts, expectations.WithTimeout(d.ExpectationTimeout))
@@ -114,7 +111,6 @@ func New(d wiring.Deps, sub SubsetInformers, kinds []Kind) (*Controller, error) 
 		kube: d.Kube, client: d.Client, uds: udInf.Lister(),
 		revisions: revision.NewLister(revInf.GetIndexer()), revCtl: revision.NewControl(d.Kube),
 		pods: podInf.GetIndexer(), kinds: map[Kind]workloads{}, clock: clk, recorder: d.Recorder,
-		queue:   kitcontroller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
 		creates: expectations.NewNode[types.NamespacedName](opts...),
 		written: expectations.NewResourceVersion(opts...),
 	}
@@ -132,7 +128,8 @@ func New(d wiring.Deps, sub SubsetInformers, kinds []Kind) (*Controller, error) 
 			return nil, fmt.Errorf("uniteddeployment: unknown subset kind %q", k)
 		}
 	}
-	c.synced = []cache.InformerSynced{udInf.Informer().HasSynced, revInf.HasSynced, podInf.HasSynced}
+	c.Reconciler = kitcontroller.NewReconciler(Name, d.QueueOptions, d.QueueConfig, c.sync)
+	c.WaitFor(udInf.Informer().HasSynced, revInf.HasSynced, podInf.HasSynced)
 	// The informers are this reconciler's alone (one per binary), so the owner index is added once.
 	if err := kitcontroller.AddOwnerUIDIndex(revInf); err != nil {
 		return nil, fmt.Errorf("uniteddeployment: index revisions by owner: %w", err)
@@ -141,21 +138,12 @@ func New(d wiring.Deps, sub SubsetInformers, kinds []Kind) (*Controller, error) 
 		if err := kitcontroller.AddOwnerUIDIndex(w.informer()); err != nil {
 			return nil, fmt.Errorf("uniteddeployment: index %ss by owner: %w", k, err)
 		}
-		c.synced = append(c.synced, w.informer().HasSynced)
+		c.WaitFor(w.informer().HasSynced)
 	}
-	c.loop = kitcontroller.NewLoop(Name, c.queue, c.sync)
 	if err := c.addHandlers(udInf.Informer(), podInf); err != nil {
 		return nil, fmt.Errorf("uniteddeployment: %w", err)
 	}
 	return c, nil
-}
-
-// Name implements kitapp.Controller.
-func (c *Controller) Name() string { return Name }
-
-// Run waits for the caches and runs workers until ctx is done.
-func (c *Controller) Run(ctx context.Context, workers int) error {
-	return c.loop.RunWhenSynced(ctx, workers, c.synced...)
 }
 
 func indexPodBySubset(obj any) ([]string, error) {

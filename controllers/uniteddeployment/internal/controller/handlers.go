@@ -4,12 +4,14 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
 // addHandlers maps informer events to UnitedDeployment keys:
@@ -19,7 +21,7 @@ import (
 //   - a pod of a subset enqueues the UnitedDeployments of its namespace whose selector matches it: the updated
 //     and ready counts are read from pods, and the pod cache may catch up after the workload's status did.
 func (c *Controller) addHandlers(uds, pods cache.SharedIndexInformer) error {
-	if _, err := uds.AddEventHandler(kitcontroller.NewKeyHandler(c.queue)); err != nil {
+	if _, err := uds.AddEventHandler(kitcontroller.NewKeyHandler(c.Queue)); err != nil {
 		return fmt.Errorf("watch UnitedDeployments: %w", err)
 	}
 	// A deleted UnitedDeployment's write expectation would otherwise stay in memory.
@@ -32,15 +34,11 @@ func (c *Controller) addHandlers(uds, pods cache.SharedIndexInformer) error {
 	}
 	owner := kitcontroller.OwnerKind{Group: appsv1alpha1.GroupName, Kind: "UnitedDeployment"}
 	for k, w := range c.kinds {
-		if _, err := w.informer().AddEventHandler(kitcontroller.NewOwnerHandler(owner, c.queue, nil)); err != nil {
+		if _, err := w.informer().AddEventHandler(kitcontroller.NewOwnerHandler(owner, c.Queue, nil)); err != nil {
 			return fmt.Errorf("watch %ss: %w", k, err)
 		}
 	}
-	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.enqueuePodOwners(obj) },
-		UpdateFunc: func(_, obj any) { c.enqueuePodOwners(obj) },
-		DeleteFunc: func(obj any) { c.enqueuePodOwners(obj) },
-	}); err != nil {
+	if _, err := pods.AddEventHandler(kitcontroller.OnEvery(c.enqueuePodOwners)); err != nil {
 		return fmt.Errorf("watch pods: %w", err)
 	}
 	return nil
@@ -52,21 +50,14 @@ func (c *Controller) enqueuePodOwners(obj any) {
 		return
 	}
 	for _, key := range c.podOwners(p) {
-		c.queue.Enqueue(key)
+		c.Queue.Enqueue(key)
 	}
 }
 
-// podOwners returns the UnitedDeployments of p's namespace whose selector matches p.
+// podOwners returns the UnitedDeployments of p's namespace whose selector matches p: the rule by which a
+// workload finds the pods it may adopt (kit/workload.Adopters), though a UnitedDeployment only counts them.
 func (c *Controller) podOwners(p *corev1.Pod) []types.NamespacedName {
-	uds, err := c.uds.UnitedDeployments(p.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	var out []types.NamespacedName
-	for _, ud := range uds {
-		if kitcontroller.SelectorMatches(ud.Spec.Selector, p.Labels) {
-			out = append(out, types.NamespacedName{Namespace: ud.Namespace, Name: ud.Name})
-		}
-	}
-	return out
+	return workload.Adopters("UnitedDeployment", func(ns string) ([]*appsv1alpha1.UnitedDeployment, error) {
+		return c.uds.UnitedDeployments(ns).List(labels.Everything())
+	}, func(ud *appsv1alpha1.UnitedDeployment) *metav1.LabelSelector { return ud.Spec.Selector }, nil)(p)
 }

@@ -77,7 +77,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	requeue.After(plan.recheck)
 	requeue.After(pendingWait)
 	if d := requeue.Earliest(); d > 0 {
-		c.queue.AddAfter(key, d)
+		c.Queue.AddAfter(key, d)
 	}
 	return errors.Join(res.provisionErr, res.updateErr)
 }
@@ -105,7 +105,7 @@ func (c *Controller) ownWritesPending(key types.NamespacedName, ud *appsv1alpha1
 		objs = append(objs, o.Obj)
 	}
 	if wait := c.written.Wait(objs...); wait > 0 {
-		c.queue.AddAfter(key, wait) // our own last write is not in the cache yet
+		c.Queue.AddAfter(key, wait) // our own last write is not in the cache yet
 		return true
 	}
 	return false
