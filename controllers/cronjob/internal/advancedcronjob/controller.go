@@ -4,8 +4,6 @@
 package advancedcronjob
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -33,11 +31,10 @@ type Controller struct {
 	acjs     appslisters.AdvancedCronJobLister
 	jobs     cache.Indexer // batch/v1 Jobs, indexed by owner UID
 	bcjs     cache.Indexer // BroadcastJobs, indexed by owner UID
-	synced   []cache.InformerSynced
 	clock    clock.PassiveClock
 	recorder record.EventRecorder
-	queue    *controller.Queue[types.NamespacedName]
-	loop     *controller.Loop[types.NamespacedName]
+	// Reconciler is the queue and loop (and Name and Run).
+	*controller.Reconciler[types.NamespacedName]
 	// defaultLoc reads schedules without a time zone: the process's local zone, as OpenKruise does.
 	defaultLoc *time.Location
 	lastRuns   *lastRuns
@@ -48,12 +45,8 @@ var _ kitapp.Controller = (*Controller)(nil)
 // New requests the informers the reconciler needs from d's factories, registers its event handlers and returns
 // it. Nothing starts until the factories are started and Run is called.
 func New(d wiring.Deps) (*Controller, error) {
-	if d.Client == nil || d.Kube == nil || d.Informers == nil || d.KubeInformers == nil || d.Recorder == nil {
-		return nil, errors.New("advancedcronjob: clients, informer factories and an event recorder are required")
-	}
-	var clk clock.PassiveClock = clock.RealClock{}
-	if d.Clock != nil {
-		clk = d.Clock
+	if err := d.Require(Name); err != nil {
+		return nil, err
 	}
 	acjInf := d.Informers.Apps().V1alpha1().AdvancedCronJobs()
 	jobInf := d.KubeInformers.Batch().V1().Jobs().Informer()
@@ -69,26 +62,17 @@ func New(d wiring.Deps) (*Controller, error) {
 		acjs:       acjInf.Lister(),
 		jobs:       jobInf.GetIndexer(),
 		bcjs:       bcjInf.GetIndexer(),
-		synced:     []cache.InformerSynced{acjInf.Informer().HasSynced, jobInf.HasSynced, bcjInf.HasSynced},
-		clock:      clk,
+		clock:      d.PassiveClock(),
 		recorder:   d.Recorder,
-		queue:      controller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
 		defaultLoc: time.Local,
 		lastRuns:   &lastRuns{m: map[types.NamespacedName]lastRun{}},
 	}
-	c.loop = controller.NewLoop(Name, c.queue, c.sync)
+	c.Reconciler = controller.NewReconciler(Name, d.QueueOptions, d.QueueConfig, c.sync)
+	c.WaitFor(acjInf.Informer().HasSynced, jobInf.HasSynced, bcjInf.HasSynced)
 	if err := c.addHandlers(acjInf.Informer(), jobInf, bcjInf); err != nil {
 		return nil, fmt.Errorf("advancedcronjob: %w", err)
 	}
 	return c, nil
-}
-
-// Name implements kitapp.Controller.
-func (c *Controller) Name() string { return Name }
-
-// Run waits for the caches (the shell has normally synced them already) and runs workers until ctx is done.
-func (c *Controller) Run(ctx context.Context, workers int) error {
-	return c.loop.RunWhenSynced(ctx, workers, c.synced...)
 }
 
 // lastRuns remembers, per AdvancedCronJob, the latest slot this process created a child for. The informer cache

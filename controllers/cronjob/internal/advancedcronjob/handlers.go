@@ -17,13 +17,13 @@ import (
 func (c *Controller) addHandlers(acjs, jobs, bcjs cache.SharedIndexInformer) error {
 	// Matches controllerRefs to an AdvancedCronJob of any version of apps.kruise.io.
 	owner := controller.OwnerKind{Group: appsv1alpha1.GroupName, Kind: "AdvancedCronJob"}
-	if _, err := acjs.AddEventHandler(controller.NewKeyHandler(c.queue)); err != nil {
+	if _, err := acjs.AddEventHandler(controller.NewKeyHandler(c.Queue)); err != nil {
 		return fmt.Errorf("watch AdvancedCronJobs: %w", err)
 	}
-	if _, err := jobs.AddEventHandler(controller.NewOwnerHandler(owner, c.queue, nil)); err != nil {
+	if _, err := jobs.AddEventHandler(controller.NewOwnerHandler(owner, c.Queue, nil)); err != nil {
 		return fmt.Errorf("watch Jobs: %w", err)
 	}
-	if _, err := bcjs.AddEventHandler(controller.NewOwnerHandler(owner, c.queue, nil)); err != nil {
+	if _, err := bcjs.AddEventHandler(controller.NewOwnerHandler(owner, c.Queue, nil)); err != nil {
 		return fmt.Errorf("watch BroadcastJobs: %w", err)
 	}
 	return nil

@@ -60,7 +60,7 @@ func (c *Controller) dueRun(ctx context.Context, key types.NamespacedName, acj *
 	}
 	plan := planRuns(sched, earliest, now, acj.Spec.StartingDeadlineSeconds)
 	if !plan.Next.IsZero() {
-		c.queue.AddAfter(key, plan.Next.Sub(now))
+		c.Queue.AddAfter(key, plan.Next.Sub(now))
 	}
 	switch {
 	case plan.TooMany:

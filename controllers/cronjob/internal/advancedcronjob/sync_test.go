@@ -68,7 +68,7 @@ func newFixture(t *testing.T, now string, acj *appsv1alpha1.AdvancedCronJob, kid
 	require.NoError(t, err)
 	c.defaultLoc = time.UTC
 	f.c = c
-	t.Cleanup(c.queue.ShutDown)
+	t.Cleanup(c.Queue.ShutDown)
 	require.NoError(t, flotInf.Apps().V1alpha1().AdvancedCronJobs().Informer().GetIndexer().Add(acj))
 	for _, k := range kids {
 		switch o := k.(type) {
@@ -133,7 +133,7 @@ func (f *fixture) status() appsv1alpha1.AdvancedCronJobStatus {
 func (f *fixture) queuedBy(at string) bool {
 	f.clock.SetTime(mustTime(f.t, at))
 	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 300*time.Millisecond, true,
-		func(context.Context) (bool, error) { return f.c.queue.Len() > 0, nil })
+		func(context.Context) (bool, error) { return f.c.Queue.Len() > 0, nil })
 	return err == nil
 }
 

@@ -7,7 +7,6 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -50,9 +49,8 @@ type Controller struct {
 	finder     workload.Finder
 	clock      clock.PassiveClock
 	recorder   record.EventRecorder
-	queue      *controller.Queue[types.NamespacedName]
-	loop       *controller.Loop[types.NamespacedName]
-	synced     []cache.InformerSynced
+	// Reconciler is the queue and loop (and Name and Run).
+	*controller.Reconciler[types.NamespacedName]
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -60,9 +58,6 @@ var _ kitapp.Controller = (*Controller)(nil)
 // New requests the informers from d's factories, registers the handlers
 // and returns the reconciler.
 func New(d Deps) (*Controller, error) {
-	if d.Clock == nil {
-		d.Clock = clock.RealClock{}
-	}
 	if d.Finder == nil {
 		return nil, fmt.Errorf("pub controller: a workload Finder is required")
 	}
@@ -78,18 +73,17 @@ func New(d Deps) (*Controller, error) {
 		pubIdx:     pubInf.Informer().GetIndexer(),
 		pods:       podInf.GetIndexer(),
 		finder:     d.Finder,
-		clock:      d.Clock,
+		clock:      d.PassiveClock(),
 		recorder:   d.Recorder,
-		queue:      controller.NewQueue[types.NamespacedName](Name, d.QueueOptions, d.QueueConfig),
 	}
-	c.loop = controller.NewLoop(Name, c.queue, c.sync)
+	c.Reconciler = controller.NewReconciler(Name, d.QueueOptions, d.QueueConfig, c.sync)
 	if _, err := pubInf.Informer().AddEventHandler(pubHandler{c}); err != nil {
 		return nil, fmt.Errorf("pub handler: %w", err)
 	}
 	if _, err := podInf.AddEventHandler(podHandler{c}); err != nil {
 		return nil, fmt.Errorf("pod handler: %w", err)
 	}
-	c.synced = []cache.InformerSynced{pubInf.Informer().HasSynced, podInf.HasSynced}
+	c.WaitFor(pubInf.Informer().HasSynced, podInf.HasSynced)
 	if d.WatchWorkloads {
 		for _, inf := range []cache.SharedIndexInformer{
 			d.KubeInformers.Apps().V1().Deployments().Informer(),
@@ -100,18 +94,10 @@ func New(d Deps) (*Controller, error) {
 			if _, err := inf.AddEventHandler(workloadHandler{c}); err != nil {
 				return nil, fmt.Errorf("workload handler: %w", err)
 			}
-			c.synced = append(c.synced, inf.HasSynced)
+			c.WaitFor(inf.HasSynced)
 		}
 	}
 	return c, nil
-}
-
-// Name is the controller's name for kit/app.
-func (c *Controller) Name() string { return Name }
-
-// Run waits for the caches and runs workers until ctx ends.
-func (c *Controller) Run(ctx context.Context, workers int) error {
-	return c.loop.RunWhenSynced(ctx, workers, c.synced...)
 }
 
 // now is the controller's clock.

@@ -36,7 +36,7 @@ func (h podHandler) OnAdd(obj any, isInInitialList bool) {
 		return
 	}
 	for _, key := range h.c.budgetsOf(pod) {
-		h.c.queue.EnqueueEvent(key, isInInitialList)
+		h.c.Queue.EnqueueEvent(key, isInInitialList)
 	}
 }
 
@@ -66,7 +66,7 @@ func (h podHandler) OnUpdate(oldObj, newObj any) {
 	if name == "" || !h.c.exists(newPod.Namespace, name) {
 		if moved || name != pubcontrol.RelatedPub(oldPod) {
 			for _, key := range h.c.candidates(newPod) {
-				h.c.queue.Enqueue(key)
+				h.c.Queue.Enqueue(key)
 			}
 		}
 		return
@@ -78,19 +78,19 @@ func (h podHandler) OnUpdate(oldObj, newObj any) {
 		// one recounts.
 		for _, k := range h.c.candidates(newPod) {
 			if k != key {
-				h.c.queue.Enqueue(k)
+				h.c.Queue.Enqueue(k)
 			}
 		}
 		if p, err := h.c.pubs.PodUnavailableBudgets(key.Namespace).Get(key.Name); err == nil && !Covers(p, newPod, metav1.GetControllerOfNoCopy(newPod)) {
-			h.c.queue.Enqueue(key)
+			h.c.Queue.Enqueue(key)
 		}
 	}
 	switch {
 	case oldPod.DeletionTimestamp == nil && newPod.DeletionTimestamp != nil:
-		h.c.queue.AddAfter(key, deletionDelay)
+		h.c.Queue.AddAfter(key, deletionDelay)
 	case oldPod.DeletionTimestamp != nil:
 	case pubcontrol.Available(oldPod) != pubcontrol.Available(newPod):
-		h.c.queue.Enqueue(key)
+		h.c.Queue.Enqueue(key)
 	}
 }
 
@@ -100,7 +100,7 @@ func (h podHandler) OnDelete(obj any) {
 		return
 	}
 	if name := pubcontrol.RelatedPub(o); name != "" {
-		h.c.queue.Enqueue(types.NamespacedName{Namespace: o.GetNamespace(), Name: name})
+		h.c.Queue.Enqueue(types.NamespacedName{Namespace: o.GetNamespace(), Name: name})
 	}
 }
 
@@ -144,7 +144,7 @@ type pubHandler struct{ c *Controller }
 
 func (h pubHandler) OnAdd(obj any, _ bool) {
 	if p, ok := obj.(*policyv1alpha1.PodUnavailableBudget); ok {
-		h.c.queue.Enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+		h.c.Queue.Enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 	}
 }
 
@@ -154,7 +154,7 @@ func (h pubHandler) OnUpdate(oldObj, newObj any) {
 	if !ok1 || !ok2 {
 		return
 	}
-	h.c.queue.Enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+	h.c.Queue.Enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 	if o.DeletionTimestamp == nil && p.DeletionTimestamp != nil {
 		h.others(p)
 	}
@@ -165,7 +165,7 @@ func (h pubHandler) OnDelete(obj any) {
 	if !ok {
 		return
 	}
-	h.c.queue.Enqueue(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
+	h.c.Queue.Enqueue(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
 	h.others(o)
 }
 
@@ -176,7 +176,7 @@ func (h pubHandler) others(gone metav1.Object) {
 	}
 	for _, p := range pubs {
 		if p.Name != gone.GetName() {
-			h.c.queue.Enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+			h.c.Queue.Enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 		}
 	}
 }
@@ -209,7 +209,7 @@ func (h workloadHandler) enqueueNamespace(obj any) {
 		return
 	}
 	for _, p := range pubs {
-		h.c.queue.Enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+		h.c.Queue.Enqueue(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 	}
 }
 

@@ -24,7 +24,7 @@ func handlerFixture(t *testing.T, pubs ...*policyv1alpha1.PodUnavailableBudget) 
 	o := controller.DefaultQueueOptions()
 	o.DisableInitialDelay = true
 	return &Controller{pubs: policylisters.NewPodUnavailableBudgetLister(idx),
-		queue: controller.NewQueue[types.NamespacedName]("test", o, controller.QueueConfig{})}
+		Reconciler: controller.NewReconciler[types.NamespacedName]("test", o, controller.QueueConfig{}, nil)}
 }
 
 func pod(ns, name string, labels, annotations map[string]string, ready bool) *corev1.Pod {
@@ -40,10 +40,10 @@ func pod(ns, name string, labels, annotations map[string]string, ready bool) *co
 
 func drain(c *Controller) []string {
 	var out []string
-	for c.queue.Len() > 0 {
-		k, _ := c.queue.Get()
+	for c.Queue.Len() > 0 {
+		k, _ := c.Queue.Get()
 		out = append(out, k.String())
-		c.queue.Done(k)
+		c.Queue.Done(k)
 	}
 	return out
 }

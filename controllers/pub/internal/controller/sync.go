@@ -39,7 +39,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		return err
 	}
 	if recheck > 0 {
-		c.queue.AddAfter(key, recheck)
+		c.Queue.AddAfter(key, recheck)
 	}
 	return nil
 }

@@ -85,7 +85,7 @@ func newSyncFixture(t *testing.T, finder workload.Finder, pubs []*policyv1alpha1
 		QueueOptions: controller.DefaultQueueOptions(), QueueConfig: controller.QueueConfig{Clock: clk},
 	}, Finder: finder})
 	require.NoError(t, err)
-	t.Cleanup(c.queue.ShutDown)
+	t.Cleanup(c.Queue.ShutDown)
 	for _, p := range pubs {
 		require.NoError(t, flotInf.Policy().V1alpha1().PodUnavailableBudgets().Informer().GetIndexer().Add(p))
 	}
@@ -349,12 +349,12 @@ func TestSyncRequeuesAtRecordExpiry(t *testing.T) {
 	)
 	f.sync("web")
 	assert.Empty(t, f.writes(), "status unchanged while web-0 is recorded")
-	assert.Equal(t, 0, f.c.queue.Len(), "not due yet")
+	assert.Equal(t, 0, f.c.Queue.Len(), "not due yet")
 	// The record expires DeletionTimeout after it was taken: 10s from now.
 	clk := f.clock
 	clk.Step(9 * time.Second)
-	assert.Equal(t, 0, f.c.queue.Len(), "not due before the expiry")
+	assert.Equal(t, 0, f.c.Queue.Len(), "not due before the expiry")
 	clk.Step(2 * time.Second)
-	require.Eventually(t, func() bool { return f.c.queue.Len() == 1 }, 5*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return f.c.Queue.Len() == 1 }, 5*time.Second, 10*time.Millisecond,
 		"the budget is queued again at the expiry")
 }
