@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/controller"
 )
 
 // conditionOrder is OpenKruise's: status.conditions always lists these six types in this order.
@@ -85,27 +85,17 @@ func calculateStatus(old *appsv1alpha1.ResourceDistributionStatus, generation in
 	return st
 }
 
-// statusChanged reports whether a status write is needed.
-func statusChanged(old, new *appsv1alpha1.ResourceDistributionStatus) bool {
-	return !equality.Semantic.DeepEqual(old, new)
-}
-
 // updateStatus writes st unless rd already has it. A distribution deleted meanwhile is not an error: its copies
 // go with it.
 func (c *Controller) updateStatus(ctx context.Context, rd *appsv1alpha1.ResourceDistribution, st appsv1alpha1.ResourceDistributionStatus) error {
-	if !statusChanged(&rd.Status, &st) {
-		return nil
-	}
-	next := rd.DeepCopy()
-	next.Status = st
-	written, err := c.client.AppsV1alpha1().ResourceDistributions().UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	statusOf := func(r *appsv1alpha1.ResourceDistribution) *appsv1alpha1.ResourceDistributionStatus { return &r.Status }
+	wrote, err := controller.WriteStatus(ctx, c.client.AppsV1alpha1().ResourceDistributions(), rd, statusOf, st, c.written)
 	switch {
 	case apierrors.IsNotFound(err):
 		// Deleted meanwhile: its copies go with it.
 	case err != nil:
 		return fmt.Errorf("update status of ResourceDistribution %s: %w", rd.Name, err)
-	default:
-		c.written.Expect(written)
+	case wrote:
 		klog.FromContext(ctx).V(2).Info("Updated status", "desired", st.Desired, "succeeded", st.Succeeded, "failed", st.Failed)
 	}
 	return nil

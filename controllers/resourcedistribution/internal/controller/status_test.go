@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -43,10 +44,10 @@ func TestCalculateStatus(t *testing.T) {
 
 	// The same outcomes later: nothing changes, so nothing is written.
 	again := calculateStatus(&st, 7, 5, outcomes, t1)
-	assert.False(t, statusChanged(&st, &again))
+	assert.True(t, equality.Semantic.DeepEqual(st, again), "a status write happens only when it differs")
 	// The conflict resolved: only that condition moves, with a new transition time.
 	resolved := calculateStatus(&st, 7, 5, append([]outcome{{ns: "c", ok: true, target: true}, {ns: "z", ok: true, target: true}}, outcomes[3:]...), t1)
-	assert.True(t, statusChanged(&st, &resolved))
+	assert.False(t, equality.Semantic.DeepEqual(st, resolved))
 	assert.Equal(t, appsv1alpha1.ResourceDistributionConditionFalse, resolved.Conditions[4].Status)
 	assert.Equal(t, t1, resolved.Conditions[4].LastTransitionTime)
 	assert.Equal(t, t0, resolved.Conditions[5].LastTransitionTime)

@@ -5,12 +5,11 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/sidecarcontrol"
+	"github.com/flotilla-dev/flotilla/kit/controller"
 )
 
 // calculateStatus counts the matched pods: updated (on the latest
@@ -40,15 +39,9 @@ func calculateStatus(set *appsv1alpha1.SidecarSet, pods []*corev1.Pod, latestRev
 
 // updateStatus writes status only when it differs from the cached one.
 func (c *Controller) updateStatus(ctx context.Context, set *appsv1alpha1.SidecarSet, status appsv1alpha1.SidecarSetStatus) error {
-	if apiequality.Semantic.DeepEqual(set.Status, status) {
-		return nil
-	}
-	cp := set.DeepCopy()
-	cp.Status = status
-	updated, err := c.client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-	if err != nil {
+	statusOf := func(s *appsv1alpha1.SidecarSet) *appsv1alpha1.SidecarSetStatus { return &s.Status }
+	if _, err := controller.WriteStatus(ctx, c.client.AppsV1alpha1().SidecarSets(), set, statusOf, status, c.rvExp); err != nil {
 		return fmt.Errorf("update status of sidecarset %s: %w", set.Name, err)
 	}
-	c.rvExp.Expect(updated)
 	return nil
 }

@@ -6,10 +6,10 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
 
@@ -180,15 +180,9 @@ func (c *Controller) unsupportedStatus(ud *appsv1alpha1.UnitedDeployment, msg st
 
 // writeStatus writes st unless ud already has it.
 func (c *Controller) writeStatus(ctx context.Context, ud *appsv1alpha1.UnitedDeployment, st appsv1alpha1.UnitedDeploymentStatus) error {
-	if equality.Semantic.DeepEqual(ud.Status, st) {
-		return nil
-	}
-	obj := ud.DeepCopy()
-	obj.Status = st
-	out, err := c.client.AppsV1alpha1().UnitedDeployments(ud.Namespace).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
-	if err != nil {
+	statusOf := func(u *appsv1alpha1.UnitedDeployment) *appsv1alpha1.UnitedDeploymentStatus { return &u.Status }
+	if _, err := kitcontroller.WriteStatus(ctx, c.client.AppsV1alpha1().UnitedDeployments(ud.Namespace), ud, statusOf, st, c.written); err != nil {
 		return fmt.Errorf("update status of UnitedDeployment %s/%s: %w", ud.Namespace, ud.Name, err)
 	}
-	c.written.Expect(out)
 	return nil
 }
