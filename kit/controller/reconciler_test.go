@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,18 +21,10 @@ func TestReconcilerWaitsForInformers(t *testing.T) {
 	r.WaitFor(func() bool { return true }, synced.Load)
 	r.Queue.Enqueue("a")
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx, 1) }()
+	stop := startLoop(t, r, 1)
 	// The informer has not synced: the key stays queued.
 	require.Never(t, func() bool { return rec.count() > 0 }, 300*time.Millisecond, 10*time.Millisecond)
 	synced.Store(true)
 	eventually(t, func() bool { return rec.count() == 1 }, "key synced once the informers have")
-	cancel()
-	select {
-	case err := <-done:
-		assert.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after cancel")
-	}
+	stop()
 }

@@ -54,7 +54,10 @@ func waitRequeueArmed(t *testing.T, clk *testingclock.FakeClock) {
 	eventually(t, func() bool { return clk.Waiters() >= 2 }, "requeue timer armed")
 }
 
-func startLoop(t *testing.T, l *Loop[string], workers int) (cancel func()) {
+// startLoop runs l (a Loop or a Reconciler) and returns what stops it.
+func startLoop(t *testing.T, l interface {
+	Run(ctx context.Context, workers int) error
+}, workers int) (cancel func()) {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
