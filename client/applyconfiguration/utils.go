@@ -38,6 +38,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=apps.kruise.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithKind("AdaptiveUnitedDeploymentStrategy"):
 		return &appsv1alpha1.AdaptiveUnitedDeploymentStrategyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("AdaptiveWorkloadSpreadStrategy"):
+		return &appsv1alpha1.AdaptiveWorkloadSpreadStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("AdvancedCronJob"):
 		return &appsv1alpha1.AdvancedCronJobApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("AdvancedStatefulSetTemplateSpec"):
@@ -64,6 +66,20 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.ContainerProbeSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ContainerProbeState"):
 		return &appsv1alpha1.ContainerProbeStateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ContainerRecreateRequest"):
+		return &appsv1alpha1.ContainerRecreateRequestApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ContainerRecreateRequestContainer"):
+		return &appsv1alpha1.ContainerRecreateRequestContainerApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ContainerRecreateRequestContainerContext"):
+		return &appsv1alpha1.ContainerRecreateRequestContainerContextApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ContainerRecreateRequestContainerRecreateState"):
+		return &appsv1alpha1.ContainerRecreateRequestContainerRecreateStateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ContainerRecreateRequestSpec"):
+		return &appsv1alpha1.ContainerRecreateRequestSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ContainerRecreateRequestStatus"):
+		return &appsv1alpha1.ContainerRecreateRequestStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ContainerRecreateRequestStrategy"):
+		return &appsv1alpha1.ContainerRecreateRequestStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DaemonSet"):
 		return &appsv1alpha1.DaemonSetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DaemonSetSpec"):
@@ -84,6 +100,18 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.NodePodProbeSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NodePodProbeStatus"):
 		return &appsv1alpha1.NodePodProbeStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NodeTopologyTerm"):
+		return &appsv1alpha1.NodeTopologyTermApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PersistentPodAnnotation"):
+		return &appsv1alpha1.PersistentPodAnnotationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PersistentPodState"):
+		return &appsv1alpha1.PersistentPodStateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PersistentPodStateSpec"):
+		return &appsv1alpha1.PersistentPodStateSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PersistentPodStateStatus"):
+		return &appsv1alpha1.PersistentPodStateStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PersistentPodStateTargetReference"):
+		return &appsv1alpha1.PersistentPodStateTargetReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodContainerProbe"):
 		return &appsv1alpha1.PodContainerProbeApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodProbe"):
@@ -96,6 +124,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.PodProbeMarkerStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodProbeStatus"):
 		return &appsv1alpha1.PodProbeStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PodState"):
+		return &appsv1alpha1.PodStateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PreferredTopologyTerm"):
+		return &appsv1alpha1.PreferredTopologyTermApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ProbeHandler"):
+		return &appsv1alpha1.ProbeHandlerApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ProbeMarkerPolicy"):
 		return &appsv1alpha1.ProbeMarkerPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceDistribution"):
@@ -126,6 +160,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.SubsetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SubsetTemplate"):
 		return &appsv1alpha1.SubsetTemplateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TargetReference"):
+		return &appsv1alpha1.TargetReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Topology"):
 		return &appsv1alpha1.TopologyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("UnitedDeployment"):
@@ -146,6 +182,20 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.UnitedDeploymentUpdateStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("UpdateStatus"):
 		return &appsv1alpha1.UpdateStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WorkloadSpread"):
+		return &appsv1alpha1.WorkloadSpreadApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WorkloadSpreadScheduleStrategy"):
+		return &appsv1alpha1.WorkloadSpreadScheduleStrategyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WorkloadSpreadSpec"):
+		return &appsv1alpha1.WorkloadSpreadSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WorkloadSpreadStatus"):
+		return &appsv1alpha1.WorkloadSpreadStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WorkloadSpreadSubset"):
+		return &appsv1alpha1.WorkloadSpreadSubsetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WorkloadSpreadSubsetCondition"):
+		return &appsv1alpha1.WorkloadSpreadSubsetConditionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WorkloadSpreadSubsetStatus"):
+		return &appsv1alpha1.WorkloadSpreadSubsetStatusApplyConfiguration{}
 
 		// Group=apps.kruise.io, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithKind("AdvancedCronJob"):

@@ -14,6 +14,9 @@ var SchemeGroupVersion, SchemeBuilder, AddToScheme, Resource, Kind = register.Gr
 	&BroadcastJob{}, &BroadcastJobList{}, &ImagePullJob{}, &ImagePullJobList{}, &StatefulSet{}, &StatefulSetList{},
 	&ResourceDistribution{}, &ResourceDistributionList{},
 	&UnitedDeployment{}, &UnitedDeploymentList{},
+	&PersistentPodState{}, &PersistentPodStateList{},
+	&ContainerRecreateRequest{}, &ContainerRecreateRequestList{},
+	&WorkloadSpread{}, &WorkloadSpreadList{},
 )
 
 // GroupVersion is SchemeGroupVersion (kubebuilder naming).

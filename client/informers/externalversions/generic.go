@@ -61,12 +61,16 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().BroadcastJobs().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("clonesets"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().CloneSets().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("containerrecreaterequests"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().ContainerRecreateRequests().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("daemonsets"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().DaemonSets().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("imagepulljobs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().ImagePullJobs().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("nodepodprobes"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().NodePodProbes().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("persistentpodstates"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().PersistentPodStates().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("podprobemarkers"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().PodProbeMarkers().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("resourcedistributions"):
@@ -77,6 +81,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().StatefulSets().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("uniteddeployments"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().UnitedDeployments().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("workloadspreads"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().WorkloadSpreads().Informer()}, nil
 
 		// Group=apps.kruise.io, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithResource("advancedcronjobs"):

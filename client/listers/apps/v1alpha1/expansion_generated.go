@@ -42,6 +42,14 @@ type CloneSetListerExpansion interface{}
 // CloneSetNamespaceLister.
 type CloneSetNamespaceListerExpansion interface{}
 
+// ContainerRecreateRequestListerExpansion allows custom methods to be added to
+// ContainerRecreateRequestLister.
+type ContainerRecreateRequestListerExpansion interface{}
+
+// ContainerRecreateRequestNamespaceListerExpansion allows custom methods to be added to
+// ContainerRecreateRequestNamespaceLister.
+type ContainerRecreateRequestNamespaceListerExpansion interface{}
+
 // DaemonSetListerExpansion allows custom methods to be added to
 // DaemonSetLister.
 type DaemonSetListerExpansion interface{}
@@ -61,6 +69,14 @@ type ImagePullJobNamespaceListerExpansion interface{}
 // NodePodProbeListerExpansion allows custom methods to be added to
 // NodePodProbeLister.
 type NodePodProbeListerExpansion interface{}
+
+// PersistentPodStateListerExpansion allows custom methods to be added to
+// PersistentPodStateLister.
+type PersistentPodStateListerExpansion interface{}
+
+// PersistentPodStateNamespaceListerExpansion allows custom methods to be added to
+// PersistentPodStateNamespaceLister.
+type PersistentPodStateNamespaceListerExpansion interface{}
 
 // PodProbeMarkerListerExpansion allows custom methods to be added to
 // PodProbeMarkerLister.
@@ -93,3 +109,11 @@ type UnitedDeploymentListerExpansion interface{}
 // UnitedDeploymentNamespaceListerExpansion allows custom methods to be added to
 // UnitedDeploymentNamespaceLister.
 type UnitedDeploymentNamespaceListerExpansion interface{}
+
+// WorkloadSpreadListerExpansion allows custom methods to be added to
+// WorkloadSpreadLister.
+type WorkloadSpreadListerExpansion interface{}
+
+// WorkloadSpreadNamespaceListerExpansion allows custom methods to be added to
+// WorkloadSpreadNamespaceLister.
+type WorkloadSpreadNamespaceListerExpansion interface{}

@@ -30,12 +30,16 @@ type Interface interface {
 	BroadcastJobs() TypedBroadcastJobInformer
 	// CloneSets returns a CloneSetInformer.
 	CloneSets() TypedCloneSetInformer
+	// ContainerRecreateRequests returns a ContainerRecreateRequestInformer.
+	ContainerRecreateRequests() TypedContainerRecreateRequestInformer
 	// DaemonSets returns a DaemonSetInformer.
 	DaemonSets() TypedDaemonSetInformer
 	// ImagePullJobs returns a ImagePullJobInformer.
 	ImagePullJobs() TypedImagePullJobInformer
 	// NodePodProbes returns a NodePodProbeInformer.
 	NodePodProbes() TypedNodePodProbeInformer
+	// PersistentPodStates returns a PersistentPodStateInformer.
+	PersistentPodStates() TypedPersistentPodStateInformer
 	// PodProbeMarkers returns a PodProbeMarkerInformer.
 	PodProbeMarkers() TypedPodProbeMarkerInformer
 	// ResourceDistributions returns a ResourceDistributionInformer.
@@ -46,6 +50,8 @@ type Interface interface {
 	StatefulSets() TypedStatefulSetInformer
 	// UnitedDeployments returns a UnitedDeploymentInformer.
 	UnitedDeployments() TypedUnitedDeploymentInformer
+	// WorkloadSpreads returns a WorkloadSpreadInformer.
+	WorkloadSpreads() TypedWorkloadSpreadInformer
 }
 
 type version struct {
@@ -74,6 +80,11 @@ func (v *version) CloneSets() TypedCloneSetInformer {
 	return &cloneSetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
+// ContainerRecreateRequests returns a TypedContainerRecreateRequestInformer.
+func (v *version) ContainerRecreateRequests() TypedContainerRecreateRequestInformer {
+	return &containerRecreateRequestInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
 // DaemonSets returns a TypedDaemonSetInformer.
 func (v *version) DaemonSets() TypedDaemonSetInformer {
 	return &daemonSetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
@@ -87,6 +98,11 @@ func (v *version) ImagePullJobs() TypedImagePullJobInformer {
 // NodePodProbes returns a TypedNodePodProbeInformer.
 func (v *version) NodePodProbes() TypedNodePodProbeInformer {
 	return &nodePodProbeInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// PersistentPodStates returns a TypedPersistentPodStateInformer.
+func (v *version) PersistentPodStates() TypedPersistentPodStateInformer {
+	return &persistentPodStateInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // PodProbeMarkers returns a TypedPodProbeMarkerInformer.
@@ -112,4 +128,9 @@ func (v *version) StatefulSets() TypedStatefulSetInformer {
 // UnitedDeployments returns a TypedUnitedDeploymentInformer.
 func (v *version) UnitedDeployments() TypedUnitedDeploymentInformer {
 	return &unitedDeploymentInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// WorkloadSpreads returns a TypedWorkloadSpreadInformer.
+func (v *version) WorkloadSpreads() TypedWorkloadSpreadInformer {
+	return &workloadSpreadInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

@@ -31,14 +31,17 @@ type AppsV1alpha1Interface interface {
 	AdvancedCronJobsGetter
 	BroadcastJobsGetter
 	CloneSetsGetter
+	ContainerRecreateRequestsGetter
 	DaemonSetsGetter
 	ImagePullJobsGetter
 	NodePodProbesGetter
+	PersistentPodStatesGetter
 	PodProbeMarkersGetter
 	ResourceDistributionsGetter
 	SidecarSetsGetter
 	StatefulSetsGetter
 	UnitedDeploymentsGetter
+	WorkloadSpreadsGetter
 }
 
 // AppsV1alpha1Client is used to interact with features provided by the apps.kruise.io group.
@@ -58,6 +61,10 @@ func (c *AppsV1alpha1Client) CloneSets(namespace string) CloneSetInterface {
 	return newCloneSets(c, namespace)
 }
 
+func (c *AppsV1alpha1Client) ContainerRecreateRequests(namespace string) ContainerRecreateRequestInterface {
+	return newContainerRecreateRequests(c, namespace)
+}
+
 func (c *AppsV1alpha1Client) DaemonSets(namespace string) DaemonSetInterface {
 	return newDaemonSets(c, namespace)
 }
@@ -68,6 +75,10 @@ func (c *AppsV1alpha1Client) ImagePullJobs(namespace string) ImagePullJobInterfa
 
 func (c *AppsV1alpha1Client) NodePodProbes() NodePodProbeInterface {
 	return newNodePodProbes(c)
+}
+
+func (c *AppsV1alpha1Client) PersistentPodStates(namespace string) PersistentPodStateInterface {
+	return newPersistentPodStates(c, namespace)
 }
 
 func (c *AppsV1alpha1Client) PodProbeMarkers(namespace string) PodProbeMarkerInterface {
@@ -88,6 +99,10 @@ func (c *AppsV1alpha1Client) StatefulSets(namespace string) StatefulSetInterface
 
 func (c *AppsV1alpha1Client) UnitedDeployments(namespace string) UnitedDeploymentInterface {
 	return newUnitedDeployments(c, namespace)
+}
+
+func (c *AppsV1alpha1Client) WorkloadSpreads(namespace string) WorkloadSpreadInterface {
+	return newWorkloadSpreads(c, namespace)
 }
 
 // NewForConfig creates a new AppsV1alpha1Client for the given config.

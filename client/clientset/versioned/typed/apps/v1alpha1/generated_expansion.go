@@ -24,11 +24,15 @@ type BroadcastJobExpansion interface{}
 
 type CloneSetExpansion interface{}
 
+type ContainerRecreateRequestExpansion interface{}
+
 type DaemonSetExpansion interface{}
 
 type ImagePullJobExpansion interface{}
 
 type NodePodProbeExpansion interface{}
+
+type PersistentPodStateExpansion interface{}
 
 type PodProbeMarkerExpansion interface{}
 
@@ -39,3 +43,5 @@ type SidecarSetExpansion interface{}
 type StatefulSetExpansion interface{}
 
 type UnitedDeploymentExpansion interface{}
+
+type WorkloadSpreadExpansion interface{}

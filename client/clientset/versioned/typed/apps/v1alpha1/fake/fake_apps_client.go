@@ -40,6 +40,10 @@ func (c *FakeAppsV1alpha1) CloneSets(namespace string) v1alpha1.CloneSetInterfac
 	return newFakeCloneSets(c, namespace)
 }
 
+func (c *FakeAppsV1alpha1) ContainerRecreateRequests(namespace string) v1alpha1.ContainerRecreateRequestInterface {
+	return newFakeContainerRecreateRequests(c, namespace)
+}
+
 func (c *FakeAppsV1alpha1) DaemonSets(namespace string) v1alpha1.DaemonSetInterface {
 	return newFakeDaemonSets(c, namespace)
 }
@@ -50,6 +54,10 @@ func (c *FakeAppsV1alpha1) ImagePullJobs(namespace string) v1alpha1.ImagePullJob
 
 func (c *FakeAppsV1alpha1) NodePodProbes() v1alpha1.NodePodProbeInterface {
 	return newFakeNodePodProbes(c)
+}
+
+func (c *FakeAppsV1alpha1) PersistentPodStates(namespace string) v1alpha1.PersistentPodStateInterface {
+	return newFakePersistentPodStates(c, namespace)
 }
 
 func (c *FakeAppsV1alpha1) PodProbeMarkers(namespace string) v1alpha1.PodProbeMarkerInterface {
@@ -70,6 +78,10 @@ func (c *FakeAppsV1alpha1) StatefulSets(namespace string) v1alpha1.StatefulSetIn
 
 func (c *FakeAppsV1alpha1) UnitedDeployments(namespace string) v1alpha1.UnitedDeploymentInterface {
 	return newFakeUnitedDeployments(c, namespace)
+}
+
+func (c *FakeAppsV1alpha1) WorkloadSpreads(namespace string) v1alpha1.WorkloadSpreadInterface {
+	return newFakeWorkloadSpreads(c, namespace)
 }
 
 // RESTClient returns a RESTClient that is used to communicate
