@@ -64,7 +64,7 @@ func loadCRDs(t *testing.T) map[string]*apiextensionsv1.CustomResourceDefinition
 		apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
 		out[crd.Name] = crd
 	}
-	require.Len(t, out, 12, "one CRD per kind")
+	require.Len(t, out, 15, "one CRD per kind")
 	return out
 }
 

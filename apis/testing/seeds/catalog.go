@@ -7,8 +7,7 @@ var Skipped = map[string]string{
 	"000#2": "core/v1 Pod showing probe results; not a kind of this API",
 	"000#5": "not valid YAML: documentation pseudo-syntax (patchPolicy outside its list item, `Overwrite | Retain`); a repaired copy is tested as 000#5-repaired",
 	"000#6": "core/v1 Pod showing injected annotations; not a kind of this API",
-	"003#1": "ContainerRecreateRequest is not served yet: issue 28 (the node agent) adds it",
-	"003#2": "fragment of a ContainerRecreateRequest spec without apiVersion/kind (issue 28)",
+	"003#2": "fragment of a ContainerRecreateRequest spec without apiVersion/kind; a repaired copy is tested as 003#2-repaired",
 	"003#4": "core/v1 Pod showing a revision label; not a kind of this API",
 	"004#1": "PersistentPodState is not served yet: issue 29 adds it",
 	"004#4": "Go snippet (Lifecycle types), not a manifest",
@@ -21,8 +20,6 @@ var Skipped = map[string]string{
 	"002#8":  "PersistentPodState is not served yet: issue 29 adds it",
 	"002#11": "CRD subresources snippet of a user's own workload, not an object",
 	"002#17": "WorkloadSpread is not served yet: issue 29 adds it (and the example is pseudo-syntax: `Deployment | CloneSet`, `10 | 30%`)",
-	"002#20": "ContainerRecreateRequest is not served yet: issue 28 (the node agent) adds it",
-	"002#21": "fragment of a ContainerRecreateRequest spec without apiVersion/kind (issue 28)",
 	"002#23": "core/v1 Pod showing a revision label; not a kind of this API",
 }
 
@@ -129,6 +126,10 @@ spec:
 	}},
 	// Image pre-download parallelism: daemonset integration TestImagePreDownload, cloneset TestPreDownloadInput (the
 	// ImagePullJobs; pulling them needs the node agent: issue 28).
+	// ContainerRecreateRequest (issue 28): containerrecreaterequest integration, test/e2e/realnode TestContainerRecreate*.
+	"002#20": {YAML: crrMinimal},
+	// 002#21 elides the rest of the spec (`# ...`): the copy is 002#20's object with the strategy.
+	"002#21": {YAML: crrWithStrategy},
 	"002#7": {YAML: `apiVersion: apps.kruise.io/v1alpha1
 kind: DaemonSet
 metadata:
@@ -283,6 +284,28 @@ spec:
         example.io/block-deleting: "true"
 `
 
+const crrMinimal = `apiVersion: apps.kruise.io/v1alpha1
+kind: ContainerRecreateRequest
+metadata:
+  namespace: pod-namespace
+  name: xxx
+spec:
+  podName: pod-name
+  containers:
+  - name: app
+  - name: sidecar
+`
+
+const crrWithStrategy = crrMinimal + `  strategy:
+    failurePolicy: Fail
+    orderedRecreate: false
+    terminationGracePeriodSeconds: 30
+    unreadyGracePeriodSeconds: 3
+    minStartedSeconds: 10
+  activeDeadlineSeconds: 300
+  ttlSecondsAfterFinished: 1800
+`
+
 var retainOrDelete = map[string]string{
 	"whenDeleted: Retain | Delete": "pseudo-syntax for a choice of two policies; the copy takes one of them",
 	"whenScaled: Retain | Delete":  "pseudo-syntax for a choice of two policies; the copy takes one of them",
@@ -291,6 +314,9 @@ var retainOrDelete = map[string]string{
 // Repaired holds hand-fixed copies of seed examples that are not valid
 // YAML as written, so that the intent of the example is still covered.
 var Repaired = map[string]string{
+	// 003#2 (and 002#21) show only spec.strategy and the deadlines of a ContainerRecreateRequest: completed with
+	// 003#1's object. Behaviour: containerrecreaterequest integration and test/e2e/realnode TestContainerRecreate*.
+	"003#2-repaired": crrWithStrategy,
 	"000#5-repaired": `apiVersion: apps.kruise.io/v1alpha1
 kind: SidecarSet
 spec:
