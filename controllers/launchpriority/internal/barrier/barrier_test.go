@@ -14,7 +14,9 @@ func container(name string, env ...corev1.EnvVar) corev1.Container {
 	return corev1.Container{Name: name, Env: env}
 }
 
-func prio(v string) corev1.EnvVar { return corev1.EnvVar{Name: pub.ContainerLaunchPriorityEnvName, Value: v} }
+func prio(v string) corev1.EnvVar {
+	return corev1.EnvVar{Name: pub.ContainerLaunchPriorityEnvName, Value: v}
+}
 
 func pod(annotations map[string]string, cs ...corev1.Container) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: annotations}, Spec: corev1.PodSpec{Containers: cs}}
