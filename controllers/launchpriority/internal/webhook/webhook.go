@@ -1,8 +1,8 @@
 // Package webhook is container launch priority's mutating pod webhook: at pod creation it checks the
 // launch-priority input (annotation apps.kruise.io/container-launch-priority, env KRUISE_CONTAINER_PRIORITY) and
 // adds the KRUISE_CONTAINER_BARRIER env to each container (internal/barrier). The API server calls it only for
-// pods carrying that annotation or env (the static matchConditions of deploy/components/launchpriority/webhook.yaml,
-// MatchConditions here): no other pod creation ever waits on it.
+// pods carrying that annotation or env (the static matchConditions of
+// deploy/components/launchpriority/webhook.yaml): no other pod creation ever waits on it.
 package webhook
 
 import (
@@ -25,13 +25,6 @@ const (
 	// ConfigName is the MutatingWebhookConfiguration whose caBundle the binary keeps.
 	ConfigName = "flotilla-launchpriority"
 )
-
-// MatchConditions are the CEL conditions of the webhook entry: a pod with the launch-priority annotation, or a
-// container with KRUISE_CONTAINER_PRIORITY (webhook.yaml holds the same text; a test keeps them equal).
-var MatchConditions = map[string]string{
-	"launch-priority": `(has(object.metadata.annotations) && 'apps.kruise.io/container-launch-priority' in object.metadata.annotations) || ` +
-		`object.spec.containers.exists(c, has(c.env) && c.env.exists(e, e.name == 'KRUISE_CONTAINER_PRIORITY'))`,
-}
 
 // Register serves the pod webhook on s.
 func Register(s *kitwebhook.Server) {
