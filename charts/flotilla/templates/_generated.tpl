@@ -11,6 +11,7 @@ cronjob-controller: []
 deletionprotection-controller: [DeletionProtectionForCRDCascadingGate, EnableExternalCerts, ResourcesDeletionProtection]
 uniteddeployment-controller: []
 resourcedistribution-controller: [ResourceDistributionGate]
+launchpriority-controller: [EnableExternalCerts]
 probe-agent: []
 {{- end -}}
 {{- /* Per values section: the feature switching it, its binary, whether it serves webhooks, the Services in front of it. */ -}}
@@ -25,6 +26,7 @@ cronjob: {feature: cronjob, binary: cronjob-controller, webhook: false, services
 deletionprotection: {feature: deletionprotection, binary: deletionprotection-controller, webhook: true, services: [deletionprotection-controller-webhook]}
 resourcedistribution: {feature: resourcedistribution, binary: resourcedistribution-controller, webhook: false, services: []}
 uniteddeployment: {feature: uniteddeployment, binary: uniteddeployment-controller, webhook: false, services: []}
+launchpriority: {feature: launchpriority, binary: launchpriority-controller, webhook: true, services: [launchpriority-controller-webhook]}
 daemon: {feature: probe, binary: probe-agent, webhook: false, services: []}
 {{- end -}}
 {{- /* Values standing for a variant overlay (gen.Variants): namespace names, checked to be DNS-1123 labels. */ -}}
