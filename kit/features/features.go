@@ -107,12 +107,16 @@ const (
 	// DaemonSetPruneIneligibleNodes prunes pods on no-longer-eligible nodes
 	// from the rolling-update budget.
 	DaemonSetPruneIneligibleNodes featuregate.Feature = "DaemonSetPruneIneligibleNodes"
+	// WorkloadSpread lets workloadspread-controller run (it also needs
+	// PodWebhook, as in OpenKruise).
+	WorkloadSpread featuregate.Feature = "WorkloadSpread"
 )
 
 // specs is the immutable table of known gates. It is never written after
 // package initialisation; NewGate copies entries into a fresh gate.
 var specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	PodWebhook:                                {Default: true, PreRelease: featuregate.Beta},
+	WorkloadSpread:                            {Default: true, PreRelease: featuregate.Beta},
 	KruiseDaemon:                              {Default: false, PreRelease: featuregate.Beta},
 	CloneSetShortHash:                         {Default: false, PreRelease: featuregate.Alpha},
 	KruisePodReadinessGate:                    {Default: false, PreRelease: featuregate.Alpha},
@@ -157,7 +161,7 @@ type Rule struct {
 //
 // Kept:
 //   - PodWebhook=false ⇒ KruisePodReadinessGate, PodUnavailableBudgetDeleteGate,
-//     PodUnavailableBudgetUpdateGate, SidecarSetPatchPodMetadataDefaultsAllowed,
+//     PodUnavailableBudgetUpdateGate, WorkloadSpread, SidecarSetPatchPodMetadataDefaultsAllowed,
 //     EnablePodProbeMarkerOnServerless are off (they are implemented by the pod
 //     webhook that the same binary serves).
 //   - KruiseDaemon=false ⇒ PreDownloadImageForInPlaceUpdate,
@@ -167,13 +171,13 @@ type Rule struct {
 //
 // Dropped, because Flotilla has no component they would affect:
 // DaemonWatchingPod, ImagePullJobGate (and "either PreDownload gate ⇒
-// ImagePullJobGate=true"), WorkloadSpread, EnhancedLivenessProbe.
+// ImagePullJobGate=true"), EnhancedLivenessProbe.
 //
 // Also kept: ResourcesDeletionProtection=false ⇒
 // DeletionProtectionForCRDCascadingGate is off (deletionprotection-controller).
 var DependencyRules = []Rule{
 	{When: PodWebhook, Forced: []featuregate.Feature{
-		KruisePodReadinessGate, PodUnavailableBudgetDeleteGate, PodUnavailableBudgetUpdateGate,
+		KruisePodReadinessGate, PodUnavailableBudgetDeleteGate, PodUnavailableBudgetUpdateGate, WorkloadSpread,
 		SidecarSetPatchPodMetadataDefaultsAllowed, EnablePodProbeMarkerOnServerless,
 	}},
 	{When: KruiseDaemon, Forced: []featuregate.Feature{

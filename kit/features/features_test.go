@@ -57,7 +57,7 @@ func TestDefaultsMatchReference(t *testing.T) {
 	// KruiseDaemon is the one deliberate difference: true in OpenKruise,
 	// false here because Flotilla ships no node agent (see its doc).
 	on := []featuregate.Feature{PodWebhook, PodUnavailableBudgetDeleteGate, InPlaceUpdateEnvFromMetadata,
-		StatefulSetAutoDeletePVC, PodProbeMarkerGate, PodIndexLabel}
+		StatefulSetAutoDeletePVC, PodProbeMarkerGate, PodIndexLabel, WorkloadSpread}
 	for _, f := range Known() {
 		s, ok := Spec(f)
 		require.True(t, ok)
