@@ -86,14 +86,33 @@ resourcedistribution() { # the ConfigMap game-demo copied into both labelled nam
   [ "$s" = 2/2/0 ] && [ "$(grep -o 'lives=3,hash=[0-9a-f]' <<<"$copies" | wc -l)" = 2 ]
 }
 
+launchpriority() { # the Ordered pod's containers got their barrier keys (first p_0, second p_-1) and, with a real
+  # node, started in order: second only once first was ready (start times from the kubelet, first ready after 3 s)
+  local pod barriers keys real t1 t2
+  pod=$(kubectl -n $ns get pods -l app=launch-priority-sample -o 'jsonpath={.items[0].metadata.name}' 2>/dev/null || true)
+  [ -n "$pod" ] || { echo "no pod"; return 1; }
+  barriers=$(jp "pod/$pod" '{range .spec.containers[*]}{.name}={.env[?(@.name=="KRUISE_CONTAINER_BARRIER")].valueFrom.configMapKeyRef.key} {end}')
+  keys=$(jp "configmap/$pod-barrier" '{.data.p_0}/{.data.p_-1}')
+  real=$(kubectl get nodes -l flotilla.dev/real-node=true -o name | wc -l)
+  if [ "$real" = 0 ]; then
+    echo "barriers=[${barriers% }] opened p_0/p_-1=$keys (no real node: the pod stays Pending; make run REAL_NODES=1)"
+    [ "$barriers" = "first=p_0 second=p_-1 " ] && [ "${keys%%/*}" = true ]; return
+  fi
+  t1=$(jp "pod/$pod" '{.status.containerStatuses[?(@.name=="first")].state.running.startedAt}')
+  t2=$(jp "pod/$pod" '{.status.containerStatuses[?(@.name=="second")].state.running.startedAt}')
+  [ -n "$t1" ] && [ -n "$t2" ] || { echo "barriers=[${barriers% }] opened p_0/p_-1=$keys started first=$t1 second=$t2"; return 1; }
+  echo "barriers=[${barriers% }] started first=$t1 second=$t2 (+$(( $(date -d "$t2" +%s) - $(date -d "$t1" +%s) ))s)"
+  [ "$barriers" = "first=p_0 second=p_-1 " ] && [ "$keys" = true/true ] && [ $(( $(date -d "$t2" +%s) - $(date -d "$t1" +%s) )) -ge 2 ]
+}
+
 declare -A file_of=([cloneset]=cloneset [statefulset]=statefulset [daemonset]=daemonset [sidecarset]=sidecarset
   [pub]=pub [podprobemarker]=podprobemarker [game-server]=podprobemarker [uniteddeployment]=uniteddeployment [deletionprotection]=deletionprotection
-  [resourcedistribution]=resourcedistribution)
+  [resourcedistribution]=resourcedistribution [launchpriority]=launchpriority)
 for f in "$ROOT"/deploy/samples/*.yaml; do
   base=$(basename "$f" .yaml)
   [ -n "${file_of[$base]:-}" ] || { echo "check-samples: no check for deploy/samples/$base.yaml" >&2; exit 1; }
 done
-for sample in cloneset statefulset daemonset sidecarset pub podprobemarker uniteddeployment deletionprotection resourcedistribution; do
+for sample in cloneset statefulset daemonset sidecarset pub podprobemarker uniteddeployment deletionprotection resourcedistribution launchpriority; do
   deadline=$((SECONDS + secs))
   until seen=$($sample); do
     if [ $SECONDS -ge $deadline ]; then
