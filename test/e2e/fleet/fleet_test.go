@@ -26,7 +26,7 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-var controllers = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "uniteddeployment"}
+var controllers = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "uniteddeployment", "launchpriority"}
 
 // Every binary must start, win its Lease, report healthy and ready, serve Prometheus metrics including
 // client-go's, and either start its reconcilers or say in its log that it has none yet.
@@ -40,8 +40,8 @@ func TestEveryControllerStartsLeadsAndServes(t *testing.T) {
 			// The binary keeps OpenKruise's default (gate off: nothing runs); its overlay turns the gate on.
 			extra = []string{"--feature-gates=ResourceDistributionGate=true"}
 		}
-		if c == "pub" || c == "daemonset" {
-			// Its webhook (pub: the guard; daemonset: DaemonSet conversion) on a free port: sidecarset-controller
+		if c == "pub" || c == "daemonset" || c == "launchpriority" {
+			// Its webhook (pub: the guard; daemonset: DaemonSet conversion; launchpriority: the pod barrier) on a free port: sidecarset-controller
 			// holds the default one.
 			extra = []string{"--webhook-host=127.0.0.1", "--webhook-port=0"}
 		}
@@ -178,6 +178,17 @@ func TestControllerRBACIsLeastPrivilege(t *testing.T) {
 		{"resourcedistribution", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "resourcedistributions"}, false},
 		{"resourcedistribution", authorizationv1.ResourceAttributes{Verb: "update", Resource: "namespaces"}, false},
 		{"resourcedistribution", authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods", Namespace: "default"}, false},
+		// Container launch priority: barrier ConfigMaps created, patched, a stale one deleted; pods patched (the
+		// completed annotation) and their status patched (the missing-barrier condition), never updated or deleted.
+		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "create", Resource: "configmaps", Namespace: "default"}, true},
+		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "patch", Resource: "configmaps", Namespace: "default"}, true},
+		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "update", Resource: "configmaps", Namespace: "default"}, false},
+		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "patch", Resource: "pods", Namespace: "default"}, true},
+		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "patch", Resource: "pods", Subresource: "status", Namespace: "default"}, true},
+		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
+		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "update", Resource: "pods", Namespace: "default"}, false},
+		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-launchpriority"}, true},
+		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-sidecarset"}, false},
 	}
 	for _, tc := range cases {
 		name := fmt.Sprintf("%s %s %s/%s", tc.controller, tc.attrs.Verb, tc.attrs.Resource, tc.attrs.Subresource)
