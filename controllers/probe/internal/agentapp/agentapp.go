@@ -12,12 +12,18 @@ import (
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/featuregate"
+	criapi "k8s.io/cri-api/pkg/apis"
 
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/probe/internal/agent"
+	"github.com/flotilla-dev/flotilla/controllers/probe/internal/cri"
+	"github.com/flotilla-dev/flotilla/controllers/probe/internal/recreate"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
@@ -36,11 +42,12 @@ type options struct {
 func Binary() kitapp.Binary {
 	o := &options{nodeName: os.Getenv("NODE_NAME"), batchDelay: 200 * time.Millisecond, maxExecs: agent.DefaultMaxConcurrentExecs}
 	return kitapp.Binary{
-		Name: Name,
+		Name:  Name,
+		Gates: Gates(),
 		AddFlags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.nodeName, "node-name", o.nodeName, "The node this agent probes for (default: $NODE_NAME, from the downward API).")
 			fs.DurationVar(&o.batchDelay, "status-batch-delay", o.batchDelay, "Results changed within this delay go into one NodePodProbe status write.")
-			fs.StringVar(&o.criSocket, "cri-socket", o.criSocket, "CRI runtime endpoint for exec probes (e.g. unix:///run/containerd/containerd.sock); empty: exec probes are reported Unknown.")
+			fs.StringVar(&o.criSocket, "cri-socket", o.criSocket, "CRI runtime endpoint for exec probes and container recreation (e.g. unix:///run/containerd/containerd.sock); empty: exec probes are reported Unknown and ContainerRecreateRequests are not served.")
 			fs.IntVar(&o.maxExecs, "max-concurrent-execs", o.maxExecs, "At most this many exec probes run at once on the node (each is a process in a container); an exec probe that finds no free slot within its timeoutSeconds is skipped, its state unchanged. 0: no limit.")
 			// Every node runs its own agent: no Lease to win. The flag stays so
 			// a test can still turn it on, but the default is off.
@@ -74,26 +81,58 @@ func setup(ctx context.Context, env *kitapp.Env, o *options) error {
 	env.AddInformerFactory(kubeInf)
 	env.AddInformerFactory(flotInf)
 	var exec agent.Execer
+	var runtime criapi.RuntimeService
 	if o.criSocket != "" {
 		// The runtime must answer Version at start-up; if it does not, the
 		// agent exits and the DaemonSet restarts it.
-		rs, err := agent.NewCRIExecer(ctx, o.criSocket)
+		rs, err := cri.Connect(ctx, o.criSocket)
 		if err != nil {
-			return fmt.Errorf("connect to CRI runtime %s: %w", o.criSocket, err)
+			return err
 		}
-		exec = rs
+		exec, runtime = rs, rs
 	}
 	scheme, err := wiring.NewScheme()
 	if err != nil {
 		return err
 	}
+	recorder := env.EventRecorder(ctx, scheme)
+	if err := addRecreate(env, o, client, kubeInf, runtime, recorder); err != nil {
+		return err
+	}
 	a, err := agent.New(agent.Deps{
 		NodeName: o.nodeName, Client: client, KubeInformers: kubeInf, Informers: flotInf,
-		Clock: env.Clock, BatchDelay: o.batchDelay, Exec: exec, MaxConcurrentExecs: o.maxExecs, Recorder: env.EventRecorder(ctx, scheme),
+		Clock: env.Clock, BatchDelay: o.batchDelay, Exec: exec, MaxConcurrentExecs: o.maxExecs, Recorder: recorder,
 	})
 	if err != nil {
 		return err
 	}
 	env.AddController(a)
+	return nil
+}
+
+// Gates are the feature gates probe-agent accepts in --feature-gates. KruiseDaemon (OpenKruise's gate for
+// everything kruise-daemon does) turns on the ContainerRecreateRequest worker; the probes run regardless, as
+// before it existed.
+func Gates() []featuregate.Feature { return []featuregate.Feature{features.KruiseDaemon} }
+
+// addRecreate adds the ContainerRecreateRequest worker when KruiseDaemon is on and a CRI runtime is configured.
+func addRecreate(env *kitapp.Env, o *options, client versioned.Interface, kubeInf informers.SharedInformerFactory,
+	rs criapi.RuntimeService, recorder record.EventRecorder) error {
+	if !env.Gates.Enabled(features.KruiseDaemon) {
+		return nil
+	}
+	if rs == nil {
+		env.Logger.Info("KruiseDaemon is on but --cri-socket is empty: ContainerRecreateRequests are not served on this node")
+		return nil
+	}
+	w, err := recreate.New(recreate.Deps{
+		NodeName: o.nodeName, Client: client, KubeInformers: kubeInf, Runtime: rs, Clock: env.Clock,
+		Recorder: recorder, Queue: env.Options.Queue,
+	})
+	if err != nil {
+		return err
+	}
+	env.AddInformerFactory(w.Factory())
+	env.AddController(w)
 	return nil
 }
