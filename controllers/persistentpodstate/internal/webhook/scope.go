@@ -100,6 +100,9 @@ func quoteList(vs []string) string {
 // condition.
 func NewPodScopeSyncer(kube kubernetes.Interface, client versioned.Interface, ref kitwebhook.ConfigRef,
 	states ppslisters.PersistentPodStateLister, synced func() bool, clk clock.PassiveClock) *kitwebhook.ScopeSyncer {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
 	return kitwebhook.NewScopeSyncer(kube, ref, PodWebhookName, func() (kitwebhook.Scope, error) {
 		if !synced() {
 			return kitwebhook.Scope{}, fmt.Errorf("persistentpodstate cache not synced yet")
