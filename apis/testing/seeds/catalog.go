@@ -31,7 +31,8 @@ var Skipped = map[string]string{
 var Reindented = map[string]Reindent{
 	// In-place update of env from metadata with container priority; the behaviour (a container restarted in
 	// place for an env change) needs the node agent: issue 28. Image batches by priority: cloneset integration
-	// TestInPlaceContainerPriorityBatches.
+	// TestInPlaceContainerPriorityBatches; with the barrier injected at creation (launchpriority-controller), on the
+	// real kubelet: test/e2e/realnode TestContainerLaunchPriorityOnRealNode.
 	"001#1":  {YAML: envFromMetadataPriority},
 	"002#12": {YAML: envFromMetadataPriority},
 	// PVC retention: statefulset integration TestClaimRetentionWhenScaled, TestClaimRetentionWhenDeleted.
