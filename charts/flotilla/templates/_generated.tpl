@@ -12,7 +12,8 @@ deletionprotection-controller: [DeletionProtectionForCRDCascadingGate, EnableExt
 uniteddeployment-controller: []
 resourcedistribution-controller: [ResourceDistributionGate]
 launchpriority-controller: [EnableExternalCerts]
-probe-agent: []
+workloadspread-controller: [EnableExternalCerts, PodWebhook, WorkloadSpread]
+probe-agent: [KruiseDaemon]
 {{- end -}}
 {{- /* Per values section: the feature switching it, its binary, whether it serves webhooks, the Services in front of it. */ -}}
 {{- define "flotilla.sections" -}}
@@ -27,6 +28,7 @@ deletionprotection: {feature: deletionprotection, binary: deletionprotection-con
 resourcedistribution: {feature: resourcedistribution, binary: resourcedistribution-controller, webhook: false, services: []}
 uniteddeployment: {feature: uniteddeployment, binary: uniteddeployment-controller, webhook: false, services: []}
 launchpriority: {feature: launchpriority, binary: launchpriority-controller, webhook: true, services: [launchpriority-controller-webhook]}
+workloadspread: {feature: workloadspread, binary: workloadspread-controller, webhook: true, services: [workloadspread-controller-webhook]}
 daemon: {feature: probe, binary: probe-agent, webhook: false, services: []}
 {{- end -}}
 {{- /* Values standing for a variant overlay (gen.Variants): namespace names, checked to be DNS-1123 labels. */ -}}
