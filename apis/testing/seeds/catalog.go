@@ -9,7 +9,6 @@ var Skipped = map[string]string{
 	"000#6": "core/v1 Pod showing injected annotations; not a kind of this API",
 	"003#2": "fragment of a ContainerRecreateRequest spec without apiVersion/kind; a repaired copy is tested as 003#2-repaired",
 	"003#4": "core/v1 Pod showing a revision label; not a kind of this API",
-	"004#1": "PersistentPodState is not served yet: issue 29 adds it",
 	"004#4": "Go snippet (Lifecycle types), not a manifest",
 	"004#5": "CRD subresources snippet, not an object",
 	"004#6": "Go snippet (kubebuilder scale marker), not a manifest",
@@ -17,7 +16,6 @@ var Skipped = map[string]string{
 	// 001 (v1.1, Chinese) and 002 (the English release posts of v0.9–v1.3), found by parseFlat.
 	"002#2":  "core/v1 Pod showing probe results; not a kind of this API",
 	"002#6":  "core/v1 Pod showing injected annotations; not a kind of this API",
-	"002#8":  "PersistentPodState is not served yet: issue 29 adds it",
 	"002#11": "CRD subresources snippet of a user's own workload, not an object",
 	"002#17": "WorkloadSpread is not served yet: issue 29 adds it (and the example is pseudo-syntax: `Deployment | CloneSet`, `10 | 30%`)",
 	"002#23": "core/v1 Pod showing a revision label; not a kind of this API",
@@ -143,7 +141,29 @@ metadata:
   annotations:
     apps.kruise.io/image-predownload-parallelism: "5"
 `},
-	// Accepted as annotations; the PersistentPodState they ask for is issue 29.
+	// PersistentPodState (and 004#1, its fenced copy): persistentpodstate integration TestRecreatedPodKeepsTopology
+	// (zone required, host preferred, on kwok nodes labelled with zones and hostnames).
+	"002#8": {YAML: `apiVersion: apps.kruise.io/v1alpha1
+kind: PersistentPodState
+metadata:
+  name: echoserver
+  namespace: echoserver
+spec:
+  targetRef:
+    apiVersion: apps.kruise.io/v1beta1
+    kind: StatefulSet
+    name: echoserver
+  requiredPersistentTopology:
+    nodeTopologyKeys:
+    - failure-domain.beta.kubernetes.io/zone[,other node labels]
+  preferredPersistentTopology:
+  - preference:
+      nodeTopologyKeys:
+      - kubernetes.io/hostname[,other node labels]
+    weight: 100
+`},
+	// The PersistentPodState they ask for is generated: persistentpodstate integration
+	// TestAutoGenerateAdvancedStatefulSet (these very values).
 	"002#9": {YAML: `apiVersion: apps.kruise.io/v1alpha1
 kind: StatefulSet
 metadata:
