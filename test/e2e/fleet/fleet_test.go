@@ -187,7 +187,7 @@ func TestControllerRBACIsLeastPrivilege(t *testing.T) {
 		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "patch", Resource: "pods", Subresource: "status", Namespace: "default"}, true},
 		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
 		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "update", Resource: "pods", Namespace: "default"}, false},
-		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-launchpriority"}, true},
+		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-z-launchpriority"}, true},
 		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-sidecarset"}, false},
 	}
 	for _, tc := range cases {

@@ -75,7 +75,7 @@ func launchPriority(t *testing.T, in *installer) {
 	assert.GreaterOrEqual(t, started["second"].Sub(started["first"]), 2*time.Second, "second started once first was ready (3 s)")
 
 	in.uninstall("launchpriority")
-	_, err = in.env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "flotilla-launchpriority", metav1.GetOptions{})
+	_, err = in.env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "flotilla-z-launchpriority", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the webhook configuration is gone: %v", err)
 	// The API server drops a deleted configuration a moment after: poll until a pod is created unchanged.
 	testenv.Eventually(t, time.Minute, func() (bool, error) {

@@ -48,7 +48,8 @@ func (h *harness) startController() (stop func()) {
 }
 
 // config returns the component's webhook configuration as the test installs it: named after the test's
-// namespace, limited to it, calling url with failurePolicy policy.
+// namespace (after the component's, which sets the order among mutating webhooks), limited to it, calling url
+// with failurePolicy policy.
 func (h *harness) config(url *string, policy admissionregistrationv1.FailurePolicyType) *admissionregistrationv1.MutatingWebhookConfiguration {
 	h.T.Helper()
 	data, err := os.ReadFile(filepath.Join(h.Env.RepoRoot, "deploy/components/launchpriority/webhook.yaml"))
@@ -61,7 +62,7 @@ func (h *harness) config(url *string, policy admissionregistrationv1.FailurePoli
 		}
 		c := &admissionregistrationv1.MutatingWebhookConfiguration{}
 		require.NoError(h.T, yaml.UnmarshalStrict(doc, c))
-		c.Name = "flotilla-launchpriority-" + h.NS
+		c.Name = webhook.ConfigName + "-" + h.NS
 		for i := range c.Webhooks {
 			w := &c.Webhooks[i]
 			w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: url}
@@ -78,7 +79,7 @@ func (h *harness) config(url *string, policy admissionregistrationv1.FailurePoli
 // policy; stop stops the server and leaves the configuration (the webhook is then down).
 func (h *harness) serveWebhook(policy admissionregistrationv1.FailurePolicyType) (stop func()) {
 	h.T.Helper()
-	name := "flotilla-launchpriority-" + h.NS
+	name := webhook.ConfigName + "-" + h.NS
 	h.wh = h.NewWebhook(h.NS, "launchpriority-test", kitwebhook.ConfigRef{Kind: kitwebhook.Mutating, Name: name})
 	h.InstallMutating(h.config(h.wh.URL(webhook.Path), policy))
 	webhook.Register(h.wh.Server)

@@ -22,8 +22,10 @@ import (
 const (
 	Path        = "/mutate-pod"
 	HandlerName = "launchpriority-mutate-pod"
-	// ConfigName is the MutatingWebhookConfiguration whose caBundle the binary keeps.
-	ConfigName = "flotilla-launchpriority"
+	// ConfigName is the MutatingWebhookConfiguration whose caBundle the binary keeps. The API server calls
+	// mutating configurations in name order: "z" puts launch priority after SidecarSet injection, as in
+	// OpenKruise's one pod webhook (deploy/components/launchpriority/webhook.yaml).
+	ConfigName = "flotilla-z-launchpriority"
 )
 
 // Register serves the pod webhook on s.
