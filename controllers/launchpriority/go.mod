@@ -5,10 +5,10 @@ go 1.26.0
 require (
 	github.com/flotilla-dev/flotilla/kit v0.0.0
 	github.com/stretchr/testify v1.12.1
-	k8s.io/component-base v0.37.1
+	k8s.io/component-base v0.37.1 // indirect
 )
 
-require k8s.io/apiextensions-apiserver v0.37.1
+require k8s.io/apiextensions-apiserver v0.37.1 // indirect
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -16,7 +16,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
-	github.com/flotilla-dev/flotilla/apis v0.0.0 // indirect
+	github.com/flotilla-dev/flotilla/apis v0.0.0
 	github.com/flotilla-dev/flotilla/client v0.0.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
@@ -68,11 +68,11 @@ require (
 	k8s.io/client-go v0.37.1
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
-	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3 // indirect
+	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
+	sigs.k8s.io/yaml v1.6.0
 )
 
 replace github.com/flotilla-dev/flotilla/kit => ../../kit
