@@ -9,7 +9,7 @@ CLUSTER_DIR=${CLUSTER_DIR:-$ROOT/.cluster}
 RUN=$CLUSTER_DIR/run/controllers
 LOGS=$CLUSTER_DIR/logs
 NS=flotilla-system
-CONTROLLERS=(cloneset statefulset daemonset sidecarset pub probe cronjob deletionprotection uniteddeployment resourcedistribution launchpriority workloadspread)
+CONTROLLERS=(cloneset statefulset daemonset sidecarset pub probe cronjob deletionprotection uniteddeployment resourcedistribution launchpriority workloadspread persistentpodstate)
 export KUBECONFIG=$CLUSTER_DIR/kubeconfig
 mkdir -p "$RUN" "$LOGS"
 
@@ -69,6 +69,7 @@ extra_args() { case $1 in sidecarset) echo "--webhook-host=127.0.0.1 --webhook-p
   pub) echo "--webhook-host=127.0.0.1 --webhook-port=19444 $webhook_auth" ;;
   launchpriority) echo "--webhook-host=127.0.0.1 --webhook-port=19452 $webhook_auth" ;;
   workloadspread) echo "--webhook-host=127.0.0.1 --webhook-port=19454 $webhook_auth" ;;
+  persistentpodstate) echo "--webhook-host=127.0.0.1 --webhook-port=19456 $webhook_auth" ;;
   # The deletion-protection gates, on wherever the feature is installed (deploy/components/deletionprotection-gates).
   deletionprotection) echo "--webhook-host=127.0.0.1 --webhook-port=19447 $webhook_auth --feature-gates=ResourcesDeletionProtection=true,DeletionProtectionForCRDCascadingGate=true" ;;
   # PodProbeMarkerGate needs KruiseDaemon (a node agent); the probe component ships probe-agent, so its

@@ -42,7 +42,7 @@ func TestWebhookDeploymentsSpreadAndCritical(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, own.String(), sel.String(), "%s: the term selects the Deployment's own pods", d.Name)
 	}
-	assert.Equal(t, 6, seen, "pub-, sidecarset-, deletionprotection-, launchpriority- and workloadspread-controller serve admission webhooks, daemonset-controller (and sidecarset-controller) CRD conversion")
+	assert.Equal(t, 7, seen, "pub-, sidecarset-, deletionprotection-, launchpriority-, workloadspread- and persistentpodstate-controller serve admission webhooks, daemonset-controller (and sidecarset-controller) CRD conversion")
 }
 
 // Issue 23: a conversion webhook behind a Service of Ready endpoints only deadlocks a fresh install where objects of
