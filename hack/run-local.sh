@@ -9,7 +9,7 @@ CLUSTER_DIR=${CLUSTER_DIR:-$ROOT/.cluster}
 RUN=$CLUSTER_DIR/run/controllers
 LOGS=$CLUSTER_DIR/logs
 NS=flotilla-system
-CONTROLLERS=(cloneset statefulset daemonset sidecarset pub probe cronjob deletionprotection uniteddeployment resourcedistribution launchpriority workloadspread persistentpodstate)
+CONTROLLERS=(cloneset statefulset daemonset sidecarset pub probe cronjob deletionprotection uniteddeployment resourcedistribution containerrecreate launchpriority workloadspread persistentpodstate)
 export KUBECONFIG=$CLUSTER_DIR/kubeconfig
 mkdir -p "$RUN" "$LOGS"
 
@@ -76,7 +76,9 @@ extra_args() { case $1 in sidecarset) echo "--webhook-host=127.0.0.1 --webhook-p
   # controller runs with the gate on, here as in deploy/components/probe.
   probe) echo "--feature-gates=KruiseDaemon=true" ;;
   # ResourceDistributionGate, on wherever the feature is installed (deploy/components/resourcedistribution-gates).
-  resourcedistribution) echo "--feature-gates=ResourceDistributionGate=true" ;; esac; }
+  resourcedistribution) echo "--feature-gates=ResourceDistributionGate=true" ;;
+  # KruiseDaemon, as deploy/components/containerrecreate-gates: the agents below recreate the containers.
+  containerrecreate) echo "--feature-gates=KruiseDaemon=true" ;; esac; }
 # kubeconfig_for SERVICEACCOUNT [NAMESPACE [NODE]]: writes $RUN/<sa>[-<node>].kubeconfig with a token of that
 # ServiceAccount (in NAMESPACE, default $NS; bound to Node NODE if given); prints its path.
 kubeconfig_for() {
@@ -128,7 +130,7 @@ agents=()
 for node in $(kubectl get nodes -l flotilla.dev/real-node=true -o jsonpath='{.items[*].metadata.name}'); do
   sock=$(kubectl get node "$node" -o jsonpath='{.metadata.annotations.flotilla\.dev/cri-socket}')
   port=$((18100 + ${#agents[@]}))
-  setsid "$ROOT/bin/probe-agent" --kubeconfig="$(kubeconfig_for probe-agent flotilla-node "$node")" --node-name="$node" --cri-socket="unix://$sock" \
+  setsid "$ROOT/bin/probe-agent" --kubeconfig="$(kubeconfig_for probe-agent flotilla-node "$node")" --node-name="$node" --cri-socket="unix://$sock" --feature-gates=KruiseDaemon=true \
     --metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:$port > "$LOGS/probe-agent-$node.log" 2>&1 < /dev/null &
   echo $! > "$RUN/probe-agent-$node.pid"
   wait_for "probe-agent of $node /readyz" 60 curl -sf "http://127.0.0.1:$port/readyz"
