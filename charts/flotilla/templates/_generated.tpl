@@ -11,8 +11,10 @@ cronjob-controller: []
 deletionprotection-controller: [DeletionProtectionForCRDCascadingGate, EnableExternalCerts, ResourcesDeletionProtection]
 uniteddeployment-controller: []
 resourcedistribution-controller: [ResourceDistributionGate]
+containerrecreate-controller: [KruiseDaemon]
 launchpriority-controller: [EnableExternalCerts]
 workloadspread-controller: [EnableExternalCerts, PodWebhook, WorkloadSpread]
+persistentpodstate-controller: [EnableExternalCerts]
 probe-agent: [KruiseDaemon]
 {{- end -}}
 {{- /* Per values section: the feature switching it, its binary, whether it serves webhooks, the Services in front of it. */ -}}
@@ -26,9 +28,11 @@ probe: {feature: probe, binary: probe-controller, webhook: false, services: []}
 cronjob: {feature: cronjob, binary: cronjob-controller, webhook: false, services: []}
 deletionprotection: {feature: deletionprotection, binary: deletionprotection-controller, webhook: true, services: [deletionprotection-controller-webhook]}
 resourcedistribution: {feature: resourcedistribution, binary: resourcedistribution-controller, webhook: false, services: []}
+containerrecreate: {feature: containerrecreate, binary: containerrecreate-controller, webhook: false, services: []}
 uniteddeployment: {feature: uniteddeployment, binary: uniteddeployment-controller, webhook: false, services: []}
 launchpriority: {feature: launchpriority, binary: launchpriority-controller, webhook: true, services: [launchpriority-controller-webhook]}
 workloadspread: {feature: workloadspread, binary: workloadspread-controller, webhook: true, services: [workloadspread-controller-webhook]}
+persistentpodstate: {feature: persistentpodstate, binary: persistentpodstate-controller, webhook: true, services: [persistentpodstate-controller-webhook]}
 daemon: {feature: probe, binary: probe-agent, webhook: false, services: []}
 {{- end -}}
 {{- /* Values standing for a variant overlay (gen.Variants): namespace names, checked to be DNS-1123 labels. */ -}}
