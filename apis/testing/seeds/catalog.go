@@ -17,7 +17,7 @@ var Skipped = map[string]string{
 	"002#2":  "core/v1 Pod showing probe results; not a kind of this API",
 	"002#6":  "core/v1 Pod showing injected annotations; not a kind of this API",
 	"002#11": "CRD subresources snippet of a user's own workload, not an object",
-	"002#17": "WorkloadSpread is not served yet: issue 29 adds it (and the example is pseudo-syntax: `Deployment | CloneSet`, `10 | 30%`)",
+	"002#17": "not valid YAML: documentation pseudo-syntax (`apps/v1 | apps.kruise.io/v1alpha1`, `Deployment | CloneSet`, `10 | 30%`); a repaired copy is tested as 002#17-repaired",
 	"002#23": "core/v1 Pod showing a revision label; not a kind of this API",
 }
 
@@ -338,6 +338,10 @@ var Repaired = map[string]string{
 	// 003#2 (and 002#21) show only spec.strategy and the deadlines of a ContainerRecreateRequest: completed with
 	// 003#1's object. Behaviour: containerrecreaterequest integration and test/e2e/realnode TestContainerRecreate*.
 	"003#2-repaired": crrWithStrategy,
+	// 002#17, the v0.10 WorkloadSpread example: one of each choice (a Deployment, 30%). Behaviour: workloadspread
+	// integration TestDeploymentSpreadAndScaleIn (subsets by zone, maxReplicas, the elastic subset emptied first on
+	// scale-in) and TestSeedExample; the sample deploy/samples/workloadspread.yaml.
+	"002#17-repaired": seedWorkloadSpread,
 	"000#5-repaired": `apiVersion: apps.kruise.io/v1alpha1
 kind: SidecarSet
 spec:
@@ -391,3 +395,31 @@ func InScope(all []Example) ([]Example, error) {
 	}
 	return out, nil
 }
+
+// seedWorkloadSpread is 002#17 with each pseudo-syntax choice resolved (apps/v1 Deployment, maxReplicas 30%).
+const seedWorkloadSpread = `apiVersion: apps.kruise.io/v1alpha1
+kind: WorkloadSpread
+metadata:
+  name: workloadspread-demo
+spec:
+  targetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: workload-xxx
+  subsets:
+  - name: subset-a
+    requiredNodeSelectorTerm:
+      matchExpressions:
+      - key: topology.kubernetes.io/zone
+        operator: In
+        values:
+        - zone-a
+    maxReplicas: 30%
+  - name: subset-b
+    requiredNodeSelectorTerm:
+      matchExpressions:
+      - key: topology.kubernetes.io/zone
+        operator: In
+        values:
+        - zone-b
+`
