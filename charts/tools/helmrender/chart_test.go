@@ -305,7 +305,9 @@ func TestValues(t *testing.T) {
 				t.Errorf("%s: --feature-gates=%s, want %s", dep, got, want)
 			}
 		}
-		if got := gateArg(args(t, objs, "DaemonSet flotilla-node/probe-agent")); got != "AllAlpha=false" {
+		// probe-agent registers KruiseDaemon since it serves ContainerRecreateRequests (issue 28): the overlay's
+		// KruiseDaemon=true, overridden by the values', as for probe-controller.
+		if got := gateArg(args(t, objs, "DaemonSet flotilla-node/probe-agent")); got != "KruiseDaemon=false,AllAlpha=false" {
 			t.Errorf("probe-agent: --feature-gates=%s", got)
 		}
 		objs = render(t, map[string]any{"manager": map[string]any{"log": map[string]any{"level": "4"}, "loggingFormat": "console", "resyncPeriod": "10m"},
