@@ -148,6 +148,12 @@ func (d Deps) PassiveClock() clock.PassiveClock {
 	return d.Clock
 }
 
+// ResourceVersionExpectations returns an empty store of the resourceVersions
+// of a reconciler's own writes, on d.Clock (the real clock when none is set).
+func (d Deps) ResourceVersionExpectations() *expectations.ResourceVersion {
+	return expectations.NewResourceVersion(expectations.WithClock(d.PassiveClock()))
+}
+
 // ExpectationTimeout is the --expectation-timeout flag the workload binaries
 // share; Value goes into Deps.ExpectationTimeout.
 type ExpectationTimeout struct {

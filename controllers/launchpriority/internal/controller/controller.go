@@ -69,16 +69,12 @@ func New(d wiring.Deps) (*Controller, error) {
 	if err := cmInf.SetTransform(controller.StripManagedFields); err != nil {
 		return nil, fmt.Errorf("launchpriority: set ConfigMap transform: %w", err)
 	}
-	var expOpts []expectations.Option
-	if d.Clock != nil {
-		expOpts = append(expOpts, expectations.WithClock(d.Clock))
-	}
 	c := &Controller{
 		kube:     d.Kube,
 		pods:     corelisters.NewPodLister(podInf.GetIndexer()),
 		barriers: corelisters.NewConfigMapLister(cmInf.GetIndexer()),
 		pc:       podcontrol.Or(d.PodControl, d.Kube),
-		written:  expectations.NewResourceVersion(expOpts...),
+		written:  d.ResourceVersionExpectations(),
 		clock:    d.PassiveClock(),
 		recorder: d.Recorder,
 	}

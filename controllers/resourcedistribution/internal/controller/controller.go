@@ -84,17 +84,13 @@ func New(d wiring.Deps) (*Controller, error) {
 			return nil, fmt.Errorf("resourcedistribution: set transform: %w", err)
 		}
 	}
-	var expOpts []expectations.Option
-	if d.Clock != nil {
-		expOpts = append(expOpts, expectations.WithClock(d.Clock))
-	}
 	c := &Controller{
 		kube:       d.Kube,
 		client:     d.Client,
 		rds:        rdInf.Lister(),
 		namespaces: nsInf.Lister(),
 		copies:     map[string]cache.Indexer{kindSecret: secInf.GetIndexer(), kindConfigMap: cmInf.GetIndexer()},
-		written:    expectations.NewResourceVersion(expOpts...),
+		written:    d.ResourceVersionExpectations(),
 		clock:      d.PassiveClock(),
 		recorder:   d.Recorder,
 	}
