@@ -8,7 +8,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 export KUBECONFIG=${KUBECONFIG:-${CLUSTER_DIR:-$ROOT/.cluster}/kubeconfig}
 samples=$ROOT/deploy/samples
-kubectl apply -f "$samples" -l 'flotilla.dev/sample!=after-sidecarset' > /dev/null
+kubectl apply -f "$samples" -l 'flotilla.dev/sample notin (after-sidecarset,after-pod)' > /dev/null
 probe='{"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "sidecar-sample-", "namespace": "default",
   "labels": {"app": "sidecar-sample"}}, "spec": {"containers": [{"name": "main", "image": "registry.example/sample:v1"}]}}'
 deadline=$((SECONDS + 60))
@@ -19,4 +19,10 @@ until kubectl create --dry-run=server -o 'jsonpath={.spec.containers[*].name}' -
   fi
   sleep 0.2
 done
-kubectl apply -f "$samples" > /dev/null
+kubectl apply -f "$samples" -l 'flotilla.dev/sample!=after-pod' > /dev/null
+# The ContainerRecreateRequest sample names a pod that must be running first (with a real node; without one the pod
+# stays Pending and the request completes saying so).
+if [ -n "$(kubectl get nodes -l flotilla.dev/real-node=true -o name)" ]; then
+  kubectl -n default wait --for=condition=Ready --timeout=120s pod/crr-sample > /dev/null
+fi
+kubectl apply -f "$samples" -l 'flotilla.dev/sample=after-pod' > /dev/null

@@ -105,14 +105,29 @@ launchpriority() { # the Ordered pod's containers got their barrier keys (first 
   [ "$barriers" = "first=p_0 second=p_-1 " ] && [ "$keys" = true/true ] && [ $(( $(date -d "$t2" +%s) - $(date -d "$t1" +%s) )) -ge 2 ]
 }
 
+containerrecreaterequest() { # with a real node: app recreated once (Succeeded, restartCount 1), the sidecar not;
+  # without one: completed with OpenKruise's message for a pod on no node
+  local s restarts real
+  s=$(jp containerrecreaterequests.apps.kruise.io/sample '{.status.phase}:{.status.containerRecreateStates[*].phase}:{.status.message}')
+  real=$(kubectl get nodes -l flotilla.dev/real-node=true -o name | wc -l)
+  if [ "$real" = 0 ]; then
+    echo "phase:states:message=$s (no real node: make run REAL_NODES=1)"
+    [ "$s" = "Completed::not allowed to recreate containers in a pending Pod" ]; return
+  fi
+  restarts=$(jp pod/crr-sample '{range .status.containerStatuses[*]}{.name}={.restartCount} {end}')
+  echo "phase:states:message=$s restarts=[${restarts% }]"
+  [ "$s" = "Completed:Succeeded:" ] && [ "$restarts" = "app=1 sidecar=0 " ]
+}
+
 declare -A file_of=([cloneset]=cloneset [statefulset]=statefulset [daemonset]=daemonset [sidecarset]=sidecarset
   [pub]=pub [podprobemarker]=podprobemarker [game-server]=podprobemarker [uniteddeployment]=uniteddeployment [deletionprotection]=deletionprotection
-  [resourcedistribution]=resourcedistribution [launchpriority]=launchpriority)
+  [resourcedistribution]=resourcedistribution [launchpriority]=launchpriority
+  [containerrecreaterequest]=containerrecreaterequest)
 for f in "$ROOT"/deploy/samples/*.yaml; do
   base=$(basename "$f" .yaml)
   [ -n "${file_of[$base]:-}" ] || { echo "check-samples: no check for deploy/samples/$base.yaml" >&2; exit 1; }
 done
-for sample in cloneset statefulset daemonset sidecarset pub podprobemarker uniteddeployment deletionprotection resourcedistribution launchpriority; do
+for sample in cloneset statefulset daemonset sidecarset pub podprobemarker uniteddeployment deletionprotection resourcedistribution launchpriority containerrecreaterequest; do
   deadline=$((SECONDS + secs))
   until seen=$($sample); do
     if [ $SECONDS -ge $deadline ]; then
