@@ -19,6 +19,9 @@ until kubectl create --dry-run=server -o 'jsonpath={.spec.containers[*].name}' -
   fi
   sleep 0.2
 done
+# The WorkloadSpread sample's Deployment is in the second step too: its pods are placed only once the
+# WorkloadSpread is in its webhook's scope (condition WebhookInScope, written by workloadspread-controller).
+kubectl wait --for=condition=WebhookInScope --timeout=60s workloadspreads.apps.kruise.io/sample > /dev/null
 kubectl apply -f "$samples" -l 'flotilla.dev/sample!=after-pod' > /dev/null
 # The ContainerRecreateRequest sample names a pod that must be running first (with a real node; without one the pod
 # stays Pending and the request completes saying so).

@@ -105,6 +105,17 @@ launchpriority() { # the Ordered pod's containers got their barrier keys (first 
   [ "$barriers" = "first=p_0 second=p_-1 " ] && [ "$keys" = true/true ] && [ $(( $(date -d "$t2" +%s) - $(date -d "$t1" +%s) )) -ge 2 ]
 }
 
+workloadspread() { # 6 pods of the Deployment placed by the webhook: 3 in zone-0 (subset fixed, its maxReplicas),
+  # 3 in the elastic zone-1, and the status counting them
+  local s pods
+  s=$(jp workloadspreads.apps.kruise.io/sample '{range .status.subsetStatuses[*]}{.name}={.replicas}/{.missingReplicas} {end}')
+  pods=$(kubectl -n $ns get pods -l app=workloadspread-sample -o \
+    'jsonpath={range .items[*]}{.metadata.annotations.apps\.kruise\.io/matched-workloadspread}{"\n"}{end}' 2>/dev/null |
+    grep -o '"subset":"[a-z]*"' | sort | uniq -c | awk '{gsub(/"subset":|"/,"",$2); printf "%s:%s ", $2, $1}' || true)
+  echo "subsets(replicas/missing)=[${s% }] pods=[${pods% }]"
+  [ "$s" = "fixed=3/0 elastic=3/-1 " ] && [ "$pods" = "elastic:3 fixed:3 " ]
+}
+
 containerrecreaterequest() { # with a real node: app recreated once (Succeeded, restartCount 1), the sidecar not;
   # without one: completed with OpenKruise's message for a pod on no node
   local s restarts real
@@ -121,13 +132,13 @@ containerrecreaterequest() { # with a real node: app recreated once (Succeeded, 
 
 declare -A file_of=([cloneset]=cloneset [statefulset]=statefulset [daemonset]=daemonset [sidecarset]=sidecarset
   [pub]=pub [podprobemarker]=podprobemarker [game-server]=podprobemarker [uniteddeployment]=uniteddeployment [deletionprotection]=deletionprotection
-  [resourcedistribution]=resourcedistribution [launchpriority]=launchpriority
+  [resourcedistribution]=resourcedistribution [launchpriority]=launchpriority [workloadspread]=workloadspread
   [containerrecreaterequest]=containerrecreaterequest)
 for f in "$ROOT"/deploy/samples/*.yaml; do
   base=$(basename "$f" .yaml)
   [ -n "${file_of[$base]:-}" ] || { echo "check-samples: no check for deploy/samples/$base.yaml" >&2; exit 1; }
 done
-for sample in cloneset statefulset daemonset sidecarset pub podprobemarker uniteddeployment deletionprotection resourcedistribution launchpriority containerrecreaterequest; do
+for sample in cloneset statefulset daemonset sidecarset pub podprobemarker uniteddeployment deletionprotection resourcedistribution launchpriority workloadspread containerrecreaterequest; do
   deadline=$((SECONDS + secs))
   until seen=$($sample); do
     if [ $SECONDS -ge $deadline ]; then
