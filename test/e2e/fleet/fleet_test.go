@@ -26,7 +26,7 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-var controllers = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "uniteddeployment", "launchpriority"}
+var controllers = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "uniteddeployment", "launchpriority", "persistentpodstate"}
 
 // Every binary must start, win its Lease, report healthy and ready, serve Prometheus metrics including
 // client-go's, and either start its reconcilers or say in its log that it has none yet.
@@ -40,8 +40,9 @@ func TestEveryControllerStartsLeadsAndServes(t *testing.T) {
 			// The binary keeps OpenKruise's default (gate off: nothing runs); its overlay turns the gate on.
 			extra = []string{"--feature-gates=ResourceDistributionGate=true"}
 		}
-		if c == "pub" || c == "daemonset" || c == "launchpriority" {
-			// Its webhook (pub: the guard; daemonset: DaemonSet conversion; launchpriority: the pod barrier) on a free port: sidecarset-controller
+		if c == "pub" || c == "daemonset" || c == "launchpriority" || c == "persistentpodstate" {
+			// Its webhook (pub: the guard; daemonset: DaemonSet conversion; launchpriority: the pod barrier; persistentpodstate:
+			// the recorded topology) on a free port: sidecarset-controller
 			// holds the default one.
 			extra = []string{"--webhook-host=127.0.0.1", "--webhook-port=0"}
 		}
@@ -189,6 +190,19 @@ func TestControllerRBACIsLeastPrivilege(t *testing.T) {
 		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "update", Resource: "pods", Namespace: "default"}, false},
 		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-z-launchpriority"}, true},
 		{"launchpriority", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-sidecarset"}, false},
+		// PersistentPodState: reads pods, nodes and StatefulSets, never writes them; its status, and the objects
+		// StatefulSet annotations ask for; its own webhook configuration only.
+		{"persistentpodstate", authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods", Namespace: "default"}, true},
+		{"persistentpodstate", authorizationv1.ResourceAttributes{Verb: "patch", Resource: "pods", Namespace: "default"}, false},
+		{"persistentpodstate", authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Namespace: "default"}, false},
+		{"persistentpodstate", authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"}, true},
+		{"persistentpodstate", authorizationv1.ResourceAttributes{Verb: "update", Resource: "nodes"}, false},
+		{"persistentpodstate", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps", Resource: "statefulsets", Namespace: "default"}, false},
+		{"persistentpodstate", authorizationv1.ResourceAttributes{Verb: "list", Group: "apps.kruise.io", Resource: "statefulsets", Namespace: "default"}, true},
+		{"persistentpodstate", authorizationv1.ResourceAttributes{Verb: "create", Group: "apps.kruise.io", Resource: "persistentpodstates", Namespace: "default"}, true},
+		{"persistentpodstate", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "persistentpodstates", Subresource: "status", Namespace: "default"}, true},
+		{"persistentpodstate", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-persistentpodstate"}, true},
+		{"persistentpodstate", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-sidecarset"}, false},
 	}
 	for _, tc := range cases {
 		name := fmt.Sprintf("%s %s %s/%s", tc.controller, tc.attrs.Verb, tc.attrs.Resource, tc.attrs.Subresource)
