@@ -3,13 +3,14 @@ package webhook
 import (
 	"fmt"
 
+	"k8s.io/client-go/tools/cache"
+
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/persistentpodstate/internal/topology"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	kitwebhook "github.com/flotilla-dev/flotilla/kit/webhook"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
-	"k8s.io/client-go/tools/cache"
 )
 
 // Setup registers the pod webhook with the shell: the admission server and
@@ -22,7 +23,9 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 	if opts.Disabled {
 		return nil
 	}
-	f := flotillainformers.NewSharedInformerFactoryWithOptions(cl.Client, 0, flotillainformers.WithTransform(controller.StripManagedFields))
+	// --namespace narrows the webhook's PersistentPodStates as it does the reconciler's informers.
+	f := flotillainformers.NewSharedInformerFactoryWithOptions(cl.Client, 0, flotillainformers.WithTransform(controller.StripManagedFields),
+		flotillainformers.WithNamespace(env.Options.Namespace))
 	inf := f.Apps().V1alpha1().PersistentPodStates()
 	if err := topology.AddStateIndex(inf.Informer()); err != nil {
 		return err
