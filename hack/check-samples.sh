@@ -138,7 +138,7 @@ for f in "$ROOT"/deploy/samples/*.yaml; do
   base=$(basename "$f" .yaml)
   [ -n "${file_of[$base]:-}" ] || { echo "check-samples: no check for deploy/samples/$base.yaml" >&2; exit 1; }
 done
-for sample in cloneset statefulset daemonset sidecarset pub podprobemarker uniteddeployment deletionprotection resourcedistribution launchpriority workloadspread containerrecreaterequest; do
+for sample in cloneset statefulset daemonset sidecarset pub podprobemarker uniteddeployment deletionprotection resourcedistribution launchpriority workloadspread containerrecreaterequest persistentpodstate; do
   deadline=$((SECONDS + secs))
   until seen=$($sample); do
     if [ $SECONDS -ge $deadline ]; then
