@@ -188,8 +188,9 @@ func (b *bench) scope() string {
 
 // createTimed creates n unschedulable pods (admission only: no scheduler or
 // kubelet work in the measurement) with the raw client's concurrency and
-// returns each create's latency and the wall time.
-func (b *bench) createTimed(ns string, n int, labels map[string]string) ([]time.Duration, time.Duration) {
+// returns each create's latency and the wall time; mutate (e.g. an owner)
+// applies to each pod before it is created.
+func (b *bench) createTimed(ns string, n int, labels map[string]string, mutate ...func(*corev1.Pod)) ([]time.Duration, time.Duration) {
 	cfg := rest.CopyConfig(b.env.Config)
 	cfg.QPS, cfg.Burst, cfg.UserAgent = float32(*flagQPS), *flagBurst, rawUserAgent
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -208,6 +209,9 @@ func (b *bench) createTimed(ns string, n int, labels map[string]string) ([]time.
 					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("adm-%d", i), Labels: labels},
 					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: imageV1}},
 						NodeSelector: map[string]string{"flotilla.dev/bench": "no-such-node"}},
+				}
+				for _, m := range mutate {
+					m(pod)
 				}
 				t0 := time.Now()
 				_, err := kube.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
