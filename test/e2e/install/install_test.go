@@ -35,7 +35,7 @@ func TestPerFeatureInstallAndUninstall(t *testing.T) {
 	t.Run("cloneset alone", func(t *testing.T) {
 		in := all.on(t)
 		in.install("cloneset")
-		in.assertAbsent("statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "uniteddeployment", "deletionprotection", "launchpriority", "persistentpodstate")
+		in.assertAbsent("statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "uniteddeployment", "deletionprotection", "launchpriority", "persistentpodstate", "workloadspread")
 		_, err := cs.Create(ctx, cloneSet("web", 2), metav1.CreateOptions{})
 		require.NoError(t, err)
 		waitCloneSet(t, in, ns, "web", "2 pods ready", func(s appsv1alpha1.CloneSetStatus) bool {
@@ -114,6 +114,7 @@ func TestPerFeatureInstallAndUninstall(t *testing.T) {
 	t.Run("resourcedistribution copies, uninstall keeps them", func(t *testing.T) { resourceDistribution(t, all.on(t)) })
 	t.Run("uniteddeployment splits and scales, uninstall keeps it", func(t *testing.T) { unitedDeployment(t, all.on(t)) })
 	t.Run("launchpriority orders a pod's containers, then uninstalls", func(t *testing.T) { launchPriority(t, all.on(t)) })
+	t.Run("workloadspread spreads a Deployment, then uninstalls", func(t *testing.T) { workloadSpread(t, all.on(t)) })
 	t.Run("persistentpodstate brings a recreated pod back to its zone, then uninstalls", func(t *testing.T) { persistentPodState(t, all.on(t)) })
 
 	t.Run("leader failover keeps the webhook answering", func(t *testing.T) {
