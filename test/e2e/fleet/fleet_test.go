@@ -26,7 +26,7 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-var controllers = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "uniteddeployment", "launchpriority", "persistentpodstate"}
+var controllers = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "uniteddeployment", "launchpriority", "persistentpodstate", "workloadspread"}
 
 // Every binary must start, win its Lease, report healthy and ready, serve Prometheus metrics including
 // client-go's, and either start its reconcilers or say in its log that it has none yet.
@@ -40,9 +40,9 @@ func TestEveryControllerStartsLeadsAndServes(t *testing.T) {
 			// The binary keeps OpenKruise's default (gate off: nothing runs); its overlay turns the gate on.
 			extra = []string{"--feature-gates=ResourceDistributionGate=true"}
 		}
-		if c == "pub" || c == "daemonset" || c == "launchpriority" || c == "persistentpodstate" {
+		if c == "pub" || c == "daemonset" || c == "launchpriority" || c == "persistentpodstate" || c == "workloadspread" {
 			// Its webhook (pub: the guard; daemonset: DaemonSet conversion; launchpriority: the pod barrier; persistentpodstate:
-			// the recorded topology) on a free port: sidecarset-controller
+			// the recorded topology; workloadspread: the pod subset) on a free port: sidecarset-controller
 			// holds the default one.
 			extra = []string{"--webhook-host=127.0.0.1", "--webhook-port=0"}
 		}
@@ -203,6 +203,19 @@ func TestControllerRBACIsLeastPrivilege(t *testing.T) {
 		{"persistentpodstate", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "persistentpodstates", Subresource: "status", Namespace: "default"}, true},
 		{"persistentpodstate", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-persistentpodstate"}, true},
 		{"persistentpodstate", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-sidecarset"}, false},
+		// WorkloadSpread: pods patched (deletion cost) and deleted (Adaptive rescheduling), never created or updated;
+		// the targets read, never written; its status only; its own webhook configurations only.
+		{"workloadspread", authorizationv1.ResourceAttributes{Verb: "patch", Resource: "pods", Namespace: "default"}, true},
+		{"workloadspread", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: "default"}, true},
+		{"workloadspread", authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Namespace: "default"}, false},
+		{"workloadspread", authorizationv1.ResourceAttributes{Verb: "update", Resource: "pods", Namespace: "default"}, false},
+		{"workloadspread", authorizationv1.ResourceAttributes{Verb: "list", Group: "apps", Resource: "deployments", Namespace: "default"}, true},
+		{"workloadspread", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps", Resource: "deployments", Namespace: "default"}, false},
+		{"workloadspread", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "workloadspreads", Subresource: "status", Namespace: "default"}, true},
+		{"workloadspread", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "workloadspreads", Namespace: "default"}, false},
+		{"workloadspread", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-workloadspread"}, true},
+		{"workloadspread", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "flotilla-workloadspread"}, true},
+		{"workloadspread", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-sidecarset"}, false},
 	}
 	for _, tc := range cases {
 		name := fmt.Sprintf("%s %s %s/%s", tc.controller, tc.attrs.Verb, tc.attrs.Resource, tc.attrs.Subresource)
