@@ -35,7 +35,7 @@ func TestPerFeatureInstallAndUninstall(t *testing.T) {
 	t.Run("cloneset alone", func(t *testing.T) {
 		in := all.on(t)
 		in.install("cloneset")
-		in.assertAbsent("statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "uniteddeployment", "deletionprotection", "launchpriority", "persistentpodstate", "workloadspread")
+		in.assertAbsent("statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "uniteddeployment", "deletionprotection", "launchpriority", "persistentpodstate", "workloadspread", "containerrecreate")
 		_, err := cs.Create(ctx, cloneSet("web", 2), metav1.CreateOptions{})
 		require.NoError(t, err)
 		waitCloneSet(t, in, ns, "web", "2 pods ready", func(s appsv1alpha1.CloneSetStatus) bool {
