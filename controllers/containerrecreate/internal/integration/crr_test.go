@@ -86,9 +86,7 @@ func TestUnfulfillableRequestsComplete(t *testing.T) {
 
 	// A pod deleted under an accepted request: the request completes, and its active label goes.
 	h.crrs.Create(crr("gone", "p", "app"))
-	h.crrs.WaitFor("gone", "stamped", func(c *appsv1alpha1.ContainerRecreateRequest) bool {
-		return c.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey] == "true"
-	})
+	h.waitStamped("gone")
 	h.setPhase("gone", appsv1alpha1.ContainerRecreateRequestRecreating)
 	require.NoError(t, h.Env.Kube.CoreV1().Pods(h.NS).Delete(context.Background(), "p", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}))
 	h.waitCompleted("gone", "pod has gone")
@@ -108,9 +106,7 @@ func TestUnreadyGracePeriod(t *testing.T) {
 	r := crr("r", "p", "app")
 	r.Spec.Strategy = &appsv1alpha1.ContainerRecreateRequestStrategy{UnreadyGracePeriodSeconds: ptr.To[int64](5)}
 	h.crrs.Create(r)
-	h.crrs.WaitFor("r", "stamped", func(c *appsv1alpha1.ContainerRecreateRequest) bool {
-		return c.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey] == "true"
-	})
+	h.waitStamped("r")
 	assert.Equal(t, corev1.ConditionTrue, testenv.ConditionStatus(h.pods.Get("p"), pub.KruisePodReadyConditionType),
 		"nothing happens to the pod before the agent starts")
 
@@ -152,9 +148,7 @@ func TestDeletedRequestReleasesThePod(t *testing.T) {
 	r := crr("r", "p", "app")
 	r.Spec.Strategy = &appsv1alpha1.ContainerRecreateRequestStrategy{UnreadyGracePeriodSeconds: ptr.To[int64](60)}
 	h.crrs.Create(r)
-	h.crrs.WaitFor("r", "stamped", func(c *appsv1alpha1.ContainerRecreateRequest) bool {
-		return c.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey] == "true"
-	})
+	h.waitStamped("r")
 	h.setPhase("r", appsv1alpha1.ContainerRecreateRequestRecreating)
 	h.pods.WaitFor("p", "NotReady", func(p *corev1.Pod) bool {
 		return testenv.ConditionStatus(p, pub.KruisePodReadyConditionType) == corev1.ConditionFalse
@@ -173,9 +167,7 @@ func TestDeadlineThenTTL(t *testing.T) {
 	r.Spec.ActiveDeadlineSeconds = ptr.To[int64](3)
 	r.Spec.TTLSecondsAfterFinished = ptr.To[int32](2)
 	created := h.crrs.Create(r)
-	h.crrs.WaitFor("r", "stamped", func(c *appsv1alpha1.ContainerRecreateRequest) bool {
-		return c.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey] == "true"
-	})
+	h.waitStamped("r")
 	h.setPhase("r", appsv1alpha1.ContainerRecreateRequestRecreating)
 	done := h.waitCompleted("r", "recreating has exceeded the activeDeadlineSeconds")
 	assert.GreaterOrEqual(t, done.Status.CompletionTime.Sub(created.CreationTimestamp.Time), 2*time.Second,

@@ -117,3 +117,11 @@ func (h *harness) delete(name string) {
 	h.T.Helper()
 	require.NoError(h.T, h.Client.AppsV1alpha1().ContainerRecreateRequests(h.NS).Delete(context.Background(), name, metav1.DeleteOptions{}))
 }
+
+// waitStamped waits until the controller has accepted the request (active label).
+func (h *harness) waitStamped(name string) *appsv1alpha1.ContainerRecreateRequest {
+	h.T.Helper()
+	return h.crrs.WaitFor(name, "stamped", func(c *appsv1alpha1.ContainerRecreateRequest) bool {
+		return c.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey] == "true"
+	})
+}
