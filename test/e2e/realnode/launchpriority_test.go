@@ -112,6 +112,11 @@ spec:
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"p_0": "true", "p_-1": "true"}, cm.Data)
 	assert.Equal(t, []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "ordered", UID: created.UID}}, cm.OwnerReferences)
+	// The controller, as its ServiceAccount (through the policy pinning its pod writes), marks the pod done.
+	testenv.Eventually(t, time.Minute, func() (bool, error) {
+		got, err := env.Kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && got.Annotations["apps.kruise.io/container-launch-priority-completed"] == "true", err
+	})
 }
 
 func orderedInPlaceUpdate(t *testing.T, env *testenv.Env, ns, registry string) {
