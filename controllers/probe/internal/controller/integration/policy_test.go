@@ -130,3 +130,45 @@ func TestControllerPodStatusWritesArePinned(t *testing.T) {
 		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: idleCondition, Status: corev1.ConditionTrue, LastProbeTime: metav1.Now()})
 	}))
 }
+
+// With KruiseDaemon an agent writes ContainerRecreateRequest status too: only of the requests stamped with its
+// own node (flotilla-probe-agent-own-node-crr), before and after the write (issue 28).
+func TestAgentWritesOnlyItsNodesContainerRecreateRequests(t *testing.T) {
+	h := newHarness(t)
+	h.Env.ApplyPolicies(t, "deploy/components/probe/policy.yaml")
+	crrs := h.Client.AppsV1alpha1().ContainerRecreateRequests(h.NS)
+	for _, node := range []string{"node-a", "node-b"} {
+		_, err := crrs.Create(context.Background(), &appsv1alpha1.ContainerRecreateRequest{
+			ObjectMeta: metav1.ObjectMeta{Name: "on-" + node, Labels: map[string]string{appsv1alpha1.ContainerRecreateRequestNodeNameKey: node}},
+			Spec:       appsv1alpha1.ContainerRecreateRequestSpec{PodName: "p", Containers: []appsv1alpha1.ContainerRecreateRequestContainer{{Name: "app"}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	const agent = "system:serviceaccount:flotilla-node:probe-agent"
+	write := func(cfg *rest.Config, name string, mutate func(*appsv1alpha1.ContainerRecreateRequest)) error {
+		c := versioned.NewForConfigOrDie(cfg).AppsV1alpha1().ContainerRecreateRequests(h.NS)
+		crr, err := c.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		crr.Status.Phase = appsv1alpha1.ContainerRecreateRequestRecreating
+		if mutate != nil {
+			mutate(crr)
+		}
+		_, err = c.UpdateStatus(context.Background(), crr, metav1.UpdateOptions{})
+		return err
+	}
+	agentOfA := h.Env.ActingAs(agent, map[string][]string{nodeNameKey: {"node-a"}})
+	testenv.Refused(t, "another node's request", "probe-agent of node node-a may not write the status of ContainerRecreateRequest on-node-b",
+		func() error { return write(agentOfA, "on-node-b", nil) })
+	testenv.Refused(t, "a token bound to no node", "only with a token bound to its pod or node",
+		func() error { return write(h.Env.ActingAs(agent, nil), "on-node-a", nil) })
+	testenv.Refused(t, "relabelling another node's request as its own", "may not write the status of ContainerRecreateRequest on-node-b",
+		func() error {
+			return write(agentOfA, "on-node-b", func(c *appsv1alpha1.ContainerRecreateRequest) {
+				c.Labels[appsv1alpha1.ContainerRecreateRequestNodeNameKey] = "node-a"
+			})
+		})
+	require.NoError(t, write(agentOfA, "on-node-a", nil), "its own node's request")
+	require.NoError(t, write(h.Env.Config, "on-node-b", nil), "another identity is not concerned")
+}
