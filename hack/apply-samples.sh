@@ -8,6 +8,19 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 export KUBECONFIG=${KUBECONFIG:-${CLUSTER_DIR:-$ROOT/.cluster}/kubeconfig}
 samples=$ROOT/deploy/samples
+# The launch-priority sample's pod must be created through launchpriority-controller's webhook (the local overlay's
+# failurePolicy is Ignore): wait until a dry-run create of an Ordered pod shows the barrier env.
+lp_probe='{"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "launch-priority-probe-", "namespace": "default",
+  "annotations": {"apps.kruise.io/container-launch-priority": "Ordered"}}, "spec": {"containers": [{"name": "a", "image": "registry.example/sample:v1"},
+  {"name": "b", "image": "registry.example/sample:v1"}]}}'
+deadline=$((SECONDS + 60))
+until kubectl create --dry-run=server -o 'jsonpath={.spec.containers[*].env[*].name}' -f - <<<"$lp_probe" 2>/dev/null | grep -qw KRUISE_CONTAINER_BARRIER; do
+  if [ $SECONDS -ge $deadline ]; then
+    echo "apply-samples: the launch-priority webhook injects nothing after 60 s (is launchpriority-controller running?)" >&2
+    exit 1
+  fi
+  sleep 0.2
+done
 kubectl apply -f "$samples" -l 'flotilla.dev/sample notin (after-sidecarset,after-pod)' > /dev/null
 probe='{"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "sidecar-sample-", "namespace": "default",
   "labels": {"app": "sidecar-sample"}}, "spec": {"containers": [{"name": "main", "image": "registry.example/sample:v1"}]}}'
