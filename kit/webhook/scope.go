@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
@@ -449,4 +450,22 @@ func quoteList(vs []string) string {
 		q[i] = quote(v)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// TriggerOnSpecChange is the event handler of the objects a scope is
+// computed from: trigger on every add and delete, and on an update that
+// changes the generation (spec) or starts the deletion; status writes do not
+// move a scope.
+func TriggerOnSpecChange(trigger func()) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { trigger() },
+		UpdateFunc: func(o, n any) {
+			oo, ok1 := o.(metav1.Object)
+			no, ok2 := n.(metav1.Object)
+			if !ok1 || !ok2 || oo.GetGeneration() != no.GetGeneration() || (oo.GetDeletionTimestamp() == nil) != (no.GetDeletionTimestamp() == nil) {
+				trigger()
+			}
+		},
+		DeleteFunc: func(any) { trigger() },
+	}
 }

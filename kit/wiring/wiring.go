@@ -60,12 +60,7 @@ func New(ctx context.Context, env *kitapp.Env) (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	// managedFields are never read by a controller and are a large share of
-	// each cached object's memory.
-	opts := []flotillainformers.SharedInformerOption{flotillainformers.WithTransform(controller.StripManagedFields)}
-	if env.Options.Namespace != "" {
-		opts = append(opts, flotillainformers.WithNamespace(env.Options.Namespace))
-	}
+	opts := informerOptions(env)
 	c := &Clients{
 		Kube:          env.KubeClient,
 		Client:        client,
@@ -76,6 +71,26 @@ func New(ctx context.Context, env *kitapp.Env) (*Clients, error) {
 	}
 	env.AddInformerFactory(c.Informers)
 	return c, nil
+}
+
+// informerOptions are the options of every Flotilla informer factory of
+// env's binary: managedFields stripped (never read by a controller, a
+// large share of each cached object's memory), limited to --namespace.
+func informerOptions(env *kitapp.Env) []flotillainformers.SharedInformerOption {
+	opts := []flotillainformers.SharedInformerOption{flotillainformers.WithTransform(controller.StripManagedFields)}
+	if env.Options.Namespace != "" {
+		opts = append(opts, flotillainformers.WithNamespace(env.Options.Namespace))
+	}
+	return opts
+}
+
+// ReplicaInformers returns a new Flotilla informer factory for what every
+// replica reads, not only the leader (a webhook's caches), built like
+// Informers (no resync) and started on every replica.
+func (c *Clients) ReplicaInformers(env *kitapp.Env) flotillainformers.SharedInformerFactory {
+	f := flotillainformers.NewSharedInformerFactoryWithOptions(c.Client, 0, informerOptions(env)...)
+	env.AddReplicaInformerFactory(f)
+	return f
 }
 
 // NewScheme returns a scheme with the client-go and Flotilla types.

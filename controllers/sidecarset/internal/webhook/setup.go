@@ -104,15 +104,5 @@ const CRD = "sidecarsets.apps.kruise.io"
 // TriggerOnChange calls trigger on every SidecarSet add, delete and spec or
 // deletion change (status writes do not move the scope).
 func TriggerOnChange(trigger func()) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { trigger() },
-		UpdateFunc: func(o, n any) {
-			oo, ok1 := o.(metav1.Object)
-			no, ok2 := n.(metav1.Object)
-			if !ok1 || !ok2 || oo.GetGeneration() != no.GetGeneration() || (oo.GetDeletionTimestamp() == nil) != (no.GetDeletionTimestamp() == nil) {
-				trigger()
-			}
-		},
-		DeleteFunc: func(any) { trigger() },
-	}
+	return kitwebhook.TriggerOnSpecChange(trigger)
 }

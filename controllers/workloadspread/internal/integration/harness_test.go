@@ -91,7 +91,7 @@ func (h *harness) startWebhook() {
 	syncers := webhook.NewScopeSyncers(h.Env.Kube, h.Client, wsInf.Lister(), wsInf.Informer().HasSynced, h.config, nil)
 	var triggers []func()
 	for _, s := range syncers {
-		_, err := wsInf.Informer().AddEventHandler(webhook.TriggerOnChange(s.Trigger))
+		_, err := wsInf.Informer().AddEventHandler(kitwebhook.TriggerOnSpecChange(s.Trigger))
 		require.NoError(t, err)
 		triggers = append(triggers, s.Trigger)
 		h.wh.Go(func(ctx context.Context) { _ = s.Run(ctx, 1) })

@@ -14,7 +14,6 @@ import (
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/controllers/workloadspread/internal/workload"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
@@ -33,13 +32,7 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 	if opts.Disabled {
 		return nil
 	}
-	fopts := []flotillainformers.SharedInformerOption{flotillainformers.WithTransform(controller.StripManagedFields)}
-	if env.Options.Namespace != "" {
-		fopts = append(fopts, flotillainformers.WithNamespace(env.Options.Namespace))
-	}
-	f := flotillainformers.NewSharedInformerFactoryWithOptions(cl.Client, 0, fopts...)
-	wsInf := f.Apps().V1alpha1().WorkloadSpreads()
-	env.AddReplicaInformerFactory(f)
+	wsInf := cl.ReplicaInformers(env).Apps().V1alpha1().WorkloadSpreads()
 
 	c, err := kitwebhook.New(opts, env.KubeClient, env.Metrics, env.Clock, Refs()...)
 	if err != nil {
@@ -60,7 +53,7 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 	syncers := NewScopeSyncers(cl.Kube, cl.Client, wsInf.Lister(), wsInf.Informer().HasSynced, ConfigName, env.Clock)
 	var triggers []func()
 	for _, s := range syncers {
-		if _, err := wsInf.Informer().AddEventHandler(TriggerOnChange(s.Trigger)); err != nil {
+		if _, err := wsInf.Informer().AddEventHandler(kitwebhook.TriggerOnSpecChange(s.Trigger)); err != nil {
 			return fmt.Errorf("workloadspread scope handler: %w", err)
 		}
 		triggers = append(triggers, s.Trigger)
@@ -140,20 +133,4 @@ func reportInScope(ctx context.Context, client versioned.Interface, all []*appsv
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// TriggerOnChange calls trigger on every WorkloadSpread add, delete and
-// spec or deletion change (status writes do not move the scope).
-func TriggerOnChange(trigger func()) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { trigger() },
-		UpdateFunc: func(o, n any) {
-			oo, ok1 := o.(metav1.Object)
-			no, ok2 := n.(metav1.Object)
-			if !ok1 || !ok2 || oo.GetGeneration() != no.GetGeneration() || (oo.GetDeletionTimestamp() == nil) != (no.GetDeletionTimestamp() == nil) {
-				trigger()
-			}
-		},
-		DeleteFunc: func(any) { trigger() },
-	}
 }
