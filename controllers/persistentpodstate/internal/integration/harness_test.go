@@ -14,11 +14,7 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -132,7 +127,8 @@ func (h *harness) startWebhook() {
 // name, calling this test's server by URL with the test's failure policy,
 // limited to the test's namespace.
 func (h *harness) installConfiguration() {
-	c := shippedConfiguration(h.T, h.Env.RepoRoot)
+	c := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	lab.Shipped(h.T, h.Env.RepoRoot, "persistentpodstate", "webhook.yaml", "MutatingWebhookConfiguration", webhook.ConfigName, c)
 	c.ObjectMeta = metav1.ObjectMeta{Name: h.config}
 	for i := range c.Webhooks {
 		w := &c.Webhooks[i]
@@ -145,26 +141,6 @@ func (h *harness) installConfiguration() {
 		w.NamespaceSelector = sel
 	}
 	h.InstallMutating(c)
-}
-
-func shippedConfiguration(t *testing.T, root string) *admissionregistrationv1.MutatingWebhookConfiguration {
-	t.Helper()
-	path := filepath.Join(root, "deploy", "components", "persistentpodstate", "webhook.yaml")
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	for {
-		var c admissionregistrationv1.MutatingWebhookConfiguration
-		err := dec.Decode(&c)
-		if errors.Is(err, io.EOF) {
-			t.Fatalf("no MutatingWebhookConfiguration %s in %s", webhook.ConfigName, path)
-		}
-		require.NoError(t, err, "decode %s", path)
-		if c.Kind == "MutatingWebhookConfiguration" && c.Name == webhook.ConfigName {
-			return &c
-		}
-	}
 }
 
 // scopeExpr is the pod webhook's match condition now.

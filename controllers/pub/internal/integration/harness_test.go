@@ -11,11 +11,7 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
 
@@ -129,7 +124,8 @@ func (h *harness) start() {
 // test's namespace (the other tests' namespaces are not this server's to
 // guard).
 func (h *harness) installConfiguration() {
-	v := shippedConfiguration(h.T, h.Env.RepoRoot)
+	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	lab.Shipped(h.T, h.Env.RepoRoot, "pub", "webhook.yaml", "ValidatingWebhookConfiguration", webhook.ConfigName, v)
 	v.ObjectMeta = metav1.ObjectMeta{Name: h.config}
 	for i := range v.Webhooks {
 		w := &v.Webhooks[i]
@@ -139,28 +135,6 @@ func (h *harness) installConfiguration() {
 		w.NamespaceSelector = onlyNamespace(w.NamespaceSelector, h.NS)
 	}
 	h.InstallValidating(v)
-}
-
-// shippedConfiguration reads the ValidatingWebhookConfiguration of
-// deploy/components/pub/webhook.yaml.
-func shippedConfiguration(t *testing.T, root string) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	t.Helper()
-	path := filepath.Join(root, "deploy", "components", "pub", "webhook.yaml")
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	for {
-		var v admissionregistrationv1.ValidatingWebhookConfiguration
-		err := dec.Decode(&v)
-		if errors.Is(err, io.EOF) {
-			t.Fatalf("no ValidatingWebhookConfiguration %s in %s", webhook.ConfigName, path)
-		}
-		require.NoError(t, err, "decode %s", path)
-		if v.Kind == "ValidatingWebhookConfiguration" && v.Name == webhook.ConfigName {
-			return &v
-		}
-	}
 }
 
 // onlyNamespace is sel narrowed to namespace ns.
