@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
@@ -134,7 +135,10 @@ func ConstraintsFor(spec *appsv1alpha1.PersistentPodStateSpec, state appsv1alpha
 
 // Apply writes c into pod (nodeSelector entries over the pod's own, the
 // preferred terms after the pod's own) and marks it with the injected
-// annotation naming the PersistentPodState.
+// annotation naming the PersistentPodState. A preferred term the pod
+// already carries is not added again: a second injection (a reinvocation,
+// or OpenKruise's webhook still installed during a migration) leaves the
+// pod as one would.
 func Apply(pod *corev1.Pod, ppsName string, c Constraints) {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
@@ -156,7 +160,13 @@ func Apply(pod *corev1.Pod, ppsName string, c Constraints) {
 		pod.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
 	}
 	na := pod.Spec.Affinity.NodeAffinity
-	na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution, c.Preferred...)
+	for _, term := range c.Preferred {
+		if !slices.ContainsFunc(na.PreferredDuringSchedulingIgnoredDuringExecution, func(t corev1.PreferredSchedulingTerm) bool {
+			return equality.Semantic.DeepEqual(t, term)
+		}) {
+			na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution, term)
+		}
+	}
 }
 
 // TargetIndex indexes PersistentPodStates and pods by Target: a

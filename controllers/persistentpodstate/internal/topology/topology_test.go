@@ -70,6 +70,11 @@ func TestApply(t *testing.T) {
 	assert.Len(t, prefs, 2, "the pod's own preference is kept, the recorded one appended")
 	assert.Equal(t, int32(100), prefs[1].Weight)
 
+	again := pod.DeepCopy()
+	Apply(again, "web", Constraints{NodeSelector: map[string]string{zone: "z1"},
+		Preferred: []corev1.PreferredSchedulingTerm{{Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{in(host, "n1")}}}}})
+	assert.Equal(t, pod, again, "a second injection changes nothing")
+
 	bare := &corev1.Pod{}
 	Apply(bare, "web", Constraints{Preferred: []corev1.PreferredSchedulingTerm{{Weight: 7}}})
 	assert.Nil(t, bare.Spec.NodeSelector)
