@@ -7,6 +7,7 @@ import (
 
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/app/apptest"
+	"github.com/flotilla-dev/flotilla/kit/features"
 )
 
 func TestBinary(t *testing.T) { apptest.CheckBinary(t, Binary) }
@@ -32,5 +33,21 @@ func TestSetupNeedsNodeName(t *testing.T) {
 	err := setup(context.Background(), &kitapp.Env{}, &options{})
 	if err == nil {
 		t.Fatal("setup without a node name succeeded")
+	}
+}
+
+// KruiseDaemon (off by default, as kit/features has it) is what turns the ContainerRecreateRequest worker on
+// (issue 28); the probes do not depend on it.
+func TestKruiseDaemonGate(t *testing.T) {
+	p, err := kitapp.Parse(Binary(), []string{"--node-name=n"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Gates.Enabled(features.KruiseDaemon) {
+		t.Fatal("KruiseDaemon on by default")
+	}
+	p, err = kitapp.Parse(Binary(), []string{"--node-name=n", "--feature-gates=KruiseDaemon=true"}, io.Discard)
+	if err != nil || !p.Gates.Enabled(features.KruiseDaemon) {
+		t.Fatalf("--feature-gates=KruiseDaemon=true not accepted: %v", err)
 	}
 }
