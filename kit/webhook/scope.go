@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -61,6 +63,31 @@ func InScopeConditions(conds []metav1.Condition, generation int64, in bool, mess
 		c.Status, c.Reason = metav1.ConditionTrue, ReasonInScope
 	}
 	return out, meta.SetStatusCondition(&out, c)
+}
+
+// ReportInScope sets InScopeCondition on each of objs not being deleted
+// whose condition differs from what decide says (in, and the message):
+// conds reads an object's conditions, write puts the new ones into a copy
+// of the cached object and writes its status (carrying the cached
+// resourceVersion: a conflict retries the caller's sync on a fresher
+// cache). Objects gone meanwhile are skipped; other errors are joined.
+func ReportInScope[T metav1.Object](ctx context.Context, objs []T, conds func(T) []metav1.Condition, decide func(T) (bool, string),
+	write func(context.Context, T, []metav1.Condition) error, now time.Time) error {
+	var errs []error
+	for _, o := range objs {
+		if o.GetDeletionTimestamp() != nil {
+			continue
+		}
+		in, msg := decide(o)
+		c, changed := InScopeConditions(conds(o), o.GetGeneration(), in, msg, now)
+		if !changed {
+			continue
+		}
+		if err := write(ctx, o, c); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("set %s of %s/%s: %w", InScopeCondition, o.GetNamespace(), o.GetName(), err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // OwnedPrefix marks the match conditions a ScopeSyncer owns.

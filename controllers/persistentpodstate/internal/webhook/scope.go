@@ -2,14 +2,12 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -120,29 +118,20 @@ func NewPodScopeSyncer(kube kubernetes.Interface, client versioned.Interface, re
 }
 
 // reportInScope writes the WebhookInScope condition of each
-// PersistentPodState whose condition differs (the cached object's
-// resourceVersion: a conflict retries the sync on a fresher cache).
+// PersistentPodState whose condition differs.
 func reportInScope(ctx context.Context, client versioned.Interface, states []*appsv1alpha1.PersistentPodState, clk clock.PassiveClock) error {
-	var errs []error
-	for _, pps := range states {
-		if pps.DeletionTimestamp != nil {
-			continue
-		}
-		_, _, in := Served(pps)
-		msg := "pods its target StatefulSet creates under a recorded name are sent to the pod webhook"
-		if !in {
-			msg = "the pod webhook is not called for it (unsupported targetRef)"
-		}
-		conds, changed := kitwebhook.InScopeConditions(pps.Status.Conditions, pps.Generation, in, msg, clk.Now())
-		if !changed {
-			continue
-		}
-		upd := pps.DeepCopy()
-		upd.Status.Conditions = conds
-		_, err := client.AppsV1alpha1().PersistentPodStates(pps.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("set %s of PersistentPodState %s/%s: %w", kitwebhook.InScopeCondition, pps.Namespace, pps.Name, err))
-		}
-	}
-	return errors.Join(errs...)
+	return kitwebhook.ReportInScope(ctx, states,
+		func(p *appsv1alpha1.PersistentPodState) []metav1.Condition { return p.Status.Conditions },
+		func(p *appsv1alpha1.PersistentPodState) (bool, string) {
+			if _, _, in := Served(p); in {
+				return true, "pods its target StatefulSet creates under a recorded name are sent to the pod webhook"
+			}
+			return false, "the pod webhook is not called for it (unsupported targetRef)"
+		},
+		func(ctx context.Context, p *appsv1alpha1.PersistentPodState, conds []metav1.Condition) error {
+			upd := p.DeepCopy()
+			upd.Status.Conditions = conds
+			_, err := client.AppsV1alpha1().PersistentPodStates(p.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+			return err
+		}, clk.Now())
 }

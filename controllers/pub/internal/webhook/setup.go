@@ -2,11 +2,9 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -109,24 +107,17 @@ func NewScopeSyncers(kube kubernetes.Interface, client versioned.Interface, list
 // cached resourceVersion, like the guard's and the controller's (a
 // conflict retries the sync on a fresher cache); both keep the condition.
 func reportInScope(ctx context.Context, client versioned.Interface, pubs []*policyv1alpha1.PodUnavailableBudget) error {
-	var errs []error
-	for _, p := range pubs {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		conds, changed := kitwebhook.InScopeConditions(p.Status.Conditions, p.Generation, true,
-			"deletions, evictions and updates of the pods it covers are sent to the guard", time.Now())
-		if !changed {
-			continue
-		}
-		upd := p.DeepCopy()
-		upd.Status.Conditions = conds
-		_, err := client.PolicyV1alpha1().PodUnavailableBudgets(p.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("set %s of pub %s/%s: %w", kitwebhook.InScopeCondition, p.Namespace, p.Name, err))
-		}
-	}
-	return errors.Join(errs...)
+	return kitwebhook.ReportInScope(ctx, pubs,
+		func(p *policyv1alpha1.PodUnavailableBudget) []metav1.Condition { return p.Status.Conditions },
+		func(*policyv1alpha1.PodUnavailableBudget) (bool, string) {
+			return true, "deletions, evictions and updates of the pods it covers are sent to the guard"
+		},
+		func(ctx context.Context, p *policyv1alpha1.PodUnavailableBudget, conds []metav1.Condition) error {
+			upd := p.DeepCopy()
+			upd.Status.Conditions = conds
+			_, err := client.PolicyV1alpha1().PodUnavailableBudgets(p.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+			return err
+		}, time.Now())
 }
 
 // TriggerOnChange calls trigger when a budget is added, deleted, starts

@@ -2,10 +2,8 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -57,26 +55,18 @@ func NewPodScopeSyncer(kube kubernetes.Interface, client versioned.Interface, re
 // zero counts, which is what it holds). The controller's status writes
 // keep the conditions.
 func reportInScope(ctx context.Context, client versioned.Interface, sets []*appsv1alpha1.SidecarSet, podWebhook bool, clk clock.PassiveClock) error {
-	var errs []error
-	for _, s := range sets {
-		if s.DeletionTimestamp != nil {
-			continue
-		}
-		in := podWebhook && Served(s)
-		msg := "pods created from now on that it selects are sent to the sidecar injection webhook"
-		if !in {
-			msg = "the sidecar injection webhook is not called for it (injection paused, empty selector, or the PodWebhook gate off)"
-		}
-		conds, changed := kitwebhook.InScopeConditions(s.Status.Conditions, s.Generation, in, msg, clk.Now())
-		if !changed {
-			continue
-		}
-		upd := s.DeepCopy()
-		upd.Status.Conditions = conds
-		_, err := client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, upd, metav1.UpdateOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("set %s of sidecarset %s: %w", kitwebhook.InScopeCondition, s.Name, err))
-		}
-	}
-	return errors.Join(errs...)
+	return kitwebhook.ReportInScope(ctx, sets,
+		func(s *appsv1alpha1.SidecarSet) []metav1.Condition { return s.Status.Conditions },
+		func(s *appsv1alpha1.SidecarSet) (bool, string) {
+			if podWebhook && Served(s) {
+				return true, "pods created from now on that it selects are sent to the sidecar injection webhook"
+			}
+			return false, "the sidecar injection webhook is not called for it (injection paused, empty selector, or the PodWebhook gate off)"
+		},
+		func(ctx context.Context, s *appsv1alpha1.SidecarSet, conds []metav1.Condition) error {
+			upd := s.DeepCopy()
+			upd.Status.Conditions = conds
+			_, err := client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+			return err
+		}, clk.Now())
 }
