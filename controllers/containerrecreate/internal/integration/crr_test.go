@@ -101,12 +101,7 @@ func TestUnfulfillableRequestsComplete(t *testing.T) {
 // the pod is released and the finalizer dropped.
 func TestUnreadyGracePeriod(t *testing.T) {
 	h := newHarness(t)
-	h.startController()
-	h.runningPod("p")
-	r := crr("r", "p", "app")
-	r.Spec.Strategy = &appsv1alpha1.ContainerRecreateRequestStrategy{UnreadyGracePeriodSeconds: ptr.To[int64](5)}
-	h.crrs.Create(r)
-	h.waitStamped("r")
+	h.unreadyRequest(5)
 	assert.Equal(t, corev1.ConditionTrue, testenv.ConditionStatus(h.pods.Get("p"), pub.KruisePodReadyConditionType),
 		"nothing happens to the pod before the agent starts")
 
@@ -143,12 +138,7 @@ func TestUnreadyGracePeriod(t *testing.T) {
 // A request deleted while it holds the pod NotReady releases the pod before it goes.
 func TestDeletedRequestReleasesThePod(t *testing.T) {
 	h := newHarness(t)
-	h.startController()
-	h.runningPod("p")
-	r := crr("r", "p", "app")
-	r.Spec.Strategy = &appsv1alpha1.ContainerRecreateRequestStrategy{UnreadyGracePeriodSeconds: ptr.To[int64](60)}
-	h.crrs.Create(r)
-	h.waitStamped("r")
+	h.unreadyRequest(60)
 	h.setPhase("r", appsv1alpha1.ContainerRecreateRequestRecreating)
 	h.pods.WaitFor("p", "NotReady", func(p *corev1.Pod) bool {
 		return testenv.ConditionStatus(p, pub.KruisePodReadyConditionType) == corev1.ConditionFalse

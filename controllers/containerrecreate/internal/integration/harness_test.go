@@ -125,3 +125,15 @@ func (h *harness) waitStamped(name string) *appsv1alpha1.ContainerRecreateReques
 		return c.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey] == "true"
 	})
 }
+
+// unreadyRequest starts the controller and a running pod p, and creates the request r for its container app with
+// unreadyGracePeriodSeconds grace, waiting until it is accepted.
+func (h *harness) unreadyRequest(grace int64) {
+	h.T.Helper()
+	h.startController()
+	h.runningPod("p")
+	r := crr("r", "p", "app")
+	r.Spec.Strategy = &appsv1alpha1.ContainerRecreateRequestStrategy{UnreadyGracePeriodSeconds: ptr.To(grace)}
+	h.crrs.Create(r)
+	h.waitStamped("r")
+}
