@@ -130,10 +130,21 @@ containerrecreaterequest() { # with a real node: app recreated once (Succeeded, 
   [ "$s" = "Completed:Succeeded:" ] && [ "$restarts" = "app=1 sidecar=0 " ]
 }
 
+persistentpodstate() { # the StatefulSet's annotations generated pps-sample (controlled by it); both pods recorded with
+  # their zone and hostname (persistentpodstate-controller); their names in its pod webhook's scope (WebhookInScope)
+  local owner inscope recs
+  owner=$(jp persistentpodstates.apps.kruise.io/pps-sample '{.metadata.ownerReferences[?(@.controller==true)].kind}/{.metadata.ownerReferences[?(@.controller==true)].name}')
+  inscope=$(jp persistentpodstates.apps.kruise.io/pps-sample '{.status.conditions[?(@.type=="WebhookInScope")].status}')
+  recs=$(kubectl -n $ns get persistentpodstates.apps.kruise.io/pps-sample -o go-template='{{range $p, $s := .status.podStates}}{{$p}}@{{index $s.nodeTopologyLabels "topology.kubernetes.io/zone"}},{{index $s.nodeTopologyLabels "kubernetes.io/hostname"}} {{end}}' 2>/dev/null || true)
+  echo "owner=$owner webhookInScope=$inscope records=[${recs% }]"
+  [ "$owner" = StatefulSet/pps-sample ] && [ "$inscope" = True ] &&
+    [ "$(grep -oE 'pps-sample-[01]@zone-[0-9]+,kwok-node-[0-9]+' <<<"$recs" | wc -l)" = 2 ]
+}
+
 declare -A file_of=([cloneset]=cloneset [statefulset]=statefulset [daemonset]=daemonset [sidecarset]=sidecarset
   [pub]=pub [podprobemarker]=podprobemarker [game-server]=podprobemarker [uniteddeployment]=uniteddeployment [deletionprotection]=deletionprotection
   [resourcedistribution]=resourcedistribution [launchpriority]=launchpriority [workloadspread]=workloadspread
-  [containerrecreaterequest]=containerrecreaterequest)
+  [containerrecreaterequest]=containerrecreaterequest [persistentpodstate]=persistentpodstate)
 for f in "$ROOT"/deploy/samples/*.yaml; do
   base=$(basename "$f" .yaml)
   [ -n "${file_of[$base]:-}" ] || { echo "check-samples: no check for deploy/samples/$base.yaml" >&2; exit 1; }
