@@ -6,6 +6,7 @@ require (
 	github.com/flotilla-dev/flotilla/apis v0.0.0
 	github.com/flotilla-dev/flotilla/client v0.0.0
 	github.com/flotilla-dev/flotilla/kit v0.0.0
+	github.com/stretchr/testify v1.12.1
 	k8s.io/api v0.37.1
 	k8s.io/apimachinery v0.37.1
 	k8s.io/client-go v0.37.1
