@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make run`: on the local control plane (hack/cluster/up.sh), install namespace + CRDs + RBAC from
-# deploy/overlays/local, start all ten controllers as local processes, each under its own ServiceAccount
+# deploy/overlays/local, start all the controllers as local processes, each under its own ServiceAccount
 # (so the RBAC in deploy/ is what they really run with), wait until each is healthy, ready and holds its
 # Lease, then apply the samples. `--stop` stops the controllers again. Logs: $CLUSTER_DIR/logs/<name>.log.
 set -euo pipefail
@@ -101,12 +101,16 @@ KC
   chmod 600 "$kc"
   echo "$kc"
 }
+# The i-th controller listens on 127.0.0.1:$(metrics_port i) and $(health_port i); the two ranges (and the agents'
+# from 18100) are 100 ports apart, so they cannot meet whatever the number of controllers.
+metrics_port() { echo $((18200 + $1)); }
+health_port() { echo $((18300 + $1)); }
 i=0
 for c in "${CONTROLLERS[@]}"; do
   name=$c-controller
   kc=$(kubeconfig_for "$name")
   setsid "$ROOT/bin/$name" --kubeconfig="$kc" \
-    --metrics-bind-address=127.0.0.1:$((18080 + i)) --health-probe-bind-address=127.0.0.1:$((18090 + i)) \
+    --metrics-bind-address=127.0.0.1:$(metrics_port $i) --health-probe-bind-address=127.0.0.1:$(health_port $i) \
     --leader-elect=true --leader-elect-resource-namespace=$NS $(extra_args "$c") \
     > "$LOGS/$name.log" 2>&1 < /dev/null &
   echo $! > "$RUN/$name.pid"
@@ -116,8 +120,8 @@ done
 i=0
 for c in "${CONTROLLERS[@]}"; do
   name=$c-controller
-  wait_for "$name /healthz" 60 curl -sf "http://127.0.0.1:$((18090 + i))/healthz"
-  wait_for "$name /readyz" 60 curl -sf "http://127.0.0.1:$((18090 + i))/readyz"
+  wait_for "$name /healthz" 60 curl -sf "http://127.0.0.1:$(health_port $i)/healthz"
+  wait_for "$name /readyz" 60 curl -sf "http://127.0.0.1:$(health_port $i)/readyz"
   wait_for "$name to hold Lease $NS/$name" 60 bash -c "kubectl -n $NS get lease $name -o jsonpath='{.spec.holderIdentity}' | grep -q ."
   i=$((i + 1))
 done
@@ -142,8 +146,8 @@ printf '%-24s %-8s %-22s %-22s %s\n' CONTROLLER PID HEALTH METRICS LEASE-HOLDER
 i=0
 for c in "${CONTROLLERS[@]}"; do
   name=$c-controller
-  printf '%-24s %-8s %-22s %-22s %s\n' "$name" "$(cat "$RUN/$name.pid")" "127.0.0.1:$((18090 + i))" \
-    "127.0.0.1:$((18080 + i))" "$(kubectl -n $NS get lease "$name" -o jsonpath='{.spec.holderIdentity}')"
+  printf '%-24s %-8s %-22s %-22s %s\n' "$name" "$(cat "$RUN/$name.pid")" "127.0.0.1:$(health_port $i)" \
+    "127.0.0.1:$(metrics_port $i)" "$(kubectl -n $NS get lease "$name" -o jsonpath='{.spec.holderIdentity}')"
   i=$((i + 1))
 done
 echo "samples (deploy/samples/), each waited for until it shows its documented state:"
