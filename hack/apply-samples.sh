@@ -41,4 +41,8 @@ kubectl apply -f "$samples" -l 'flotilla.dev/sample!=after-pod' > /dev/null
 if [ -n "$(kubectl get nodes -l flotilla.dev/real-node=true -o name)" ]; then
   kubectl -n default wait --for=condition=Ready --timeout=120s pod/crr-sample > /dev/null
 fi
-kubectl apply -f "$samples" -l 'flotilla.dev/sample=after-pod' > /dev/null
+# A ContainerRecreateRequest is a one-shot request: the controller fills in its containers (containerID, preStop), so
+# it is created once and never re-applied (kubectl apply would replace that list, which the API refuses: immutable).
+if ! out=$(kubectl create -f "$samples" -l 'flotilla.dev/sample=after-pod' 2>&1); then
+  grep -q AlreadyExists <<<"$out" || { echo "$out" >&2; exit 1; }
+fi
