@@ -167,7 +167,11 @@ func inPlaceOnRealNode(t *testing.T, env *testenv.Env, ns, selector, registry st
 		if assert.True(t, iSpec >= 0 && iRestart > iSpec, "pod %s: spec change, then restart", p.Name) {
 			took := restarted.Sub(specSeen)
 			t.Logf("%s: side restarted %.2f s after the pod's spec changed", p.Name, took.Seconds())
-			assert.GreaterOrEqual(t, took, 600*time.Millisecond, "pod %s: a restart is not instantaneous", p.Name)
+			// The bound holds exactly where we define the stage (kwok waits 1 s). A real kubelet may restart faster
+			// than the test's watch sees the spec change (0.31 s seen in CI under load): there only the order counts.
+			if strings.HasSuffix(t.Name(), "/kwok") {
+				assert.GreaterOrEqual(t, took, 600*time.Millisecond, "pod %s: a restart is not instantaneous", p.Name)
+			}
 		}
 
 		// The restarted container has a readiness probe: it is running but not ready until the probe passes, so
