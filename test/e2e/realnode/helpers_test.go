@@ -178,21 +178,40 @@ type recorder struct {
 	mu    sync.Mutex
 	steps map[types.UID][]statusStep
 	at    map[types.UID][]time.Time
+	// seen holds every resourceVersion the informer delivered, per pod.
+	seen map[types.UID]map[string]bool
 }
 
 func record(t *testing.T, env *testenv.Env, ns string) *recorder {
 	t.Helper()
-	r := &recorder{steps: map[types.UID][]statusStep{}, at: map[types.UID][]time.Time{}}
+	r := &recorder{steps: map[types.UID][]statusStep{}, at: map[types.UID][]time.Time{}, seen: map[types.UID]map[string]bool{}}
 	framework.OnPods(t, env, ns, nil, func(p *corev1.Pod) {
 		s := stepOf(p)
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		if r.seen[p.UID] == nil {
+			r.seen[p.UID] = map[string]bool{}
+		}
+		r.seen[p.UID][p.ResourceVersion] = true
 		if seq := r.steps[p.UID]; len(seq) == 0 || seq[len(seq)-1] != s {
 			r.steps[p.UID] = append(seq, s)
 			r.at[p.UID] = append(r.at[p.UID], time.Now())
 		}
 	})
 	return r
+}
+
+// caughtUp waits until the informer has delivered pod p as a List returned it. A watch lags behind a List (by
+// hundreds of milliseconds on a loaded CI machine): without this the last recorded step can be older than the pod
+// the test just checked. A watch delivers every version in order, so having seen p's version means having seen all
+// before it.
+func (r *recorder) caughtUp(t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, func() (bool, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.seen[p.UID][p.ResourceVersion], nil
+	})
 }
 
 func (r *recorder) of(uid types.UID) []statusStep {

@@ -154,6 +154,7 @@ func inPlaceOnRealNode(t *testing.T, env *testenv.Env, ns, selector, registry st
 			assert.Zero(t, side.LastTerminationState.Terminated.ExitCode, "pod %s: side exits 0 on SIGTERM", p.Name)
 		}
 
+		rec.caughtUp(t, &p)
 		seq := rec.of(p.UID)
 		rec.logSteps(t, p.Name, p.UID, start)
 
