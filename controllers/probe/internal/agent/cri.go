@@ -3,7 +3,7 @@ package agent
 import (
 	"context"
 
-	"github.com/flotilla-dev/flotilla/controllers/probe/internal/cri"
+	"github.com/flotilla-dev/flotilla/kit/node/cri"
 )
 
 // NewCRIExecer connects to the node's CRI runtime at endpoint (for example

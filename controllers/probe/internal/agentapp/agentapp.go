@@ -19,11 +19,11 @@ import (
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/probe/internal/agent"
-	"github.com/flotilla-dev/flotilla/controllers/probe/internal/cri"
 	"github.com/flotilla-dev/flotilla/controllers/probe/internal/recreate"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/node/cri"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
