@@ -55,7 +55,7 @@ func TestConvertedObjectsAreValidAtTheOtherVersion(t *testing.T) {
 			fixtures.Set(o, "spec.namespaceSelector", fixtures.Obj{"matchLabels": fixtures.Obj{"env": "prod"}})
 		}},
 	}
-	for _, kind := range []string{"AdvancedCronJob", "BroadcastJob", "ImagePullJob", "StatefulSet"} {
+	for _, kind := range []string{"AdvancedCronJob", "BroadcastJob", "ImagePullJob", "NodeImage", "StatefulSet"} {
 		cases = append(cases, tc{name: kind + " minimal", version: "v1alpha1", kind: kind}, tc{name: kind + " minimal", version: "v1beta1", kind: kind})
 	}
 	for _, c := range cases {

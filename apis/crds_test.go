@@ -64,7 +64,7 @@ func loadCRDs(t *testing.T) map[string]*apiextensionsv1.CustomResourceDefinition
 		apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
 		out[crd.Name] = crd
 	}
-	require.Len(t, out, 15, "one CRD per kind")
+	require.Len(t, out, 16, "one CRD per kind")
 	return out
 }
 
@@ -118,7 +118,7 @@ func TestKustomizationListsEveryCRD(t *testing.T) {
 func TestServedVersions(t *testing.T) {
 	crds := loadCRDs(t)
 	plural := map[string]string{"DaemonSet": "daemonsets", "SidecarSet": "sidecarsets", "AdvancedCronJob": "advancedcronjobs",
-		"BroadcastJob": "broadcastjobs", "ImagePullJob": "imagepulljobs", "StatefulSet": "statefulsets"}
+		"BroadcastJob": "broadcastjobs", "ImagePullJob": "imagepulljobs", "NodeImage": "nodeimages", "StatefulSet": "statefulsets"}
 	require.ElementsMatch(t, conversion.Kinds(), keys(plural))
 	// The fields only one version has (JSON paths below the schema root).
 	mapped := map[string][]string{

@@ -94,6 +94,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.ImagePullJobApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ManualUpdate"):
 		return &appsv1alpha1.ManualUpdateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NodeImage"):
+		return &appsv1alpha1.NodeImageApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NodePodProbe"):
 		return &appsv1alpha1.NodePodProbeApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NodePodProbeSpec"):
@@ -244,10 +246,28 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1beta1.ImagePullJobStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ImagePullJobTemplate"):
 		return &appsv1beta1.ImagePullJobTemplateApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageSpec"):
+		return &appsv1beta1.ImageSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageStatus"):
+		return &appsv1beta1.ImageStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageTagPullPolicy"):
+		return &appsv1beta1.ImageTagPullPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageTagSpec"):
+		return &appsv1beta1.ImageTagSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ImageTagStatus"):
+		return &appsv1beta1.ImageTagStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("JobCondition"):
 		return &appsv1beta1.JobConditionApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NodeImage"):
+		return &appsv1beta1.NodeImageApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NodeImageSpec"):
+		return &appsv1beta1.NodeImageSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NodeImageStatus"):
+		return &appsv1beta1.NodeImageStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("PullPolicy"):
 		return &appsv1beta1.PullPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ReferenceObject"):
+		return &appsv1beta1.ReferenceObjectApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ResourceExpr"):
 		return &appsv1beta1.ResourceExprApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ResourceExprLimits"):
@@ -298,6 +318,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1beta1.StatefulSetStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("StatefulSetUpdateStrategy"):
 		return &appsv1beta1.StatefulSetUpdateStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SyncStatus"):
+		return &appsv1beta1.SyncStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("TransferEnvVar"):
 		return &appsv1beta1.TransferEnvVarApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("UnorderedUpdateStrategy"):

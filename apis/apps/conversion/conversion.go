@@ -38,6 +38,7 @@ var kinds = map[string][]rule{
 	"AdvancedCronJob": nil,
 	"BroadcastJob":    nil,
 	"ImagePullJob":    nil,
+	"NodeImage":       nil,
 	"StatefulSet":     nil,
 }
 

@@ -147,6 +147,9 @@ status: {type: BroadcastJob}
 `},
 	{name: "imagepulljob", kind: "ImagePullJob", y: `spec: {image: nginx, completionPolicy: {type: Always}, parallelism: 2}
 `},
+	{name: "nodeimage", kind: "NodeImage", y: `spec: {images: {nginx: {pullSecrets: [{namespace: flotilla-node, name: s, mode: batch}], tags: [{tag: "1.25", version: 2}]}}}
+status: {desired: 1, imageStatuses: {nginx: {tags: [{tag: "1.25", phase: Succeeded, version: 2}]}}}
+`},
 	{name: "statefulset", kind: "StatefulSet", y: `spec: {replicas: 3, reserveOrdinals: [1, "3-5"]}
 `},
 }

@@ -28,7 +28,7 @@
 //     apps.kruise.io/sidecarset-custom-version is v1beta1 spec.customVersion.
 //
 // These are OpenKruise v1.9's mappings. AdvancedCronJob, BroadcastJob,
-// ImagePullJob and StatefulSet have identical schemas in both versions
+// ImagePullJob, NodeImage and StatefulSet have identical schemas in both versions
 // (their CRDs use conversion strategy None and a test in the apis module
 // checks the schemas are equal); Convert only rewrites their apiVersion.
 //

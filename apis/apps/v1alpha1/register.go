@@ -17,6 +17,7 @@ var SchemeGroupVersion, SchemeBuilder, AddToScheme, Resource, Kind = register.Gr
 	&PersistentPodState{}, &PersistentPodStateList{},
 	&ContainerRecreateRequest{}, &ContainerRecreateRequestList{},
 	&WorkloadSpread{}, &WorkloadSpreadList{},
+	&NodeImage{}, &NodeImageList{},
 )
 
 // GroupVersion is SchemeGroupVersion (kubebuilder naming).

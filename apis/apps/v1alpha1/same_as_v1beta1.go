@@ -7,11 +7,11 @@ import (
 )
 
 // The kinds whose apps.kruise.io/v1alpha1 is served with exactly the shape of the storage version v1beta1:
-// StatefulSet, AdvancedCronJob, BroadcastJob and ImagePullJob. Their CRDs use conversion strategy None, so the API
+// StatefulSet, AdvancedCronJob, BroadcastJob, ImagePullJob and NodeImage. Their CRDs use conversion strategy None, so the API
 // server only rewrites apiVersion, and reading or writing an object through either version loses nothing. Sharing
 // the spec and status types (rather than copying them) keeps the two schemas identical by construction; only the
 // root types, which carry each version's CRD markers, are declared here. OpenKruise's own v1alpha1 StatefulSet is a
-// subset of this shape.
+// subset of this shape, and so is its v1alpha1 NodeImage (which lacks spec.images[*].pullSecrets[*].mode).
 //
 // DaemonSet and SidecarSet differ between the versions (apis/apps/conversion converts them), each only in some
 // types: daemonset_types.go and sidecarset_types.go declare those, and use v1beta1's for the rest.
@@ -106,6 +106,38 @@ type ImagePullJobList struct {
 }
 
 // +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="DESIRED",type="integer",JSONPath=".status.desired",description="Number of all images on this node"
+// +kubebuilder:printcolumn:name="PULLING",type="integer",JSONPath=".status.pulling",description="Number of image pull task active"
+// +kubebuilder:printcolumn:name="SUCCEED",type="integer",JSONPath=".status.succeeded",description="Number of image pull task succeeded"
+// +kubebuilder:printcolumn:name="FAILED",type="integer",JSONPath=".status.failed",description="Number of image pull tasks failed"
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+
+// NodeImage lists the images one node should pull (spec) and how the pulls went (status). See
+// appsv1beta1.NodeImageSpec for what the node agent reads.
+type NodeImage struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   appsv1beta1.NodeImageSpec   `json:"spec,omitempty"`
+	Status appsv1beta1.NodeImageStatus `json:"status,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// NodeImageList is a list of NodeImages.
+type NodeImageList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeImage `json:"items"`
+}
+
+// +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +genclient:method=GetScale,verb=get,subresource=scale,result=k8s.io/api/autoscaling/v1.Scale
 // +genclient:method=UpdateScale,verb=update,subresource=scale,input=k8s.io/api/autoscaling/v1.Scale,result=k8s.io/api/autoscaling/v1.Scale
@@ -172,6 +204,17 @@ type (
 	PullPolicy                      = appsv1beta1.PullPolicy
 	SandboxConfig                   = appsv1beta1.SandboxConfig
 	ImagePullJobStatus              = appsv1beta1.ImagePullJobStatus
+	NodeImageSpec                   = appsv1beta1.NodeImageSpec
+	ImageSpec                       = appsv1beta1.ImageSpec
+	ReferenceObject                 = appsv1beta1.ReferenceObject
+	ImageTagSpec                    = appsv1beta1.ImageTagSpec
+	ImageTagPullPolicy              = appsv1beta1.ImageTagPullPolicy
+	NodeImageStatus                 = appsv1beta1.NodeImageStatus
+	ImageStatus                     = appsv1beta1.ImageStatus
+	ImageTagStatus                  = appsv1beta1.ImageTagStatus
+	ImagePullPhase                  = appsv1beta1.ImagePullPhase
+	SyncStatus                      = appsv1beta1.SyncStatus
+	SyncStatusPhase                 = appsv1beta1.SyncStatusPhase
 	SidecarContainer                = appsv1beta1.SidecarContainer
 	PodInjectPolicyType             = appsv1beta1.PodInjectPolicyType
 	SidecarContainerUpgradeType     = appsv1beta1.SidecarContainerUpgradeType
@@ -217,6 +260,13 @@ const (
 	JobFailed                             = appsv1beta1.JobFailed
 	PullAlways                            = appsv1beta1.PullAlways
 	PullIfNotPresent                      = appsv1beta1.PullIfNotPresent
+	ReferenceObjectModeBatch              = appsv1beta1.ReferenceObjectModeBatch
+	ImagePhaseWaiting                     = appsv1beta1.ImagePhaseWaiting
+	ImagePhasePulling                     = appsv1beta1.ImagePhasePulling
+	ImagePhaseSucceeded                   = appsv1beta1.ImagePhaseSucceeded
+	ImagePhaseFailed                      = appsv1beta1.ImagePhaseFailed
+	SyncStatusSucceeded                   = appsv1beta1.SyncStatusSucceeded
+	SyncStatusFailed                      = appsv1beta1.SyncStatusFailed
 	BeforeAppContainerType                = appsv1beta1.BeforeAppContainerType
 	AfterAppContainerType                 = appsv1beta1.AfterAppContainerType
 	SidecarContainerColdUpgrade           = appsv1beta1.SidecarContainerColdUpgrade

@@ -11,6 +11,7 @@ const GroupName = "apps.kruise.io"
 var SchemeGroupVersion, SchemeBuilder, AddToScheme, Resource, Kind = register.Group(GroupName, "v1beta1",
 	&StatefulSet{}, &StatefulSetList{}, &DaemonSet{}, &DaemonSetList{}, &SidecarSet{}, &SidecarSetList{},
 	&AdvancedCronJob{}, &AdvancedCronJobList{}, &BroadcastJob{}, &BroadcastJobList{}, &ImagePullJob{}, &ImagePullJobList{},
+	&NodeImage{}, &NodeImageList{},
 )
 
 // GroupVersion is SchemeGroupVersion (kubebuilder naming).

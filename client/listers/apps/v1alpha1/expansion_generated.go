@@ -66,6 +66,10 @@ type ImagePullJobListerExpansion interface{}
 // ImagePullJobNamespaceLister.
 type ImagePullJobNamespaceListerExpansion interface{}
 
+// NodeImageListerExpansion allows custom methods to be added to
+// NodeImageLister.
+type NodeImageListerExpansion interface{}
+
 // NodePodProbeListerExpansion allows custom methods to be added to
 // NodePodProbeLister.
 type NodePodProbeListerExpansion interface{}

@@ -50,6 +50,10 @@ type ImagePullJobListerExpansion interface{}
 // ImagePullJobNamespaceLister.
 type ImagePullJobNamespaceListerExpansion interface{}
 
+// NodeImageListerExpansion allows custom methods to be added to
+// NodeImageLister.
+type NodeImageListerExpansion interface{}
+
 // SidecarSetListerExpansion allows custom methods to be added to
 // SidecarSetLister.
 type SidecarSetListerExpansion interface{}

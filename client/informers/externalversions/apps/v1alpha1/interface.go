@@ -36,6 +36,8 @@ type Interface interface {
 	DaemonSets() TypedDaemonSetInformer
 	// ImagePullJobs returns a ImagePullJobInformer.
 	ImagePullJobs() TypedImagePullJobInformer
+	// NodeImages returns a NodeImageInformer.
+	NodeImages() TypedNodeImageInformer
 	// NodePodProbes returns a NodePodProbeInformer.
 	NodePodProbes() TypedNodePodProbeInformer
 	// PersistentPodStates returns a PersistentPodStateInformer.
@@ -93,6 +95,11 @@ func (v *version) DaemonSets() TypedDaemonSetInformer {
 // ImagePullJobs returns a TypedImagePullJobInformer.
 func (v *version) ImagePullJobs() TypedImagePullJobInformer {
 	return &imagePullJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// NodeImages returns a TypedNodeImageInformer.
+func (v *version) NodeImages() TypedNodeImageInformer {
+	return &nodeImageInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // NodePodProbes returns a TypedNodePodProbeInformer.

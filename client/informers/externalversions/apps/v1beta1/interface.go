@@ -32,6 +32,8 @@ type Interface interface {
 	DaemonSets() TypedDaemonSetInformer
 	// ImagePullJobs returns a ImagePullJobInformer.
 	ImagePullJobs() TypedImagePullJobInformer
+	// NodeImages returns a NodeImageInformer.
+	NodeImages() TypedNodeImageInformer
 	// SidecarSets returns a SidecarSetInformer.
 	SidecarSets() TypedSidecarSetInformer
 	// StatefulSets returns a StatefulSetInformer.
@@ -67,6 +69,11 @@ func (v *version) DaemonSets() TypedDaemonSetInformer {
 // ImagePullJobs returns a TypedImagePullJobInformer.
 func (v *version) ImagePullJobs() TypedImagePullJobInformer {
 	return &imagePullJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// NodeImages returns a TypedNodeImageInformer.
+func (v *version) NodeImages() TypedNodeImageInformer {
+	return &nodeImageInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // SidecarSets returns a TypedSidecarSetInformer.

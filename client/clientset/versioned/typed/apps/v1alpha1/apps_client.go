@@ -34,6 +34,7 @@ type AppsV1alpha1Interface interface {
 	ContainerRecreateRequestsGetter
 	DaemonSetsGetter
 	ImagePullJobsGetter
+	NodeImagesGetter
 	NodePodProbesGetter
 	PersistentPodStatesGetter
 	PodProbeMarkersGetter
@@ -71,6 +72,10 @@ func (c *AppsV1alpha1Client) DaemonSets(namespace string) DaemonSetInterface {
 
 func (c *AppsV1alpha1Client) ImagePullJobs(namespace string) ImagePullJobInterface {
 	return newImagePullJobs(c, namespace)
+}
+
+func (c *AppsV1alpha1Client) NodeImages() NodeImageInterface {
+	return newNodeImages(c)
 }
 
 func (c *AppsV1alpha1Client) NodePodProbes() NodePodProbeInterface {

@@ -30,6 +30,8 @@ type DaemonSetExpansion interface{}
 
 type ImagePullJobExpansion interface{}
 
+type NodeImageExpansion interface{}
+
 type NodePodProbeExpansion interface{}
 
 type PersistentPodStateExpansion interface{}

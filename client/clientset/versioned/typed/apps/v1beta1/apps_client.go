@@ -32,6 +32,7 @@ type AppsV1beta1Interface interface {
 	BroadcastJobsGetter
 	DaemonSetsGetter
 	ImagePullJobsGetter
+	NodeImagesGetter
 	SidecarSetsGetter
 	StatefulSetsGetter
 }
@@ -55,6 +56,10 @@ func (c *AppsV1beta1Client) DaemonSets(namespace string) DaemonSetInterface {
 
 func (c *AppsV1beta1Client) ImagePullJobs(namespace string) ImagePullJobInterface {
 	return newImagePullJobs(c, namespace)
+}
+
+func (c *AppsV1beta1Client) NodeImages() NodeImageInterface {
+	return newNodeImages(c)
 }
 
 func (c *AppsV1beta1Client) SidecarSets() SidecarSetInterface {

@@ -26,6 +26,8 @@ type DaemonSetExpansion interface{}
 
 type ImagePullJobExpansion interface{}
 
+type NodeImageExpansion interface{}
+
 type SidecarSetExpansion interface{}
 
 type StatefulSetExpansion interface{}

@@ -52,6 +52,10 @@ func (c *FakeAppsV1alpha1) ImagePullJobs(namespace string) v1alpha1.ImagePullJob
 	return newFakeImagePullJobs(c, namespace)
 }
 
+func (c *FakeAppsV1alpha1) NodeImages() v1alpha1.NodeImageInterface {
+	return newFakeNodeImages(c)
+}
+
 func (c *FakeAppsV1alpha1) NodePodProbes() v1alpha1.NodePodProbeInterface {
 	return newFakeNodePodProbes(c)
 }

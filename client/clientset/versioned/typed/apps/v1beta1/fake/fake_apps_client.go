@@ -44,6 +44,10 @@ func (c *FakeAppsV1beta1) ImagePullJobs(namespace string) v1beta1.ImagePullJobIn
 	return newFakeImagePullJobs(c, namespace)
 }
 
+func (c *FakeAppsV1beta1) NodeImages() v1beta1.NodeImageInterface {
+	return newFakeNodeImages(c)
+}
+
 func (c *FakeAppsV1beta1) SidecarSets() v1beta1.SidecarSetInterface {
 	return newFakeSidecarSets(c)
 }
