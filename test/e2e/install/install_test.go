@@ -116,6 +116,7 @@ func TestPerFeatureInstallAndUninstall(t *testing.T) {
 	t.Run("launchpriority orders a pod's containers, then uninstalls", func(t *testing.T) { launchPriority(t, all.on(t)) })
 	t.Run("workloadspread spreads a Deployment, then uninstalls", func(t *testing.T) { workloadSpread(t, all.on(t)) })
 	t.Run("persistentpodstate brings a recreated pod back to its zone, then uninstalls", func(t *testing.T) { persistentPodState(t, all.on(t)) })
+	t.Run("containerrecreate restarts a container in place, then uninstalls", func(t *testing.T) { containerRecreate(t, all.on(t)) })
 
 	t.Run("leader failover keeps the webhook answering", func(t *testing.T) {
 		in := all.on(t)
