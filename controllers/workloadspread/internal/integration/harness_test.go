@@ -9,12 +9,7 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -23,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
 
@@ -134,33 +128,10 @@ func (h *harness) installConfigurations() {
 // shipped reads both configurations of deploy/components/workloadspread/webhook.yaml.
 func shipped(t *testing.T, root string) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
 	t.Helper()
-	path := filepath.Join(root, "deploy", "components", "workloadspread", "webhook.yaml")
-	read := func(into any, kind string) {
-		f, err := os.Open(path)
-		require.NoError(t, err)
-		defer f.Close()
-		dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-		for {
-			var meta metav1.TypeMeta
-			raw := map[string]any{}
-			err := dec.Decode(&raw)
-			if errors.Is(err, io.EOF) {
-				t.Fatalf("no %s in %s", kind, path)
-			}
-			require.NoError(t, err)
-			meta.Kind, _ = raw["kind"].(string)
-			if meta.Kind == kind {
-				b, err := json.Marshal(raw)
-				require.NoError(t, err)
-				require.NoError(t, json.Unmarshal(b, into))
-				return
-			}
-		}
-	}
 	var m admissionregistrationv1.MutatingWebhookConfiguration
 	var v admissionregistrationv1.ValidatingWebhookConfiguration
-	read(&m, "MutatingWebhookConfiguration")
-	read(&v, "ValidatingWebhookConfiguration")
+	lab.Shipped(t, root, "workloadspread", "webhook.yaml", "MutatingWebhookConfiguration", "", &m)
+	lab.Shipped(t, root, "workloadspread", "webhook.yaml", "ValidatingWebhookConfiguration", "", &v)
 	return &m, &v
 }
 

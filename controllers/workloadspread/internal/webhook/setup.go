@@ -2,10 +2,8 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -115,22 +113,15 @@ func NewScopeSyncers(kube kubernetes.Interface, client versioned.Interface, list
 // condition says otherwise (a conflict with the webhook's or the
 // reconciler's status write retries the sync).
 func reportInScope(ctx context.Context, client versioned.Interface, all []*appsv1alpha1.WorkloadSpread, clk clock.PassiveClock) error {
-	var errs []error
-	for _, ws := range all {
-		if ws.DeletionTimestamp != nil {
-			continue
-		}
-		conds, changed := kitwebhook.InScopeConditions(ws.Status.Conditions, ws.Generation, true,
-			"pods of its workload created from now on are sent to the subset webhook", clk.Now())
-		if !changed {
-			continue
-		}
-		upd := ws.DeepCopy()
-		upd.Status.Conditions = conds
-		_, err := client.AppsV1alpha1().WorkloadSpreads(ws.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("set %s of workloadspread %s/%s: %w", kitwebhook.InScopeCondition, ws.Namespace, ws.Name, err))
-		}
-	}
-	return errors.Join(errs...)
+	return kitwebhook.ReportInScope(ctx, all,
+		func(ws *appsv1alpha1.WorkloadSpread) []metav1.Condition { return ws.Status.Conditions },
+		func(*appsv1alpha1.WorkloadSpread) (bool, string) {
+			return true, "pods of its workload created from now on are sent to the subset webhook"
+		},
+		func(ctx context.Context, ws *appsv1alpha1.WorkloadSpread, conds []metav1.Condition) error {
+			upd := ws.DeepCopy()
+			upd.Status.Conditions = conds
+			_, err := client.AppsV1alpha1().WorkloadSpreads(ws.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+			return err
+		}, clk.Now())
 }
