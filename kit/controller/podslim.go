@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	"github.com/flotilla-dev/flotilla/kit/containermeta"
 )
 
 // SlimPod is a cache.TransformFunc for the pod informer of a workload
@@ -16,8 +17,9 @@ import (
 // cached pod costs a fraction of the decoded one.
 //
 // Kept: metadata without managedFields; spec.nodeName, spec.readinessGates
-// and, per container, its name, image and the launch-priority env vars
-// (kit/inplace.ContainerPriorities); status.phase, conditions, podIP and,
+// and, per container, its name, image, the launch-priority env vars
+// (kit/inplace.ContainerPriorities) and the env vars read from labels or
+// annotations (kit/inplace.UpdateCompleted); status.phase, conditions, podIP and,
 // per container status, name, image, imageID, containerID, ready and
 // restartCount. Dropped: volumes, init and ephemeral containers, probes,
 // resources, security contexts, tolerations, affinity and the rest of the
@@ -76,15 +78,25 @@ func slimmed(p *corev1.Pod) bool {
 
 var _ cache.TransformFunc = SlimPod
 
-// priorityEnv keeps the env vars that set a container's launch priority.
+// priorityEnv keeps the env vars that set a container's launch priority,
+// and those that read a label or annotation (kit/inplace's completion of an
+// update of env from metadata resolves them against the pod's metadata).
 func priorityEnv(env []corev1.EnvVar) []corev1.EnvVar {
 	var out []corev1.EnvVar
 	for _, e := range env {
-		if e.Name == pub.ContainerLaunchBarrierEnvName || e.Name == pub.ContainerLaunchPriorityEnvName {
+		if e.Name == pub.ContainerLaunchBarrierEnvName || e.Name == pub.ContainerLaunchPriorityEnvName || readsMetadata(e) {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+func readsMetadata(e corev1.EnvVar) bool {
+	if e.ValueFrom == nil || e.ValueFrom.FieldRef == nil {
+		return false
+	}
+	_, _, ok := containermeta.ParseFieldPath(e.ValueFrom.FieldRef.FieldPath)
+	return ok
 }
 
 // internShortValues bounds the values worth interning: long ones (JSON

@@ -40,7 +40,9 @@ func fullPod(name string) *corev1.Pod {
 			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: pub.KruisePodReadyConditionType}},
 			Containers: []corev1.Container{{
 				Name: "main", Image: "nginx:1.27",
-				Env:            []corev1.EnvVar{{Name: "GREETING", Value: "hello"}, {Name: pub.ContainerLaunchPriorityEnvName, Value: "10"}},
+				Env: []corev1.EnvVar{{Name: "GREETING", Value: "hello"}, {Name: pub.ContainerLaunchPriorityEnvName, Value: "10"},
+					{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+					{Name: "VERSION", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['version']"}}}},
 				Resources:      corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
 				VolumeMounts:   []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/secrets"}},
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{}}},
@@ -77,7 +79,8 @@ func TestSlimPodKeepsWhatIsRead(t *testing.T) {
 	want.Spec = corev1.PodSpec{
 		NodeName: "node-1", ReadinessGates: orig.Spec.ReadinessGates,
 		Containers: []corev1.Container{{Name: "main", Image: "nginx:1.27",
-			Env: []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "10"}}}},
+			Env: []corev1.EnvVar{{Name: pub.ContainerLaunchPriorityEnvName, Value: "10"},
+				{Name: "VERSION", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['version']"}}}}}},
 	}
 	want.Status = corev1.PodStatus{
 		Phase: corev1.PodRunning, PodIP: "10.0.0.7", Conditions: orig.Status.Conditions,

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	"github.com/flotilla-dev/flotilla/kit/containermeta"
 )
 
 // UpdateCompleted reports whether the in-place update recorded in state has
@@ -16,16 +17,40 @@ import (
 //     imageID differs from the recorded one, or whose image is the image in
 //     the pod spec (covers an empty recorded imageID, and a new tag of the
 //     same image). A recorded container without a status is not done.
+//   - when the state says updateEnvFromMetadata: the node agent's
+//     apps.kruise.io/runtime-containers-meta shows every container running,
+//     under its current containerID, with the env the pod's labels and
+//     annotations resolve to now (containermeta.Consistent), and every
+//     container that reads such env is Ready — the restart was observed,
+//     never assumed.
 //
-// A nil state (no update in flight) is completed. Env-from-metadata
-// restarts are not checked: that needs the node agent's
-// apps.kruise.io/runtime-containers-meta hashes, which Flotilla does not
-// compute.
+// A nil state (no update in flight) is completed.
 func UpdateCompleted(pod *corev1.Pod, state *pub.InPlaceUpdateState) bool {
 	if state == nil {
 		return true
 	}
-	return !inGrace(pod) && !Pending(state) && containersUpdated(pod, state)
+	return !inGrace(pod) && !Pending(state) && containersUpdated(pod, state) &&
+		(!state.UpdateEnvFromMetadata || envRestarted(pod))
+}
+
+// envRestarted is the env-from-metadata part of UpdateCompleted.
+func envRestarted(pod *corev1.Pod) bool {
+	set, err := containermeta.Decode(pod)
+	if err != nil {
+		return false
+	}
+	if ok, _ := containermeta.Consistent(pod, set); !ok {
+		return false
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if len(containermeta.Refs(c)) > 0 {
+			if cs := containerStatus(pod, c.Name); cs == nil || !cs.Ready {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func inGrace(pod *corev1.Pod) bool {

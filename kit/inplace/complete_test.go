@@ -4,9 +4,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	"github.com/flotilla-dev/flotilla/kit/containermeta"
 )
 
 func TestUpdateCompleted(t *testing.T) {
@@ -156,5 +159,54 @@ func TestMarkReady(t *testing.T) {
 			assert.Equal(t, tt.want, MarkReady(tt.pod, tt.state))
 			assert.Equal(t, before, tt.pod, "pod modified")
 		})
+	}
+}
+
+// TestUpdateCompletedEnvFromMetadata: an update of env from metadata is
+// complete only once the node agent's runtime-containers-meta shows every
+// container under its current containerID with the hash the pod's labels
+// resolve to now, and the restarted container is Ready.
+func TestUpdateCompletedEnvFromMetadata(t *testing.T) {
+	app := corev1.Container{Name: "app", Image: "app:v1", Env: []corev1.EnvVar{{Name: "VERSION",
+		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['version']"}}}}}
+	side := corev1.Container{Name: "side", Image: "side:v1"}
+	hash := func(c *corev1.Container, v string) uint64 { return containermeta.CurrentHash(c, map[string]string{"VERSION": v}) }
+	meta := func(appID, appVersion string) string {
+		v, err := containermeta.Encode(&pub.RuntimeContainerMetaSet{Containers: []pub.RuntimeContainerMeta{
+			{Name: "app", ContainerID: appID, Hashes: pub.RuntimeContainerHashes{ExtractedEnvFromMetadataHash: hash(&app, appVersion)}},
+			{Name: "side", ContainerID: "cri://s1", Hashes: pub.RuntimeContainerHashes{ExtractedEnvFromMetadataHash: hash(&side, "")}},
+		}})
+		require.NoError(t, err)
+		return v
+	}
+	pod := func(appID string, ready bool, annotation string) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"version": "v2"}, Annotations: map[string]string{}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{app, side}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "app", Image: "app:v1", ContainerID: appID, Ready: ready}, {Name: "side", Image: "side:v1", ContainerID: "cri://s1", Ready: true}}},
+		}
+		if annotation != "" {
+			p.Annotations[pub.RuntimeContainerMetaKey] = annotation
+		}
+		return p
+	}
+	envState := &pub.InPlaceUpdateState{Revision: "rev-2", UpdateEnvFromMetadata: true}
+	for _, tc := range []struct {
+		name  string
+		pod   *corev1.Pod
+		state *pub.InPlaceUpdateState
+		want  bool
+	}{
+		{"restarted with the new value and ready", pod("cri://a2", true, meta("cri://a2", "v2")), envState, true},
+		{"labels patched, no restart yet", pod("cri://a1", true, meta("cri://a1", "v1")), envState, false},
+		{"new container, agent has not recorded it", pod("cri://a2", true, meta("cri://a1", "v1")), envState, false},
+		{"new container started with the stale value", pod("cri://a2", true, meta("cri://a2", "v1")), envState, false},
+		{"restarted but not ready", pod("cri://a2", false, meta("cri://a2", "v2")), envState, false},
+		{"no runtime-containers-meta (no agent)", pod("cri://a1", true, ""), envState, false},
+		{"unreadable runtime-containers-meta", pod("cri://a2", true, "{"), envState, false},
+		{"state without the flag: meta not consulted", pod("cri://a1", true, ""), &pub.InPlaceUpdateState{Revision: "rev-2"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, UpdateCompleted(tc.pod, tc.state)) })
 	}
 }

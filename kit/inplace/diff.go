@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/flotilla-dev/flotilla/kit/containermeta"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
 
@@ -64,16 +64,22 @@ const (
 )
 
 // Refusal says why spec (the result of Diff, with ok) cannot be applied in
-// place, or "" when it can. Flotilla ships no node agent, so nothing would
-// restart a container whose env reads a changed label or annotation: the
-// pod would be declared updated while its containers keep the stale value.
-// Such a change is therefore never in-place-able, whatever the feature
-// gates say (InPlaceUpdateEnvFromMetadata is accepted for compatibility).
-func Refusal(spec Spec, ok bool) string {
+// place when no node agent restarts containers for env from metadata
+// (RefusalWithAgent with envFromMetadata false).
+func Refusal(spec Spec, ok bool) string { return RefusalWithAgent(spec, ok, false) }
+
+// RefusalWithAgent says why spec (the result of Diff, with ok) cannot be
+// applied in place, or "" when it can. envFromMetadata is the workload's
+// InPlaceUpdateEnvFromMetadata gate (forced off with KruiseDaemon): on, a
+// node agent (probe-agent) restarts the containers whose env reads a changed
+// label or annotation, and UpdateCompleted waits for those restarts; off,
+// nothing would restart them and the pod would be declared updated while
+// its containers keep the stale value, so such a change is not in-place-able.
+func RefusalWithAgent(spec Spec, ok, envFromMetadata bool) string {
 	switch {
 	case !ok:
 		return NotInPlaceable
-	case spec.UpdateEnvFromMetadata():
+	case spec.UpdateEnvFromMetadata() && !envFromMetadata:
 		return NotInPlaceEnvFromMetadata
 	}
 	return ""
@@ -287,15 +293,10 @@ func envMetadataRefs(pod map[string]any) map[metaRef][]string {
 }
 
 // parseMetaFieldPath parses metadata.labels['k'] and metadata.annotations['k']
-// (the only subscript syntax the API server accepts for fieldRef).
+// (containermeta.ParseFieldPath: the node agent reads the same references).
 func parseMetaFieldPath(path string) (metaRef, bool) {
-	for _, kind := range [...]string{"labels", "annotations"} {
-		prefix := "metadata." + kind + "['"
-		if strings.HasPrefix(path, prefix) && strings.HasSuffix(path, "']") && len(path) > len(prefix)+2 {
-			return metaRef{kind, path[len(prefix) : len(path)-2]}, true
-		}
-	}
-	return metaRef{}, false
+	kind, key, ok := containermeta.ParseFieldPath(path)
+	return metaRef{kind, key}, ok
 }
 
 // equalExcept reports whether a and b hold equal values under every key but

@@ -322,6 +322,27 @@ func TestRefusal(t *testing.T) {
 	}
 }
 
+// TestRefusalWithAgent: with InPlaceUpdateEnvFromMetadata on (a node agent
+// restarts containers), a change env reads is in place; nothing else changes.
+func TestRefusalWithAgent(t *testing.T) {
+	env := Spec{ContainerRefMetadata: map[string]metav1.ObjectMeta{"main": {Labels: map[string]string{"tier": "b"}}}}
+	for _, tc := range []struct {
+		name  string
+		spec  Spec
+		ok    bool
+		agent bool
+		want  string
+	}{
+		{"env reads the change, gate on", env, true, true, ""},
+		{"env reads the change, gate off", env, true, false, NotInPlaceEnvFromMetadata},
+		{"env and image, gate on", Spec{ContainerImages: map[string]string{"main": "b"}, ContainerRefMetadata: env.ContainerRefMetadata}, true, true, ""},
+		{"other fields, gate on", env, false, true, NotInPlaceable},
+		{"images, gate off", Spec{ContainerImages: map[string]string{"main": "b"}}, true, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, RefusalWithAgent(tc.spec, tc.ok, tc.agent)) })
+	}
+}
+
 func TestSpecEmpty(t *testing.T) {
 	assert.True(t, Spec{}.Empty())
 	assert.False(t, Spec{ContainerImages: map[string]string{"a": "b"}}.Empty())

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	"github.com/flotilla-dev/flotilla/kit/containermeta"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
 
@@ -134,4 +136,23 @@ func images(names ...string) Spec {
 		s.ContainerImages[n] = n + ":v2"
 	}
 	return s
+}
+
+// reportRestarted writes the runtime-containers-meta a node agent reports
+// once every container of pod runs (under its status's containerID) with the
+// env its labels and annotations resolve to now.
+func reportRestarted(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	set := &pub.RuntimeContainerMetaSet{}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		set.Containers = append(set.Containers, pub.RuntimeContainerMeta{Name: c.Name, ContainerID: containerStatus(pod, c.Name).ContainerID,
+			Hashes: pub.RuntimeContainerHashes{ExtractedEnvFromMetadataHash: containermeta.ExpectedHash(c, pod.Labels, pod.Annotations)}})
+	}
+	v, err := containermeta.Encode(set)
+	require.NoError(t, err)
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[pub.RuntimeContainerMetaKey] = v
 }

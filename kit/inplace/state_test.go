@@ -129,6 +129,8 @@ func TestStateMatchesSeed(t *testing.T) {
 	_, _, ok = NextBatch(final, &next, t0.Add(30*time.Second))
 	assert.False(t, ok, "nothing left")
 	setStatus(final, "main", "main-image:v2", "id-main-v2", true)
+	assert.False(t, UpdateCompleted(final, &next), "no node agent has reported the sidecar's restart with the new env")
+	reportRestarted(t, final)
 	assert.True(t, UpdateCompleted(final, &next))
 
 	// What was written decodes to what was built.
