@@ -170,7 +170,9 @@ func TestUpdateCompletedEnvFromMetadata(t *testing.T) {
 	app := corev1.Container{Name: "app", Image: "app:v1", Env: []corev1.EnvVar{{Name: "VERSION",
 		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['version']"}}}}}
 	side := corev1.Container{Name: "side", Image: "side:v1"}
-	hash := func(c *corev1.Container, v string) uint64 { return containermeta.CurrentHash(c, map[string]string{"VERSION": v}) }
+	hash := func(c *corev1.Container, v string) uint64 {
+		return containermeta.CurrentHash(c, map[string]string{"VERSION": v})
+	}
 	meta := func(appID, appVersion string) string {
 		v, err := containermeta.Encode(&pub.RuntimeContainerMetaSet{Containers: []pub.RuntimeContainerMeta{
 			{Name: "app", ContainerID: appID, Hashes: pub.RuntimeContainerHashes{ExtractedEnvFromMetadataHash: hash(&app, appVersion)}},
