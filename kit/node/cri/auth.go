@@ -67,8 +67,9 @@ func secretCredentials(s *corev1.Secret) []credential {
 	}
 	out := make([]credential, 0, len(entries))
 	for key, e := range entries {
-		a := &runtimeapi.AuthConfig{Username: e.Username, Password: e.Password, Auth: e.Auth, IdentityToken: e.IdentityToken,
-			ServerAddress: key}
+		// No ServerAddress: containerd parses it as a URL and refuses host:port, and the kubelet leaves it empty too
+		// (the runtime knows which registry it pulls from).
+		a := &runtimeapi.AuthConfig{Username: e.Username, Password: e.Password, Auth: e.Auth, IdentityToken: e.IdentityToken}
 		// The kubelet decodes auth into username and password; a runtime then needs no base64 of its own.
 		if a.Username == "" && a.Password == "" && e.Auth != "" {
 			if raw, err := base64.StdEncoding.DecodeString(e.Auth); err == nil {

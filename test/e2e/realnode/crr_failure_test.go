@@ -1,13 +1,8 @@
 package realnode
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -37,59 +32,7 @@ const badStopTag = "badstop"
 // layer, its config with StopSignal "SIGFLOTILLA".
 func pushBadStopImage(t *testing.T, registry string) string {
 	t.Helper()
-	base := "http://" + registry + "/v2/flotilla/busybox"
-	const manifestType = "application/vnd.oci.image.manifest.v1+json"
-	get := func(url string) []byte {
-		req, err := http.NewRequest(http.MethodGet, url, nil)
-		require.NoError(t, err)
-		req.Header.Set("Accept", manifestType)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, resp.StatusCode, "GET %s: %s", url, b)
-		return b
-	}
-	send := func(method, url, contentType string, body []byte) *http.Response {
-		req, err := http.NewRequest(method, url, bytes.NewReader(body))
-		require.NoError(t, err)
-		if contentType != "" {
-			req.Header.Set("Content-Type", contentType)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.Less(t, resp.StatusCode, 300, "%s %s: %s", method, url, b)
-		return resp
-	}
-
-	var manifest map[string]any
-	require.NoError(t, json.Unmarshal(get(base+"/manifests/v1"), &manifest))
-	cfgDesc := manifest["config"].(map[string]any)
-	var cfg map[string]any
-	require.NoError(t, json.Unmarshal(get(base+"/blobs/"+cfgDesc["digest"].(string)), &cfg))
-	cfg["config"].(map[string]any)["StopSignal"] = "SIGFLOTILLA"
-	cfgBytes, err := json.Marshal(cfg)
-	require.NoError(t, err)
-	digest := fmt.Sprintf("sha256:%x", sha256.Sum256(cfgBytes))
-
-	loc := send(http.MethodPost, base+"/blobs/uploads/", "", nil).Header.Get("Location")
-	require.NotEmpty(t, loc, "registry gave no upload location")
-	if !strings.HasPrefix(loc, "http") {
-		loc = "http://" + registry + loc
-	}
-	sep := "?"
-	if strings.Contains(loc, "?") {
-		sep = "&"
-	}
-	send(http.MethodPut, loc+sep+"digest="+digest, "application/octet-stream", cfgBytes)
-	cfgDesc["digest"], cfgDesc["size"] = digest, len(cfgBytes)
-	manBytes, err := json.Marshal(manifest)
-	require.NoError(t, err)
-	send(http.MethodPut, base+"/manifests/"+badStopTag, manifestType, manBytes)
-	return registry + "/flotilla/busybox:" + badStopTag
+	return pushImageVariant(t, registry, badStopTag, func(c map[string]any) { c["StopSignal"] = "SIGFLOTILLA" })
 }
 
 // TestRecreateFailurePolicyOnRealNode: with orderedRecreate, app (whose stop the runtime refuses) then sidecar.
