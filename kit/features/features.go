@@ -110,6 +110,9 @@ const (
 	// WorkloadSpread lets workloadspread-controller run (it also needs
 	// PodWebhook, as in OpenKruise).
 	WorkloadSpread featuregate.Feature = "WorkloadSpread"
+	// ImagePullJobGate turns on image pre-download: the ImagePullJob
+	// controller and the node agent's NodeImage puller.
+	ImagePullJobGate featuregate.Feature = "ImagePullJobGate"
 )
 
 // specs is the immutable table of known gates. It is never written after
@@ -117,6 +120,7 @@ const (
 var specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	PodWebhook:                                {Default: true, PreRelease: featuregate.Beta},
 	WorkloadSpread:                            {Default: true, PreRelease: featuregate.Beta},
+	ImagePullJobGate:                          {Default: false, PreRelease: featuregate.Alpha},
 	KruiseDaemon:                              {Default: false, PreRelease: featuregate.Beta},
 	CloneSetShortHash:                         {Default: false, PreRelease: featuregate.Alpha},
 	KruisePodReadinessGate:                    {Default: false, PreRelease: featuregate.Alpha},
@@ -166,12 +170,13 @@ type Rule struct {
 //     webhook that the same binary serves).
 //   - KruiseDaemon=false ⇒ PreDownloadImageForInPlaceUpdate,
 //     PreDownloadImageForDaemonSetUpdate, InPlaceUpdateEnvFromMetadata,
-//     PodProbeMarkerGate, SidecarTerminator are off (they need a node agent;
+//     PodProbeMarkerGate, SidecarTerminator, ImagePullJobGate are off (they need a node agent;
 //     Flotilla ships none, so KruiseDaemon defaults to false).
 //
 // Dropped, because Flotilla has no component they would affect:
-// DaemonWatchingPod, ImagePullJobGate (and "either PreDownload gate ⇒
-// ImagePullJobGate=true"), EnhancedLivenessProbe.
+// DaemonWatchingPod, EnhancedLivenessProbe, and "either PreDownload gate ⇒
+// ImagePullJobGate=true" (a rule here only forces gates off; the workloads'
+// PreDownload gates create ImagePullJobs whatever ImagePullJobGate says).
 //
 // Also kept: ResourcesDeletionProtection=false ⇒
 // DeletionProtectionForCRDCascadingGate is off (deletionprotection-controller).
@@ -182,7 +187,7 @@ var DependencyRules = []Rule{
 	}},
 	{When: KruiseDaemon, Forced: []featuregate.Feature{
 		PreDownloadImageForInPlaceUpdate, PreDownloadImageForDaemonSetUpdate,
-		InPlaceUpdateEnvFromMetadata, PodProbeMarkerGate, SidecarTerminator,
+		InPlaceUpdateEnvFromMetadata, PodProbeMarkerGate, SidecarTerminator, ImagePullJobGate,
 	}},
 	{When: ResourcesDeletionProtection, Forced: []featuregate.Feature{DeletionProtectionForCRDCascadingGate}},
 }
