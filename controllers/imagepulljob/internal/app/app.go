@@ -1,0 +1,63 @@
+// Package app wires the imagepulljob-controller binary: one process runs the NodeImage and the ImagePullJob
+// reconcilers over one set of informers. It exists so that cmd/imagepulljob-controller/main.go stays one line and
+// tests can build the Binary without a process.
+package app
+
+import (
+	"context"
+
+	"github.com/spf13/pflag"
+	"k8s.io/component-base/featuregate"
+
+	"github.com/flotilla-dev/flotilla/controllers/imagepulljob/internal/imagepulljob"
+	"github.com/flotilla-dev/flotilla/controllers/imagepulljob/internal/nodeimage"
+	"github.com/flotilla-dev/flotilla/controllers/imagepulljob/internal/scope"
+	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
+)
+
+// Name is the binary name: user agent, logger name and default Lease name.
+const Name = "imagepulljob-controller"
+
+// Gates are the feature gates imagepulljob-controller accepts in --feature-gates.
+func Gates() []featuregate.Feature {
+	return []featuregate.Feature{features.KruiseDaemon}
+}
+
+// Binary describes imagepulljob-controller to the kit/app shell.
+func Binary() kitapp.Binary {
+	o := scope.DefaultOptions()
+	return kitapp.Binary{Name: Name, Gates: Gates(), AddFlags: func(fs *pflag.FlagSet) { addFlags(fs, &o) },
+		Setup: func(ctx context.Context, env *kitapp.Env) error { return setup(ctx, env, o) }}
+}
+
+func addFlags(fs *pflag.FlagSet, o *scope.Options) {
+	fs.StringVar(&o.AgentNamespace, "agent-namespace", o.AgentNamespace,
+		"Namespace of the node agent: ImagePullJob pull secrets are copied there for it to read.")
+	fs.DurationVar(&o.NodeImageCreationDelay, "nodeimage-creation-delay", o.NodeImageCreationDelay,
+		"How long after a node became Ready its NodeImage is created.")
+}
+
+// setup runs the reconcilers only with KruiseDaemon on, as OpenKruise adds its NodeImage and ImagePullJob
+// controllers only then (a pull needs a node agent). The gate keeps its default (off); Flotilla's overlay and
+// `make run` pass KruiseDaemon=true.
+func setup(ctx context.Context, env *kitapp.Env, o scope.Options) error {
+	if !env.Gates.Enabled(features.KruiseDaemon) {
+		env.Logger.Info("KruiseDaemon is off: nothing to run")
+		return nil
+	}
+	cl, err := wiring.New(ctx, env)
+	if err != nil {
+		return err
+	}
+	d := cl.Deps(env)
+	if err := wiring.AddReconciler(env, "NodeImage reconciler", func(d wiring.Deps) (*nodeimage.Controller, error) {
+		return nodeimage.NewWithOptions(d, o)
+	}, d); err != nil {
+		return err
+	}
+	return wiring.AddReconciler(env, "ImagePullJob reconciler", func(d wiring.Deps) (*imagepulljob.Controller, error) {
+		return imagepulljob.NewWithOptions(d, o)
+	}, d)
+}
