@@ -158,5 +158,5 @@ for sample in cloneset statefulset daemonset sidecarset pub podprobemarker unite
     fi
     sleep 0.5
   done
-  printf '  %-20s ok  %s\n' "$sample" "$seen"
+  printf '  %-24s ok  %s\n' "$sample" "$seen"
 done
