@@ -1,0 +1,82 @@
+// Package containermeta is the node agent's env-from-metadata worker,
+// kruise-daemon's containermeta controller (gate InPlaceUpdateEnvFromMetadata):
+// for the pods of its node that a workload updates in place and whose
+// containers read labels/annotations into their env, it records in the pod
+// annotation apps.kruise.io/runtime-containers-meta what each running
+// container was started with (the hash of that env, read from the runtime),
+// and during an in-place update stops, through the CRI runtime, every
+// container whose env from metadata changed, so the kubelet starts it again
+// with the new values. The workloads (kit/inplace.UpdateCompleted) read the
+// annotation to know that the restart happened.
+package containermeta
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol"
+)
+
+// Name is the worker's name in logs and the name of its queue.
+const Name = "containermeta-agent"
+
+// retryInterval is how soon a pod whose container env could not be read is
+// looked at again (OpenKruise: 3 s).
+const retryInterval = 3 * time.Second
+
+// Runtime is what the worker uses of the node's CRI runtime service.
+type Runtime interface {
+	ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
+	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout []byte, stderr []byte, err error)
+	StopContainer(ctx context.Context, containerID string, timeout int64) error
+}
+
+// Deps are what the worker is built from.
+type Deps struct {
+	// KubeInformers lists this node's pods (the agent's factory, shared
+	// with the probes and the ContainerRecreateRequest worker).
+	KubeInformers informers.SharedInformerFactory
+	// Pods writes the annotation (kit/podcontrol.New over the agent's client).
+	Pods     podcontrol.PodControl
+	Runtime  Runtime
+	Recorder record.EventRecorder
+	Queue    controller.QueueOptions
+}
+
+// Worker keeps runtime-containers-meta and restarts containers for one node.
+type Worker struct {
+	lister   corelisters.PodLister
+	pods     podcontrol.PodControl
+	runtime  Runtime
+	recorder record.EventRecorder
+	*controller.Reconciler[types.NamespacedName]
+}
+
+// New builds the worker over the agent's pod informer (already scoped to
+// its node).
+func New(d Deps) (*Worker, error) {
+	if d.KubeInformers == nil || d.Pods == nil || d.Runtime == nil || d.Recorder == nil {
+		return nil, fmt.Errorf("%s: pod informers, pod control, CRI runtime and recorder are required", Name)
+	}
+	podInf := d.KubeInformers.Core().V1().Pods()
+	w := &Worker{lister: podInf.Lister(), pods: d.Pods, runtime: d.Runtime, recorder: d.Recorder}
+	w.Reconciler = controller.NewReconciler(Name, d.Queue, controller.QueueConfig{}, w.sync)
+	w.WaitFor(podInf.Informer().HasSynced)
+	if _, err := podInf.Informer().AddEventHandler(controller.OnEvery(func(obj any) {
+		if pod, ok := obj.(*corev1.Pod); ok && inScope(pod) {
+			w.Queue.Enqueue(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+		}
+	})); err != nil {
+		return nil, fmt.Errorf("%s: add handler: %w", Name, err)
+	}
+	return w, nil
+}
