@@ -19,10 +19,12 @@ import (
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/probe/internal/agent"
+	"github.com/flotilla-dev/flotilla/controllers/probe/internal/containermeta"
 	"github.com/flotilla-dev/flotilla/controllers/probe/internal/recreate"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 	"github.com/flotilla-dev/flotilla/kit/node/cri"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
@@ -99,6 +101,9 @@ func setup(ctx context.Context, env *kitapp.Env, o *options) error {
 	if err := addRecreate(env, o, client, kubeInf, runtime, recorder); err != nil {
 		return err
 	}
+	if err := addContainerMeta(env, kubeInf, runtime, recorder); err != nil {
+		return err
+	}
 	a, err := agent.New(agent.Deps{
 		NodeName: o.nodeName, Client: client, KubeInformers: kubeInf, Informers: flotInf,
 		Clock: env.Clock, BatchDelay: o.batchDelay, Exec: exec, MaxConcurrentExecs: o.maxExecs, Recorder: recorder,
@@ -112,8 +117,32 @@ func setup(ctx context.Context, env *kitapp.Env, o *options) error {
 
 // Gates are the feature gates probe-agent accepts in --feature-gates. KruiseDaemon (OpenKruise's gate for
 // everything kruise-daemon does) turns on the ContainerRecreateRequest worker; the probes run regardless, as
-// before it existed.
-func Gates() []featuregate.Feature { return []featuregate.Feature{features.KruiseDaemon} }
+// before it existed. InPlaceUpdateEnvFromMetadata (on by default, forced off without KruiseDaemon) turns on the
+// env-from-metadata worker.
+func Gates() []featuregate.Feature {
+	return []featuregate.Feature{features.KruiseDaemon, features.InPlaceUpdateEnvFromMetadata}
+}
+
+// addContainerMeta adds the env-from-metadata worker (runtime-containers-meta, container restarts) when
+// InPlaceUpdateEnvFromMetadata is on (it is forced off without KruiseDaemon) and a CRI runtime is configured.
+// It shares the agent's informer of its node's pods.
+func addContainerMeta(env *kitapp.Env, kubeInf informers.SharedInformerFactory, rs criapi.RuntimeService, recorder record.EventRecorder) error {
+	if !env.Gates.Enabled(features.InPlaceUpdateEnvFromMetadata) {
+		return nil
+	}
+	if rs == nil {
+		env.Logger.Info("InPlaceUpdateEnvFromMetadata is on but --cri-socket is empty: containers are not restarted for env from metadata on this node")
+		return nil
+	}
+	w, err := containermeta.New(containermeta.Deps{
+		KubeInformers: kubeInf, Pods: podcontrol.New(env.KubeClient), Runtime: rs, Recorder: recorder, Queue: env.Options.Queue,
+	})
+	if err != nil {
+		return err
+	}
+	env.AddController(w)
+	return nil
+}
 
 // addRecreate adds the ContainerRecreateRequest worker when KruiseDaemon is on and a CRI runtime is configured.
 func addRecreate(env *kitapp.Env, o *options, client versioned.Interface, kubeInf informers.SharedInformerFactory,

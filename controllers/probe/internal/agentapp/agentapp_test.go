@@ -51,3 +51,25 @@ func TestKruiseDaemonGate(t *testing.T) {
 		t.Fatalf("--feature-gates=KruiseDaemon=true not accepted: %v", err)
 	}
 }
+
+// InPlaceUpdateEnvFromMetadata turns the env-from-metadata worker on; like OpenKruise it needs KruiseDaemon, so
+// it is off unless KruiseDaemon is on, and on with it by default.
+func TestInPlaceUpdateEnvFromMetadataGate(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--feature-gates=InPlaceUpdateEnvFromMetadata=true"}, false},
+		{[]string{"--feature-gates=KruiseDaemon=true"}, true},
+		{[]string{"--feature-gates=KruiseDaemon=true,InPlaceUpdateEnvFromMetadata=false"}, false},
+	} {
+		p, err := kitapp.Parse(Binary(), append([]string{"--node-name=n"}, tc.args...), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Gates.Enabled(features.InPlaceUpdateEnvFromMetadata); got != tc.want {
+			t.Errorf("%v: InPlaceUpdateEnvFromMetadata %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
