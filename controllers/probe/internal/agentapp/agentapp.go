@@ -24,8 +24,8 @@ import (
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
-	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 	"github.com/flotilla-dev/flotilla/kit/node/cri"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
