@@ -54,7 +54,10 @@ func New(d wiring.Deps) (*Controller, error) {
 		return nil, err
 	}
 	crrInf := d.Informers.Apps().V1alpha1().ContainerRecreateRequests()
-	podInf := d.KubeInformers.Core().V1().Pods()
+	podInf, err := podInformer(d.KubeInformers, d.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
 	if err := crrInf.Informer().AddIndexers(cache.Indexers{podNameIndex: indexByPodName}); err != nil {
 		return nil, fmt.Errorf("%s: add index: %w", Name, err)
 	}
@@ -63,14 +66,14 @@ func New(d wiring.Deps) (*Controller, error) {
 		client:    d.Client,
 		crrs:      crrInf.Lister(),
 		crrIndex:  crrInf.Informer().GetIndexer(),
-		pods:      podInf.Lister(),
+		pods:      corelisters.NewPodLister(podInf.GetIndexer()),
 		readiness: podreadiness.NewWriter(d.Kube, d.PassiveClock()),
 		clock:     d.PassiveClock(),
 		recorder:  d.Recorder,
 	}
 	c.Reconciler = controller.NewReconciler(Name, d.QueueOptions, d.QueueConfig, c.sync)
-	c.WaitFor(crrInf.Informer().HasSynced, podInf.Informer().HasSynced)
-	if err := c.addHandlers(crrInf.Informer(), podInf.Informer()); err != nil {
+	c.WaitFor(crrInf.Informer().HasSynced, podInf.HasSynced)
+	if err := c.addHandlers(crrInf.Informer(), podInf); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return c, nil
