@@ -165,4 +165,3 @@ func (c *Controller) releaseSecrets(ctx context.Context, job *appsv1beta1.ImageP
 	}
 	return nil
 }
-

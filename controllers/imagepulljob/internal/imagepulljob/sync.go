@@ -94,7 +94,7 @@ func (c *Controller) finish(ctx context.Context, job *appsv1beta1.ImagePullJob) 
 	if job.DeletionTimestamp != nil || job.Spec.CompletionPolicy.TTLSecondsAfterFinished == nil {
 		return nil
 	}
-	left := job.Status.CompletionTime.Add(time.Duration(*job.Spec.CompletionPolicy.TTLSecondsAfterFinished)*time.Second).Sub(c.clock.Now())
+	left := job.Status.CompletionTime.Add(time.Duration(*job.Spec.CompletionPolicy.TTLSecondsAfterFinished) * time.Second).Sub(c.clock.Now())
 	if left > 0 {
 		c.Queue.AddAfter(types.NamespacedName{Namespace: job.Namespace, Name: job.Name}, left)
 		return nil
