@@ -172,3 +172,41 @@ func TestAgentWritesOnlyItsNodesContainerRecreateRequests(t *testing.T) {
 	require.NoError(t, write(agentOfA, "on-node-a", nil), "its own node's request")
 	require.NoError(t, write(h.Env.Config, "on-node-b", nil), "another identity is not concerned")
 }
+
+// With InPlaceUpdateEnvFromMetadata an agent patches pods too: only pods bound to its own node, and only their
+// apps.kruise.io/runtime-containers-meta annotation (flotilla-probe-agent-own-node-pods, issue 28).
+func TestAgentWritesOnlyItsNodesPodsRuntimeMeta(t *testing.T) {
+	h := newHarness(t)
+	h.Env.ApplyPolicies(t, "deploy/components/probe/policy.yaml")
+	for _, node := range []string{"node-a", "node-b"} {
+		_, err := h.Env.Kube.CoreV1().Pods(h.NS).Create(context.Background(), &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "on-" + node, Labels: map[string]string{"version": "v1"}, Annotations: map[string]string{"keep": "x"}},
+			Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "busybox"}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	const agent = "system:serviceaccount:flotilla-node:probe-agent"
+	patch := func(cfg *rest.Config, name, body string) error {
+		_, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().Pods(h.NS).Patch(context.Background(), name, types.MergePatchType, []byte(body), metav1.PatchOptions{})
+		return err
+	}
+	meta := `{"metadata":{"annotations":{"apps.kruise.io/runtime-containers-meta":"{\"containers\":[]}"}}}`
+	agentOfA := h.Env.ActingAs(agent, map[string][]string{nodeNameKey: {"node-a"}})
+	testenv.Refused(t, "another node's pod", "probe-agent of node node-a may not write pod on-node-b",
+		func() error { return patch(agentOfA, "on-node-b", meta) })
+	testenv.Refused(t, "a token bound to no node", "only with a token bound to its pod or node",
+		func() error { return patch(h.Env.ActingAs(agent, nil), "on-node-a", meta) })
+	for what, body := range map[string]string{
+		"a label":            `{"metadata":{"labels":{"version":"v2"}}}`,
+		"another annotation": `{"metadata":{"annotations":{"keep":"y"}}}`,
+		"removing one":       `{"metadata":{"annotations":{"keep":null}}}`,
+		"adding one":         `{"metadata":{"annotations":{"new":"1"}}}`,
+		"a finalizer":        `{"metadata":{"finalizers":["x.io/f"]}}`,
+		"the spec":           `{"spec":{"activeDeadlineSeconds":100}}`,
+	} {
+		testenv.Refused(t, what, "may change only the apps.kruise.io/runtime-containers-meta annotation",
+			func() error { return patch(agentOfA, "on-node-a", body) })
+	}
+	require.NoError(t, patch(agentOfA, "on-node-a", meta), "its own node's pod, the annotation only")
+	require.NoError(t, patch(h.Env.Config, "on-node-b", `{"metadata":{"labels":{"version":"v2"}}}`), "another identity is not concerned")
+}
