@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/component-base/featuregate"
@@ -46,6 +47,16 @@ type harness struct {
 func newHarness(t *testing.T, n int) *harness {
 	h := &harness{Lab: lab.New(t, waitTimeout)}
 	h.nodes = h.Env.KwokNodes(t, h.NS, n, nil)
+	// Runs after the controller stopped (cleanups run last-registered first): the NodeImages of the test's nodes
+	// would otherwise outlive them.
+	t.Cleanup(func() {
+		for _, n := range h.nodes {
+			err := h.Client.AppsV1beta1().NodeImages().Delete(context.Background(), n, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("delete NodeImage %s: %v", n, err)
+			}
+		}
+	})
 	h.agentNS = h.Another().NS
 	h.jobs = testenv.ObjectsOf(t, h.Client.AppsV1beta1().ImagePullJobs(h.NS), waitTimeout)
 	h.jobs.Describe = func(j *appsv1beta1.ImagePullJob) string {
