@@ -27,12 +27,69 @@ import (
 // binary, not this test process) probing 110 pods × 2 probes (tcpSocket and
 // httpGet, periodSeconds 1) on a kwok node with loopback pod IPs, where the
 // test serves every probe: after all results are Succeeded, over a steady
-// window it reports the agent's peak RSS (VmHWM), CPU per second and status
-// writes per minute. One run whatever b.N:
+// window it reports the agent's peak RSS (VmHWM), RSS and anonymous RSS at
+// the end of the window, CPU per second and status writes per minute. One run whatever b.N:
 //
 //	FLOTILLA_KUBECONFIG=... go test -run '^$' -bench AgentFootprint -benchtime 1x ./internal/agent/
 func BenchmarkAgentFootprint(b *testing.B) {
-	const pods, window = 110, 60 * time.Second
+	measureAgentFootprint(b, footprint{pods: 110, probes: 2, period: 1})
+}
+
+// BenchmarkNodeAgentFootprint is issue 28's figure: the agent with its node
+// features on (every gate it accepts: KruiseDaemon, hence the
+// ContainerRecreateRequest worker with its informer, and
+// InPlaceUpdateEnvFromMetadata, connected to the real node's containerd
+// through --cri-socket) on a node with 100 pods and 300
+// probes (tcpSocket, httpGet, and a second httpGet on another path; exec
+// probes cannot run on a kwok pod). "At rest" is the probes' default period
+// (10 s) with no request to serve; the 1 s period is the same node under
+// load; features-off is the 10 s node with the probes alone. When the agent
+// gains a node feature gate, add it to nodeGates.
+func BenchmarkNodeAgentFootprint(b *testing.B) {
+	socket := realNodeCRISocket(b)
+	args := []string{"--feature-gates=" + nodeGates, "--cri-socket=" + socket}
+	for _, period := range []int32{10, 1} {
+		b.Run(fmt.Sprintf("period=%ds", period), func(b *testing.B) {
+			measureAgentFootprint(b, footprint{pods: 100, probes: 3, period: period, args: args})
+		})
+	}
+	// The same node with the node features off (probes only, no CRI): what they cost.
+	b.Run("period=10s/features-off", func(b *testing.B) {
+		measureAgentFootprint(b, footprint{pods: 100, probes: 3, period: 10})
+	})
+}
+
+// nodeGates turns on every node feature probe-agent has (agentapp.Gates; that
+// package imports this one, so the list is written out).
+const nodeGates = "KruiseDaemon=true,InPlaceUpdateEnvFromMetadata=true"
+
+// realNodeCRISocket is a real node's containerd socket of the local cluster
+// (hack/cluster: <cluster dir>/data/nodes/<i>/containerd.sock): the agent
+// refuses to start when its --cri-socket does not answer.
+func realNodeCRISocket(b *testing.B) string {
+	env := testenv.Get(b)
+	dir := env.ClusterDir
+	if dir == "" {
+		dir = filepath.Dir(env.KubeconfigPath)
+	}
+	socks, _ := filepath.Glob(filepath.Join(dir, "data", "nodes", "*", "containerd.sock"))
+	if len(socks) == 0 {
+		b.Skipf("no real node's containerd socket under %s (start the cluster with REAL_NODES=1)", dir)
+	}
+	return "unix://" + socks[0]
+}
+
+// footprint is one measurement: pods × probes per pod at periodSeconds
+// period, the agent started with args beside its usual flags.
+type footprint struct {
+	pods, probes int
+	period       int32
+	args         []string
+}
+
+func measureAgentFootprint(b *testing.B, f footprint) {
+	pods := f.pods
+	const window = 60 * time.Second
 	env := testenv.Get(b)
 	ctx := context.Background()
 	client, err := versioned.NewForConfig(env.Config)
@@ -102,13 +159,15 @@ func BenchmarkAgentFootprint(b *testing.B) {
 		b.Cleanup(func() { _ = srv.Close() })
 	}
 	probe := func(h corev1.ProbeHandler) appsv1alpha1.ContainerProbeSpec {
-		return appsv1alpha1.ContainerProbeSpec{Probe: corev1.Probe{ProbeHandler: h, PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3}}
+		return appsv1alpha1.ContainerProbeSpec{Probe: corev1.Probe{ProbeHandler: h, PeriodSeconds: f.period, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3}}
+	}
+	kinds := []appsv1alpha1.ContainerProbe{
+		{Name: "ppm#tcp", ContainerName: "main", Probe: probe(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(tcpPort)}})},
+		{Name: "ppm#http", ContainerName: "main", Probe: probe(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt(httpPort)}})},
+		{Name: "ppm#ready", ContainerName: "main", Probe: probe(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt(httpPort)}})},
 	}
 	for i := range specs {
-		specs[i].Probes = []appsv1alpha1.ContainerProbe{
-			{Name: "ppm#tcp", ContainerName: "main", Probe: probe(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(tcpPort)}})},
-			{Name: "ppm#http", ContainerName: "main", Probe: probe(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt(httpPort)}})},
-		}
+		specs[i].Probes = kinds[:f.probes]
 	}
 	npps := client.AppsV1alpha1().NodePodProbes()
 	if _, err := npps.Create(ctx, &appsv1alpha1.NodePodProbe{ObjectMeta: metav1.ObjectMeta{Name: node},
@@ -118,8 +177,8 @@ func BenchmarkAgentFootprint(b *testing.B) {
 	b.Cleanup(func() { _ = npps.Delete(context.Background(), node, metav1.DeleteOptions{}) })
 
 	agentCtx, stop := context.WithCancel(ctx)
-	cmd := exec.CommandContext(agentCtx, bin, "--kubeconfig="+env.KubeconfigPath, "--node-name="+node,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	cmd := exec.CommandContext(agentCtx, bin, append([]string{"--kubeconfig=" + env.KubeconfigPath, "--node-name=" + node,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0"}, f.args...)...)
 	cmd.Stderr, cmd.Stdout = nil, nil
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -139,7 +198,7 @@ func BenchmarkAgentFootprint(b *testing.B) {
 				}
 			}
 		}
-		return n == 2*pods, nil
+		return n == f.probes*pods, nil
 	})
 	w, err := npps.Watch(ctx, metav1.ListOptions{FieldSelector: NodeNameFieldSelector(node)})
 	if err != nil {
@@ -163,7 +222,15 @@ loop:
 	}
 	elapsed := time.Since(start)
 	cpu := procCPU(b, cmd.Process.Pid) - cpu0
-	b.ReportMetric(float64(procHWM(b, cmd.Process.Pid))/(1<<20), "peakRSS-MiB")
+	if !procRunning(cmd.Process.Pid) {
+		b.Fatal("probe-agent exited during the window")
+	}
+	b.ReportMetric(float64(procStatusKB(b, cmd.Process.Pid, "VmHWM:"))/(1<<10), "peakRSS-MiB")
+	b.ReportMetric(float64(procStatusKB(b, cmd.Process.Pid, "VmRSS:"))/(1<<10), "endRSS-MiB")
+	// RSS counts the executable's pages it touched (RssFile, shared with every
+	// process of the same binary and reclaimable); RssAnon is the agent's own
+	// memory (heap, stacks).
+	b.ReportMetric(float64(procStatusKB(b, cmd.Process.Pid, "RssAnon:"))/(1<<10), "endAnonRSS-MiB")
 	b.ReportMetric(cpu.Seconds()/elapsed.Seconds()*1000, "CPU-ms/s")
 	b.ReportMetric(float64(writes)/elapsed.Minutes(), "writes/min")
 }
@@ -180,18 +247,25 @@ func procCPU(tb testing.TB, pid int) time.Duration {
 	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
 }
 
-// procHWM is the peak resident set size of process pid, in bytes.
-func procHWM(tb testing.TB, pid int) int64 {
+// procStatusKB is a "<field> <n> kB" line of /proc/<pid>/status (VmHWM:
+// peak resident set size, VmRSS: resident set size now), in KiB.
+func procStatusKB(tb testing.TB, pid int, field string) int64 {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	for _, l := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(l, "VmHWM:") {
+		if strings.HasPrefix(l, field) {
 			kb, _ := strconv.ParseInt(strings.Fields(l)[1], 10, 64)
-			return kb << 10
+			return kb
 		}
 	}
-	tb.Fatal("no VmHWM")
+	tb.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
+}
+
+// procRunning reports process pid alive (not a zombie).
+func procRunning(pid int) bool {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err == nil && !strings.Contains(string(raw[strings.LastIndexByte(string(raw), ')'):]), ") Z")
 }
