@@ -54,6 +54,7 @@ func calculateStatus(job *appsv1beta1.ImagePullJob, nodeImages []*appsv1beta1.No
 	if cp.Type != appsv1beta1.Never && cp.ActiveDeadlineSeconds != nil && int(st.Desired) != finished &&
 		!now.Time.Before(st.StartTime.Add(time.Duration(*cp.ActiveDeadlineSeconds)*time.Second)) {
 		failed = append(append(failed, pulling...), uniqueNotIn(notSynced, pulling)...)
+		slices.Sort(failed)
 		st.CompletionTime = &now
 		st.Succeeded = int32(len(succeeded))
 		st.Failed = int32(len(failed))
