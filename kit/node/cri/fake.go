@@ -87,3 +87,24 @@ func (f *FakeImages) PullCount(image string) int {
 	}
 	return n
 }
+
+// Calls is how many PullImage calls there were.
+func (f *FakeImages) Calls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.Pulls)
+}
+
+// ID is the image ID the node has for image, "" when it does not have it.
+func (f *FakeImages) ID(image string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.Present[image]
+}
+
+// SetHold makes pulls of image block until their context ends (hold) or go through.
+func (f *FakeImages) SetHold(image string, hold bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Hold[image] = hold
+}

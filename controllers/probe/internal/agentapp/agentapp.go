@@ -20,6 +20,7 @@ import (
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/probe/internal/agent"
 	"github.com/flotilla-dev/flotilla/controllers/probe/internal/containermeta"
+	"github.com/flotilla-dev/flotilla/controllers/probe/internal/imagepuller"
 	"github.com/flotilla-dev/flotilla/controllers/probe/internal/recreate"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
@@ -38,11 +39,13 @@ type options struct {
 	batchDelay time.Duration
 	criSocket  string
 	maxExecs   int
+	maxPulls   int
 }
 
 // Binary describes probe-agent to the kit/app shell.
 func Binary() kitapp.Binary {
-	o := &options{nodeName: os.Getenv("NODE_NAME"), batchDelay: 200 * time.Millisecond, maxExecs: agent.DefaultMaxConcurrentExecs}
+	o := &options{nodeName: os.Getenv("NODE_NAME"), batchDelay: 200 * time.Millisecond, maxExecs: agent.DefaultMaxConcurrentExecs,
+		maxPulls: imagepuller.DefaultMaxConcurrentPulls}
 	return kitapp.Binary{
 		Name:  Name,
 		Gates: Gates(),
@@ -51,6 +54,7 @@ func Binary() kitapp.Binary {
 			fs.DurationVar(&o.batchDelay, "status-batch-delay", o.batchDelay, "Results changed within this delay go into one NodePodProbe status write.")
 			fs.StringVar(&o.criSocket, "cri-socket", o.criSocket, "CRI runtime endpoint for exec probes and container recreation (e.g. unix:///run/containerd/containerd.sock); empty: exec probes are reported Unknown and ContainerRecreateRequests are not served.")
 			fs.IntVar(&o.maxExecs, "max-concurrent-execs", o.maxExecs, "At most this many exec probes run at once on the node (each is a process in a container); an exec probe that finds no free slot within its timeoutSeconds is skipped, its state unchanged. 0: no limit.")
+			fs.IntVar(&o.maxPulls, "max-concurrent-pulls", o.maxPulls, "With ImagePullJobGate, at most this many NodeImage image pulls run at once on the node; the others wait (phase Waiting).")
 			// Every node runs its own agent: no Lease to win. The flag stays so
 			// a test can still turn it on, but the default is off.
 			if f := fs.Lookup("leader-elect"); f != nil {
@@ -104,6 +108,9 @@ func setup(ctx context.Context, env *kitapp.Env, o *options) error {
 	if err := addContainerMeta(env, kubeInf, runtime, recorder); err != nil {
 		return err
 	}
+	if err := addImagePuller(ctx, env, o, client, flotInf, recorder); err != nil {
+		return err
+	}
 	a, err := agent.New(agent.Deps{
 		NodeName: o.nodeName, Client: client, KubeInformers: kubeInf, Informers: flotInf,
 		Clock: env.Clock, BatchDelay: o.batchDelay, Exec: exec, MaxConcurrentExecs: o.maxExecs, Recorder: recorder,
@@ -118,9 +125,10 @@ func setup(ctx context.Context, env *kitapp.Env, o *options) error {
 // Gates are the feature gates probe-agent accepts in --feature-gates. KruiseDaemon (OpenKruise's gate for
 // everything kruise-daemon does) turns on the ContainerRecreateRequest worker; the probes run regardless, as
 // before it existed. InPlaceUpdateEnvFromMetadata (on by default, forced off without KruiseDaemon) turns on the
-// env-from-metadata worker.
+// env-from-metadata worker. ImagePullJobGate (off by default, forced off without KruiseDaemon, as in OpenKruise)
+// turns on the NodeImage puller.
 func Gates() []featuregate.Feature {
-	return []featuregate.Feature{features.KruiseDaemon, features.InPlaceUpdateEnvFromMetadata}
+	return []featuregate.Feature{features.KruiseDaemon, features.InPlaceUpdateEnvFromMetadata, features.ImagePullJobGate}
 }
 
 // addContainerMeta adds the env-from-metadata worker (runtime-containers-meta, container restarts) when
@@ -162,6 +170,33 @@ func addRecreate(env *kitapp.Env, o *options, client versioned.Interface, kubeIn
 		return err
 	}
 	env.AddInformerFactory(w.Factory())
+	env.AddController(w)
+	return nil
+}
+
+// addImagePuller adds the NodeImage puller when ImagePullJobGate is on and a CRI runtime is configured: it
+// watches this node's NodeImage through the agent's factory (field selector metadata.name=<node>).
+func addImagePuller(ctx context.Context, env *kitapp.Env, o *options, client versioned.Interface,
+	flotInf flotillainformers.SharedInformerFactory, recorder record.EventRecorder) error {
+	if !env.Gates.Enabled(features.ImagePullJobGate) {
+		return nil
+	}
+	if o.criSocket == "" {
+		env.Logger.Info("ImagePullJobGate is on but --cri-socket is empty: this node's NodeImage is not pulled")
+		return nil
+	}
+	images, err := cri.ConnectImages(ctx, o.criSocket)
+	if err != nil {
+		return err
+	}
+	w, err := imagepuller.New(imagepuller.Deps{
+		NodeName: o.nodeName, Client: client, Kube: env.KubeClient, Informers: flotInf, Images: images,
+		Clock: env.Clock, Recorder: recorder, Queue: env.Options.Queue, BatchDelay: o.batchDelay,
+		MaxConcurrentPulls: o.maxPulls,
+	})
+	if err != nil {
+		return err
+	}
 	env.AddController(w)
 	return nil
 }
