@@ -11,6 +11,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
 )
@@ -23,7 +24,7 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, pods []*c
 	var todo []*corev1.Pod
 	specs := map[string]inplace.Spec{}
 	for _, p := range pods {
-		spec, why := inPlaceSpec(p, st.History, st.Update)
+		spec, why := inPlaceSpec(p, st.History, st.Update, c.Gates.Enabled(features.InPlaceUpdateEnvFromMetadata))
 		if why != "" {
 			logger.V(4).Info("Pod cannot be updated in place, recreating it", "pod", klog.KObj(p), "reason", why)
 			recreate = append(recreate, p)

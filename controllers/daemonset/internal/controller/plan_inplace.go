@@ -14,8 +14,9 @@ import (
 // revision to update, or why it cannot be done in place: the pod must carry
 // the InPlaceUpdateReady gate (created under InPlaceIfPossible), its
 // revision must still exist, and the change must be images and metadata
-// only (kit/inplace).
-func inPlaceSpec(pod *corev1.Pod, revisions []*appsv1.ControllerRevision, update *appsv1.ControllerRevision) (inplace.Spec, string) {
+// only (kit/inplace; a change env reads from metadata only with
+// envFromMetadata, the InPlaceUpdateEnvFromMetadata gate).
+func inPlaceSpec(pod *corev1.Pod, revisions []*appsv1.ControllerRevision, update *appsv1.ControllerRevision, envFromMetadata bool) (inplace.Spec, string) {
 	if !inplace.HasReadinessGate(pod) {
 		return inplace.Spec{}, "the pod has no InPlaceUpdateReady readiness gate"
 	}
@@ -30,7 +31,7 @@ func inPlaceSpec(pod *corev1.Pod, revisions []*appsv1.ControllerRevision, update
 		return inplace.Spec{}, "the pod's revision " + label + " is gone"
 	}
 	spec, ok := inplace.Diff(from.Data.Raw, update.Data.Raw)
-	if why := inplace.Refusal(spec, ok); why != "" {
+	if why := inplace.RefusalWithAgent(spec, ok, envFromMetadata); why != "" {
 		return inplace.Spec{}, why
 	}
 	return spec, ""

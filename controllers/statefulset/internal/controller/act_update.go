@@ -15,6 +15,7 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
@@ -99,7 +100,7 @@ func (c *Controller) inPlaceSpec(st *syncState, p *corev1.Pod) (inplace.Spec, st
 		return inplace.Spec{}, "the pod's revision is gone"
 	}
 	spec, ok := inplace.Diff(from.Data.Raw, st.Update.Data.Raw)
-	return spec, inplace.Refusal(spec, ok)
+	return spec, inplace.RefusalWithAgent(spec, ok, c.Gates.Enabled(features.InPlaceUpdateEnvFromMetadata))
 }
 
 func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1.Pod, spec inplace.Spec) error {

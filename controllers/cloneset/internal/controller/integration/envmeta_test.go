@@ -1,13 +1,19 @@
 package integration
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	"github.com/flotilla-dev/flotilla/kit/containermeta"
+	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/inplace"
+	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
 
 // A template change that alters a label or annotation a container reads
@@ -78,4 +84,52 @@ func TestEnvFromMetadataNotInPlace(t *testing.T) {
 		assert.Equal(t, "config v1", pods[0].Annotations["app-config"])
 		assert.Equal(t, int32(0), h.get("envonly").Status.UpdatedReplicas, "nothing claimed updated")
 	})
+}
+
+// With KruiseDaemon and InPlaceUpdateEnvFromMetadata (a node agent restarts containers), the same change is an
+// in-place update: the pod keeps its UID and gets the new annotation, its state says updateEnvFromMetadata, and
+// the CloneSet counts it updated-ready only once the agent's runtime-containers-meta shows the container running
+// with the new value (played here by the test: kwok has no runtime; test/e2e/realnode has the real agent).
+func TestEnvFromMetadataInPlaceWithAgent(t *testing.T) {
+	h := newHarness(t)
+	h.gates[features.KruiseDaemon] = true
+	h.startController()
+	h.create(newCloneSet("envagent", 1, func(cs *appsv1alpha1.CloneSet) {
+		cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType
+		cs.Spec.Template.Annotations = map[string]string{"app-config": "config v1"}
+		cs.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "APP_CONFIG", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['app-config']"}}}}
+	}))
+	before := h.waitPods("envagent", "ready", allReady(1))[0]
+	h.modify("envagent", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Template.Annotations["app-config"] = "config v2" })
+
+	p := h.waitPods("envagent", "annotation patched in place, gate False", func(ps []corev1.Pod) bool {
+		c := podutil.GetCondition(&ps[0], pub.InPlaceUpdateReady)
+		return len(ps) == 1 && ps[0].Annotations["app-config"] == "config v2" && c != nil && c.Status == corev1.ConditionFalse
+	})[0]
+	assert.Equal(t, before.UID, p.UID, "updated in place")
+	state, err := inplace.DecodeState(&p)
+	require.NoError(t, err)
+	require.NotNil(t, state)
+	assert.True(t, state.UpdateEnvFromMetadata)
+	h.waitStatus("envagent", "updated, not ready", func(s appsv1alpha1.CloneSetStatus) bool {
+		return s.UpdatedReplicas == 1 && s.UpdatedReadyReplicas == 0 && s.ObservedGeneration == 2
+	})
+
+	// The agent reports the container restarted with the new value (same containerID on kwok).
+	set := &pub.RuntimeContainerMetaSet{}
+	for _, cs := range p.Status.ContainerStatuses {
+		c := &p.Spec.Containers[0]
+		set.Containers = append(set.Containers, pub.RuntimeContainerMeta{Name: cs.Name, ContainerID: cs.ContainerID,
+			Hashes: pub.RuntimeContainerHashes{ExtractedEnvFromMetadataHash: containermeta.CurrentHash(c, map[string]string{"APP_CONFIG": "config v2"})}})
+	}
+	v, err := containermeta.Encode(set)
+	require.NoError(t, err)
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{pub.RuntimeContainerMetaKey: v}}})
+	require.NoError(t, err)
+	h.PatchPod(p.Name, string(patch))
+	h.waitStatus("envagent", "updated and ready once the restart is reported", settled(1))
+	c := podutil.GetCondition(h.PodObjects().Get(p.Name), pub.InPlaceUpdateReady)
+	require.NotNil(t, c)
+	assert.Equal(t, corev1.ConditionTrue, c.Status)
 }
