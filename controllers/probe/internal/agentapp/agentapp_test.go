@@ -73,3 +73,26 @@ func TestInPlaceUpdateEnvFromMetadataGate(t *testing.T) {
 		}
 	}
 }
+
+// ImagePullJobGate turns the NodeImage puller on: off by default, forced off without KruiseDaemon (OpenKruise's
+// rule), and a second --feature-gates flag (deploy/components/probe-gates appends one) adds to the first.
+func TestImagePullJobGate(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--feature-gates=KruiseDaemon=true"}, false},
+		{[]string{"--feature-gates=ImagePullJobGate=true"}, false},
+		{[]string{"--feature-gates=KruiseDaemon=true,ImagePullJobGate=true"}, true},
+		{[]string{"--feature-gates=KruiseDaemon=true", "--feature-gates=ImagePullJobGate=true"}, true},
+	} {
+		p, err := kitapp.Parse(Binary(), append([]string{"--node-name=n"}, tc.args...), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Gates.Enabled(features.ImagePullJobGate); got != tc.want {
+			t.Errorf("%v: ImagePullJobGate %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
