@@ -8,7 +8,7 @@ export CLUSTER_DIR
 
 # Every module of the workspace, as directories relative to the root (go.work is the source of truth).
 MODULES := $(shell sed -n 's|^\t\./\(.*\)$$|\1|p' go.work)
-CONTROLLERS := cloneset statefulset daemonset sidecarset pub probe cronjob deletionprotection uniteddeployment resourcedistribution containerrecreate launchpriority workloadspread persistentpodstate
+CONTROLLERS := cloneset statefulset daemonset sidecarset pub probe cronjob deletionprotection uniteddeployment resourcedistribution containerrecreate imagepulljob launchpriority workloadspread persistentpodstate
 PREFIX := github.com/flotilla-dev/flotilla
 GOTESTFLAGS ?= -count=1 -timeout 30m
 

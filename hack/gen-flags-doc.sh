@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 BINS=(cloneset-controller statefulset-controller daemonset-controller sidecarset-controller pub-controller
   probe-controller cronjob-controller deletionprotection-controller uniteddeployment-controller
-  resourcedistribution-controller containerrecreate-controller launchpriority-controller workloadspread-controller persistentpodstate-controller probe-agent)
+  resourcedistribution-controller containerrecreate-controller imagepulljob-controller launchpriority-controller workloadspread-controller persistentpodstate-controller probe-agent)
 pkg() { case $1 in probe-agent) echo ./controllers/probe/cmd/probe-agent ;; *) echo "./controllers/${1%-controller}/cmd/$1" ;; esac; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 for b in "${BINS[@]}"; do

@@ -9,7 +9,7 @@ CLUSTER_DIR=${CLUSTER_DIR:-$ROOT/.cluster}
 RUN=$CLUSTER_DIR/run/controllers
 LOGS=$CLUSTER_DIR/logs
 NS=flotilla-system
-CONTROLLERS=(cloneset statefulset daemonset sidecarset pub probe cronjob deletionprotection uniteddeployment resourcedistribution containerrecreate launchpriority workloadspread persistentpodstate)
+CONTROLLERS=(cloneset statefulset daemonset sidecarset pub probe cronjob deletionprotection uniteddeployment resourcedistribution containerrecreate imagepulljob launchpriority workloadspread persistentpodstate)
 export KUBECONFIG=$CLUSTER_DIR/kubeconfig
 mkdir -p "$RUN" "$LOGS"
 
@@ -78,7 +78,9 @@ extra_args() { case $1 in sidecarset) echo "--webhook-host=127.0.0.1 --webhook-p
   # ResourceDistributionGate, on wherever the feature is installed (deploy/components/resourcedistribution-gates).
   resourcedistribution) echo "--feature-gates=ResourceDistributionGate=true" ;;
   # KruiseDaemon, as deploy/components/containerrecreate-gates: the agents below recreate the containers.
-  containerrecreate) echo "--feature-gates=KruiseDaemon=true" ;; esac; }
+  containerrecreate) echo "--feature-gates=KruiseDaemon=true" ;;
+  # KruiseDaemon, as deploy/components/imagepulljob-gates: the agents below pull; NodeImages at once for the real node.
+  imagepulljob) echo "--feature-gates=KruiseDaemon=true --nodeimage-creation-delay=0s" ;; esac; }
 # kubeconfig_for SERVICEACCOUNT [NAMESPACE [NODE]]: writes $RUN/<sa>[-<node>].kubeconfig with a token of that
 # ServiceAccount (in NAMESPACE, default $NS; bound to Node NODE if given); prints its path.
 kubeconfig_for() {

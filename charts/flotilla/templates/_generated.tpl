@@ -12,6 +12,7 @@ deletionprotection-controller: [DeletionProtectionForCRDCascadingGate, EnableExt
 uniteddeployment-controller: []
 resourcedistribution-controller: [ResourceDistributionGate]
 containerrecreate-controller: [KruiseDaemon]
+imagepulljob-controller: [KruiseDaemon]
 launchpriority-controller: [EnableExternalCerts]
 workloadspread-controller: [EnableExternalCerts, PodWebhook, WorkloadSpread]
 persistentpodstate-controller: [EnableExternalCerts]
@@ -29,6 +30,7 @@ cronjob: {feature: cronjob, binary: cronjob-controller, webhook: false, services
 deletionprotection: {feature: deletionprotection, binary: deletionprotection-controller, webhook: true, services: [deletionprotection-controller-webhook]}
 resourcedistribution: {feature: resourcedistribution, binary: resourcedistribution-controller, webhook: false, services: []}
 containerrecreate: {feature: containerrecreate, binary: containerrecreate-controller, webhook: false, services: []}
+imagepulljob: {feature: imagepulljob, binary: imagepulljob-controller, webhook: false, services: []}
 uniteddeployment: {feature: uniteddeployment, binary: uniteddeployment-controller, webhook: false, services: []}
 launchpriority: {feature: launchpriority, binary: launchpriority-controller, webhook: true, services: [launchpriority-controller-webhook]}
 workloadspread: {feature: workloadspread, binary: workloadspread-controller, webhook: true, services: [workloadspread-controller-webhook]}

@@ -18,7 +18,7 @@ import (
 )
 
 // Features are the per-feature overlays (deploy/overlays/<name>), in README order; each is a switch of the chart.
-var Features = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "deletionprotection", "resourcedistribution", "containerrecreate", "uniteddeployment", "launchpriority", "workloadspread", "persistentpodstate"}
+var Features = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "deletionprotection", "resourcedistribution", "containerrecreate", "imagepulljob", "uniteddeployment", "launchpriority", "workloadspread", "persistentpodstate"}
 
 // AgentSection is the values section of the node agent (probe-agent), OpenKruise's name for kruise-daemon's.
 const AgentSection = "daemon"

@@ -20,7 +20,7 @@ import (
 // features are the installable feature overlays; variants render a feature with another choice (the same objects,
 // so they are never installed beside it).
 var (
-	features = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "containerrecreate", "uniteddeployment", "deletionprotection", "launchpriority", "workloadspread", "persistentpodstate"}
+	features = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "containerrecreate", "imagepulljob", "uniteddeployment", "deletionprotection", "launchpriority", "workloadspread", "persistentpodstate"}
 	variants = map[string]string{"sidecarset-ignore-failures": "sidecarset", "sidecarset-kruise-system": "sidecarset"}
 	// shared overlays: installed once, never removed with a feature; local is make run's (no Deployments).
 	shared = []string{"namespace", "crds", "all", "local"}
