@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -93,6 +94,37 @@ func pullTestImage(t *testing.T, registry, tag string) string {
 // test's lifetime, and returns its address. containerd pulls from a loopback registry without hosts.toml over
 // plain HTTP and answers its 401 Basic challenge with the CRI AuthConfig, as from any registry that wants a login.
 func authRegistry(t *testing.T, registry, user, password string) string {
+	return (&registryFront{User: user, Password: password}).serve(t, registry)
+}
+
+// registryFront is a front of the local registry: with a User, it wants that login; while Hold is set, it holds
+// every request (a pull that hangs) until Release.
+type registryFront struct {
+	User, Password string
+	mu             sync.Mutex
+	hold           chan struct{}
+}
+
+// Hold makes the front hold requests from now on.
+func (f *registryFront) Hold() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hold == nil {
+		f.hold = make(chan struct{})
+	}
+}
+
+// Release lets held and later requests through.
+func (f *registryFront) Release() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hold != nil {
+		close(f.hold)
+		f.hold = nil
+	}
+}
+
+func (f *registryFront) serve(t *testing.T, registry string) string {
 	t.Helper()
 	upstream, err := url.Parse("http://" + registry)
 	require.NoError(t, err)
@@ -100,7 +132,17 @@ func authRegistry(t *testing.T, registry, user, password string) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
+		f.mu.Lock()
+		hold := f.hold
+		f.mu.Unlock()
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if u, p, ok := r.BasicAuth(); f.User != "" && (!ok || u != f.User || p != f.Password) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="flotilla-test"`)
 			w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
 			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
@@ -109,7 +151,7 @@ func authRegistry(t *testing.T, registry, user, password string) string {
 		proxy.ServeHTTP(w, r)
 	})}
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	t.Cleanup(func() { f.Release(); _ = srv.Close() })
 	return ln.Addr().String()
 }
 
