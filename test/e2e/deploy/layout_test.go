@@ -130,7 +130,7 @@ func TestSharedOverlays(t *testing.T) {
 	for _, o := range crds {
 		assert.Equal(t, "CustomResourceDefinition", o.GetKind(), "deploy/overlays/crds renders %s", key(o))
 	}
-	assert.Len(t, crds, 15, "one CRD per kind served")
+	assert.Len(t, crds, 16, "one CRD per kind served")
 }
 
 // Pod Security: the controllers' namespace is "restricted" and enforced; the node agent, which needs the host's
