@@ -141,7 +141,7 @@ func (e *env) values(features ...string) map[string]any {
 			"tolerations":  []any{map[string]any{"key": realNodeLabel, "operator": "Exists", "effect": "NoSchedule"}},
 		},
 	}
-	for _, sec := range []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "deletionprotection", "resourcedistribution", "containerrecreate", "uniteddeployment", "launchpriority", "persistentpodstate", "daemon"} {
+	for _, sec := range []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "deletionprotection", "resourcedistribution", "containerrecreate", "imagepulljob", "uniteddeployment", "launchpriority", "persistentpodstate", "daemon"} {
 		bin := sec + "-controller"
 		if sec == "daemon" {
 			bin = "probe-agent"
@@ -456,7 +456,7 @@ func TestServerAcceptsRenderedObjects(t *testing.T) {
 	e.mapper = restmapper.NewDeferredDiscoveryRESTMapper(dc)
 	ports := map[string]any{"manager": map[string]any{"hostNetwork": true, "nodeSelector": map[string]any{"pool": "a"},
 		"tolerations": []any{map[string]any{"key": "dedicated", "operator": "Exists"}}}, "imagePullSecrets": []any{map[string]any{"name": "regcred"}}}
-	for i, s := range []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "deletionprotection", "resourcedistribution", "containerrecreate", "uniteddeployment", "launchpriority", "persistentpodstate"} {
+	for i, s := range []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "deletionprotection", "resourcedistribution", "containerrecreate", "uniteddeployment", "launchpriority", "persistentpodstate", "imagepulljob"} {
 		ports[s] = map[string]any{"metrics": map[string]any{"port": 18080 + 10*i}, "healthProbe": map[string]any{"port": 18081 + 10*i},
 			"webhook": map[string]any{"port": 18082 + 10*i}}
 	}
