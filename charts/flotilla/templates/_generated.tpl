@@ -16,7 +16,7 @@ imagepulljob-controller: [KruiseDaemon]
 launchpriority-controller: [EnableExternalCerts]
 workloadspread-controller: [EnableExternalCerts, PodWebhook, WorkloadSpread]
 persistentpodstate-controller: [EnableExternalCerts]
-probe-agent: [KruiseDaemon]
+probe-agent: [ImagePullJobGate, InPlaceUpdateEnvFromMetadata, KruiseDaemon]
 {{- end -}}
 {{- /* Per values section: the feature switching it, its binary, whether it serves webhooks, the Services in front of it. */ -}}
 {{- define "flotilla.sections" -}}

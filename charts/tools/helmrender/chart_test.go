@@ -174,8 +174,8 @@ func TestBadValuesFailTheRender(t *testing.T) {
 	}{
 		"unknown gate": {map[string]any{"featureGates": "CloneSetShortHash=true,NoSuchGate=true"},
 			[]string{"featureGates", `"NoSuchGate"`}},
-		"OpenKruise's default gate Flotilla has no use for": {map[string]any{"featureGates": "ImagePullJobGate=true"},
-			[]string{"featureGates", `"ImagePullJobGate"`}},
+		"OpenKruise's default gate Flotilla has no use for": {map[string]any{"featureGates": "DaemonWatchingPod=true"},
+			[]string{"featureGates", `"DaemonWatchingPod"`}},
 		"gate without a boolean": {map[string]any{"featureGates": "CloneSetShortHash=yes"},
 			[]string{"featureGates", "CloneSetShortHash=yes"}},
 		"pub with no replica": {map[string]any{"pub": map[string]any{"replicas": 0}},
@@ -306,8 +306,9 @@ func TestValues(t *testing.T) {
 			}
 		}
 		// probe-agent registers KruiseDaemon since it serves ContainerRecreateRequests (issue 28): the overlay's
-		// KruiseDaemon=true, overridden by the values', as for probe-controller.
-		if got := gateArg(args(t, objs, "DaemonSet flotilla-node/probe-agent")); got != "KruiseDaemon=false,AllAlpha=false" {
+		// KruiseDaemon=true, overridden by the values', as for probe-controller; the overlay's ImagePullJobGate=true
+		// (its NodeImage puller) stays.
+		if got := gateArg(args(t, objs, "DaemonSet flotilla-node/probe-agent")); got != "KruiseDaemon=false,ImagePullJobGate=true,AllAlpha=false" {
 			t.Errorf("probe-agent: --feature-gates=%s", got)
 		}
 		objs = render(t, map[string]any{"manager": map[string]any{"log": map[string]any{"level": "4"}, "loggingFormat": "console", "resyncPeriod": "10m"},
