@@ -9,9 +9,10 @@
 // Decide is pure; NewJob is pure; Control carries a decision out through a
 // narrow interface (create/delete ImagePullJobs, label a revision).
 //
-// Nothing in Flotilla pulls images yet: ImagePullJobs are executed by a node
-// agent, which is later work. The jobs are created and cleaned up so that a
-// cluster that runs one (or kubectl-kruise) sees what OpenKruise would write.
+// imagepulljob-controller carries the jobs out: it writes each job's image
+// into the NodeImages of the chosen nodes (parallelism at a time) and the
+// node agent (probe-agent with ImagePullJobGate) pulls it through CRI; the
+// job's status counts what the nodes report (controllers/imagepulljob).
 package predownload
 
 import (
