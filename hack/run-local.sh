@@ -136,7 +136,7 @@ agents=()
 for node in $(kubectl get nodes -l flotilla.dev/real-node=true -o jsonpath='{.items[*].metadata.name}'); do
   sock=$(kubectl get node "$node" -o jsonpath='{.metadata.annotations.flotilla\.dev/cri-socket}')
   port=$((18100 + ${#agents[@]}))
-  setsid "$ROOT/bin/probe-agent" --kubeconfig="$(kubeconfig_for probe-agent flotilla-node "$node")" --node-name="$node" --cri-socket="unix://$sock" --feature-gates=KruiseDaemon=true \
+  setsid "$ROOT/bin/probe-agent" --kubeconfig="$(kubeconfig_for probe-agent flotilla-node "$node")" --node-name="$node" --cri-socket="unix://$sock" --feature-gates=KruiseDaemon=true,ImagePullJobGate=true \
     --metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:$port > "$LOGS/probe-agent-$node.log" 2>&1 < /dev/null &
   echo $! > "$RUN/probe-agent-$node.pid"
   wait_for "probe-agent of $node /readyz" 60 curl -sf "http://127.0.0.1:$port/readyz"

@@ -75,7 +75,7 @@ func TestInPlaceUpdateEnvFromMetadataGate(t *testing.T) {
 }
 
 // ImagePullJobGate turns the NodeImage puller on: off by default, forced off without KruiseDaemon (OpenKruise's
-// rule), and a second --feature-gates flag (deploy/components/probe-gates appends one) adds to the first.
+// rule), and a second --feature-gates flag (an overlay of the user's may append one) adds to the first.
 func TestImagePullJobGate(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
