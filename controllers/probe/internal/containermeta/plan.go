@@ -77,6 +77,8 @@ type restart struct {
 	Name string
 	// ID is the runtime's container ID (without the "<runtime>://" prefix).
 	ID string
+	// Hash is the env hash the container is to run with after the restart.
+	Hash uint64
 }
 
 // restarts decides which containers of pod to stop, from set (the
@@ -98,8 +100,8 @@ func restarts(pod *corev1.Pod, set *pub.RuntimeContainerMetaSet) []restart {
 		if cs == nil || cs.State.Running == nil || m == nil || m.ContainerID != cs.ContainerID || m.Hashes.ExtractedEnvFromMetadataHash == 0 {
 			continue
 		}
-		if m.Hashes.ExtractedEnvFromMetadataHash != containermeta.ExpectedHash(c, pod.Labels, pod.Annotations) {
-			out = append(out, restart{Name: c.Name, ID: runtimeID(cs.ContainerID)})
+		if want := containermeta.ExpectedHash(c, pod.Labels, pod.Annotations); m.Hashes.ExtractedEnvFromMetadataHash != want {
+			out = append(out, restart{Name: c.Name, ID: runtimeID(cs.ContainerID), Hash: want})
 		}
 	}
 	return out

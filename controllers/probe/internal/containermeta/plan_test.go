@@ -105,11 +105,11 @@ func TestRestarts(t *testing.T) {
 		set  *pub.RuntimeContainerMetaSet
 		want []restart
 	}{
-		{"in-place update, label changed: only the reader restarts", testPod("v2", "a1", corev1.ConditionFalse), set(entry("app", "a1", v1), side), []restart{{"app", "a1"}}},
+		{"in-place update, label changed: only the reader restarts", testPod("v2", "a1", corev1.ConditionFalse), set(entry("app", "a1", v1), side), []restart{{"app", "a1", v2}}},
 		{"no update in flight (gate True): a label changed by hand restarts nothing", testPod("v2", "a1", corev1.ConditionTrue), set(entry("app", "a1", v1), side), nil},
 		{"no condition yet", testPod("v2", "a1", ""), set(entry("app", "a1", v1), side), nil},
 		{"restarted with the new value", testPod("v2", "a2", corev1.ConditionFalse), set(entry("app", "a2", v2), side), nil},
-		{"new container started with the stale value: again", testPod("v2", "a2", corev1.ConditionFalse), set(entry("app", "a2", v1), side), []restart{{"app", "a2"}}},
+		{"new container started with the stale value: again", testPod("v2", "a2", corev1.ConditionFalse), set(entry("app", "a2", v1), side), []restart{{"app", "a2", v2}}},
 		{"entry of the old container (status moved on, meta not yet)", testPod("v2", "a2", corev1.ConditionFalse), set(entry("app", "a1", v1), side), nil},
 		{"hash not read yet", testPod("v2", "a1", corev1.ConditionFalse), set(entry("app", "a1", 0), side), nil},
 		{"container not running (stopped, not yet restarted)", exited, set(entry("app", "a1", v1), side), nil},

@@ -16,7 +16,8 @@ import (
 // annotation is written before any stop: a decision is always taken from
 // what the pod records, so an agent restarted mid-way decides the same, and
 // a stopped container is never stopped twice (stop checks it still runs; a
-// new container has a new ID and its own entry).
+// new container has a new ID and its own entry). A stop waits DefaultSettleDelay after it is first decided, for the
+// kubelet to see the new metadata before it starts the new container.
 func (w *Worker) sync(ctx context.Context, key types.NamespacedName) error {
 	pod, err := w.lister.Pods(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
@@ -42,6 +43,10 @@ func (w *Worker) sync(ctx context.Context, key types.NamespacedName) error {
 		return w.write(ctx, pod, set)
 	}
 	for _, r := range restarts(pod, old) {
+		if ok, wait := w.due(r); !ok {
+			w.Queue.AddAfter(key, wait)
+			continue
+		}
 		if err := w.stop(ctx, pod, r); err != nil {
 			return err
 		}

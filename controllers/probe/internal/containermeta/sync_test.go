@@ -16,6 +16,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/flotilla-dev/flotilla/kit/containermeta"
 	"github.com/flotilla-dev/flotilla/kit/controller"
@@ -75,23 +76,33 @@ type node struct {
 	rt      *fakeRuntime
 	pods    *podcontrol.Fake
 	factory informers.SharedInformerFactory
+	clock   *clocktesting.FakePassiveClock
+	w       *Worker
 	pod     *corev1.Pod
 }
 
 func newNode(t *testing.T, pod *corev1.Pod, rt *fakeRuntime) *node {
-	n := &node{t: t, rt: rt, pods: podcontrol.NewFake(), factory: informers.NewSharedInformerFactory(kubefake.NewClientset(), 0), pod: pod}
+	n := &node{t: t, rt: rt, pods: podcontrol.NewFake(), factory: informers.NewSharedInformerFactory(kubefake.NewClientset(), 0),
+		clock: clocktesting.NewFakePassiveClock(time.Unix(1e9, 0)), pod: pod}
+	n.restartAgent()
 	return n
 }
 
-// sync runs a fresh worker's sync once (a fresh worker each time: nothing is
-// carried in memory, as after an agent restart) and applies its pod write.
+// restartAgent replaces the worker by a new one: nothing is carried in memory.
+func (n *node) restartAgent() {
+	n.t.Helper()
+	w, err := New(Deps{KubeInformers: n.factory, Pods: n.pods, Runtime: n.rt, Recorder: record.NewFakeRecorder(10),
+		Queue: controller.QueueOptions{}, Clock: n.clock})
+	require.NoError(n.t, err)
+	n.w = w
+}
+
+// sync runs the worker's sync once and applies its pod write.
 func (n *node) sync() {
 	n.t.Helper()
-	w, err := New(Deps{KubeInformers: n.factory, Pods: n.pods, Runtime: n.rt, Recorder: record.NewFakeRecorder(10), Queue: controller.QueueOptions{}})
-	require.NoError(n.t, err)
 	require.NoError(n.t, n.factory.Core().V1().Pods().Informer().GetIndexer().Add(n.pod))
 	n.pods.ClearActions()
-	require.NoError(n.t, w.sync(context.Background(), types.NamespacedName{Namespace: "ns", Name: "p"}))
+	require.NoError(n.t, n.w.sync(context.Background(), types.NamespacedName{Namespace: "ns", Name: "p"}))
 	for _, a := range n.pods.Actions() {
 		assert.Empty(n.t, a.Subresource, "a metadata patch, not status")
 		doc, err := json.Marshal(n.pod)
@@ -104,10 +115,13 @@ func (n *node) sync() {
 	}
 }
 
+// settle lets the settle delay pass.
+func (n *node) settle() { n.clock.SetTime(n.clock.Now().Add(DefaultSettleDelay)) }
+
 func (n *node) writes() int { return len(n.pods.Actions()) }
 
 // TestSyncEnvUpdate walks one in-place update of env from metadata through
-// the worker, a fresh worker at every step (an agent restarted anywhere
+// the worker (an agent restarted before the kubelet reports the restart
 // decides the same and never stops a container twice).
 func TestSyncEnvUpdate(t *testing.T) {
 	rt := &fakeRuntime{containers: map[string]*fakeContainer{
@@ -135,9 +149,15 @@ func TestSyncEnvUpdate(t *testing.T) {
 	n.pod.Status.Conditions[0].Status = corev1.ConditionFalse
 	n.sync()
 	assert.Equal(t, 0, n.writes())
+	assert.Empty(t, rt.stopped, "the kubelet is given time to see the new label first")
+	n.settle()
+	n.sync()
 	assert.Equal(t, []string{"a1"}, rt.stopped, "only the container reading the label")
 
 	// Agent restarted before the kubelet reported anything: a1 has exited.
+	n.restartAgent()
+	n.sync()
+	n.settle()
 	n.sync()
 	assert.Equal(t, []string{"a1"}, rt.stopped, "never stopped twice")
 
@@ -169,6 +189,8 @@ func TestSyncStaleStart(t *testing.T) {
 	n.sync()
 	require.Equal(t, 1, n.writes())
 	n.sync()
+	n.settle()
+	n.sync()
 	assert.Equal(t, []string{"a2"}, rt.stopped)
 }
 
@@ -187,6 +209,8 @@ func TestSyncUnreadable(t *testing.T) {
 	rt.containers["a1"] = &fakeContainer{running: true, env: []string{"VERSION=v1"}}
 	n.sync()
 	require.Equal(t, 1, n.writes(), "read again once the runtime answers")
+	n.sync()
+	n.settle()
 	n.sync()
 	assert.Equal(t, []string{"a1"}, rt.stopped)
 }

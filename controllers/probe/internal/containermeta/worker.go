@@ -13,6 +13,7 @@ package containermeta
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
@@ -28,6 +30,12 @@ import (
 
 // Name is the worker's name in logs and the name of its queue.
 const Name = "containermeta-agent"
+
+// DefaultSettleDelay is how long a container whose env from metadata changed keeps running before it is stopped:
+// the kubelet must have seen the new labels/annotations before it starts the new container, or it starts it with
+// the old values (seen on a loaded node 0.5 s after the change) and the container needs a second restart.
+// OpenKruise's restarter waits 3 s (its rate limiter's base delay).
+const DefaultSettleDelay = 3 * time.Second
 
 // retryInterval is how soon a pod whose container env could not be read is
 // looked at again (OpenKruise: 3 s).
@@ -50,6 +58,10 @@ type Deps struct {
 	Runtime  Runtime
 	Recorder record.EventRecorder
 	Queue    controller.QueueOptions
+	// Clock is the clock of the settle delay (nil: the real clock).
+	Clock clock.PassiveClock
+	// SettleDelay overrides DefaultSettleDelay when positive.
+	SettleDelay time.Duration
 }
 
 // Worker keeps runtime-containers-meta and restarts containers for one node.
@@ -58,6 +70,12 @@ type Worker struct {
 	pods     podcontrol.PodControl
 	runtime  Runtime
 	recorder record.EventRecorder
+	clock    clock.PassiveClock
+	settle   time.Duration
+	// seen is when a restart (container ID and the hash it is to run) was first decided: it is carried out once
+	// settle has passed. Lost with the process, which only delays a restart.
+	mu   sync.Mutex
+	seen map[restart]time.Time
 	*controller.Reconciler[types.NamespacedName]
 }
 
@@ -68,7 +86,14 @@ func New(d Deps) (*Worker, error) {
 		return nil, fmt.Errorf("%s: pod informers, pod control, CRI runtime and recorder are required", Name)
 	}
 	podInf := d.KubeInformers.Core().V1().Pods()
-	w := &Worker{lister: podInf.Lister(), pods: d.Pods, runtime: d.Runtime, recorder: d.Recorder}
+	w := &Worker{lister: podInf.Lister(), pods: d.Pods, runtime: d.Runtime, recorder: d.Recorder,
+		clock: d.Clock, settle: d.SettleDelay, seen: map[restart]time.Time{}}
+	if w.clock == nil {
+		w.clock = clock.RealClock{}
+	}
+	if w.settle <= 0 {
+		w.settle = DefaultSettleDelay
+	}
 	w.Reconciler = controller.NewReconciler(Name, d.Queue, controller.QueueConfig{}, w.sync)
 	w.WaitFor(podInf.Informer().HasSynced)
 	if _, err := podInf.Informer().AddEventHandler(controller.OnEvery(func(obj any) {
@@ -79,4 +104,20 @@ func New(d Deps) (*Worker, error) {
 		return nil, fmt.Errorf("%s: add handler: %w", Name, err)
 	}
 	return w, nil
+}
+
+// due says whether r, decided now, may be carried out, or how long it must still wait (DefaultSettleDelay).
+func (w *Worker) due(r restart) (bool, time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.clock.Now()
+	first, ok := w.seen[r]
+	if !ok {
+		w.seen[r], first = now, now
+	}
+	if left := w.settle - now.Sub(first); left > 0 {
+		return false, left
+	}
+	delete(w.seen, r)
+	return true, 0
 }
