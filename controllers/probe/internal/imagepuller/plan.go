@@ -135,8 +135,9 @@ type attempts struct {
 	Retries int
 	// Deadline, if not zero: no attempt starts after it, and none runs past it.
 	Deadline time.Time
-	// SkipPresent: an image the node has counts as pulled (imagePullPolicy IfNotPresent; kruise-daemon pulls
-	// for any other value, Always or none).
+	// SkipPresent: an image the node has counts as pulled (imagePullPolicy IfNotPresent, or none: the API's
+	// documented default; kruise-daemon's code skips only on an explicit IfNotPresent, which its manager always
+	// writes).
 	SkipPresent bool
 }
 
@@ -144,7 +145,7 @@ type attempts struct {
 // activeDeadlineSeconds counts from the tag's createdAt, which the manager sets when it asks for a version, so a
 // restarted agent does not grant a pull a new deadline; without createdAt it counts from start.
 func attemptsFor(spec appsv1beta1.ImageTagSpec, start time.Time) attempts {
-	a := attempts{Timeout: defaultTimeout, Retries: defaultBackoffLimit, SkipPresent: spec.ImagePullPolicy == appsv1beta1.PullIfNotPresent}
+	a := attempts{Timeout: defaultTimeout, Retries: defaultBackoffLimit, SkipPresent: spec.ImagePullPolicy != appsv1beta1.PullAlways}
 	if pp := spec.PullPolicy; pp != nil {
 		if pp.TimeoutSeconds != nil {
 			a.Timeout = time.Duration(*pp.TimeoutSeconds) * time.Second

@@ -99,18 +99,18 @@ func TestAttempts(t *testing.T) {
 		spec appsv1beta1.ImageTagSpec
 		want attempts
 	}{
-		{"defaults", appsv1beta1.ImageTagSpec{}, attempts{Timeout: 10 * time.Minute, Retries: 3}},
+		{"defaults (imagePullPolicy IfNotPresent, as the API documents)", appsv1beta1.ImageTagSpec{}, attempts{Timeout: 10 * time.Minute, Retries: 3, SkipPresent: true}},
 		{"IfNotPresent skips a present image", appsv1beta1.ImageTagSpec{ImagePullPolicy: appsv1beta1.PullIfNotPresent},
 			attempts{Timeout: 10 * time.Minute, Retries: 3, SkipPresent: true}},
 		{"Always pulls", appsv1beta1.ImageTagSpec{ImagePullPolicy: appsv1beta1.PullAlways}, attempts{Timeout: 10 * time.Minute, Retries: 3}},
 		{"policy", appsv1beta1.ImageTagSpec{PullPolicy: &appsv1beta1.ImageTagPullPolicy{TimeoutSeconds: ptr.To(int32(30)), BackoffLimit: ptr.To(int32(0))}},
-			attempts{Timeout: 30 * time.Second, Retries: 0}},
+			attempts{Timeout: 30 * time.Second, Retries: 0, SkipPresent: true}},
 		{"negative backoffLimit is the default", appsv1beta1.ImageTagSpec{PullPolicy: &appsv1beta1.ImageTagPullPolicy{BackoffLimit: ptr.To(int32(-1))}},
-			attempts{Timeout: 10 * time.Minute, Retries: 3}},
+			attempts{Timeout: 10 * time.Minute, Retries: 3, SkipPresent: true}},
 		{"deadline from createdAt", appsv1beta1.ImageTagSpec{CreatedAt: &created, PullPolicy: &appsv1beta1.ImageTagPullPolicy{ActiveDeadlineSeconds: ptr.To(int64(60))}},
-			attempts{Timeout: 10 * time.Minute, Retries: 3, Deadline: t0.Add(10 * time.Second)}},
+			attempts{Timeout: 10 * time.Minute, Retries: 3, Deadline: t0.Add(10 * time.Second), SkipPresent: true}},
 		{"deadline from start without createdAt", appsv1beta1.ImageTagSpec{PullPolicy: &appsv1beta1.ImageTagPullPolicy{ActiveDeadlineSeconds: ptr.To(int64(60))}},
-			attempts{Timeout: 10 * time.Minute, Retries: 3, Deadline: t0.Add(time.Minute)}},
+			attempts{Timeout: 10 * time.Minute, Retries: 3, Deadline: t0.Add(time.Minute), SkipPresent: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, attemptsFor(tc.spec, t0)) })
 	}

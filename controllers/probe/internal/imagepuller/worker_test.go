@@ -212,7 +212,9 @@ func TestVersionAndPullPolicy(t *testing.T) {
 	img.Tags[0].Version, img.Tags[0].ImagePullPolicy = 2, appsv1beta1.PullAlways
 	_, err := h.client.AppsV1beta1().NodeImages().Update(context.Background(), ni, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	st = h.waitTag("r/a", "1", func(s appsv1beta1.ImageTagStatus) bool { return s.Version == 2 && s.Phase == appsv1beta1.ImagePhaseSucceeded })
+	st = h.waitTag("r/a", "1", func(s appsv1beta1.ImageTagStatus) bool {
+		return s.Version == 2 && s.Phase == appsv1beta1.ImagePhaseSucceeded
+	})
 	assert.Equal(t, "r/a@sha256:r/a:1", st.ImageID)
 	assert.Equal(t, 1, images.PullCount("r/a:1"))
 }
