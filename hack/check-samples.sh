@@ -141,15 +141,28 @@ persistentpodstate() { # the StatefulSet's annotations generated pps-sample (con
     [ "$(grep -oE 'pps-sample-[01]@zone-[0-9]+,kwok-node-[0-9]+' <<<"$recs" | wc -l)" = 2 ]
 }
 
+imagepulljob() { # the job chose the real nodes (none without one: completed at once); each real node's NodeImage
+  # carries busybox:v2 for it, or (once the node agent pulled) the job counts every node succeeded
+  local real s tagged=0 n
+  real=$(kubectl get nodes -l flotilla.dev/real-node=true -o name | wc -l)
+  s=$(jp imagepulljobs.apps.kruise.io/sample-pull '{.status.desired}/{.status.succeeded}/{.status.failed}')
+  for n in $(kubectl get nodes -l flotilla.dev/real-node=true -o 'jsonpath={.items[*].metadata.name}'); do
+    kubectl get nodeimages.apps.kruise.io "$n" -o go-template='{{range (index .spec.images "127.0.0.1:5050/flotilla/busybox").tags}}{{.tag}} {{range .ownerReferences}}{{.name}}{{end}}{{"\n"}}{{end}}' 2>/dev/null |
+      grep -qx 'v2 sample-pull' && tagged=$((tagged + 1))
+  done
+  echo "realNodes=$real desired/succeeded/failed=$s nodeImagesWithTag=$tagged"
+  [ "${s%%/*}" = "$real" ] && { [ "$tagged" = "$real" ] || [ "$s" = "$real/$real/0" ]; }
+}
+
 declare -A file_of=([cloneset]=cloneset [statefulset]=statefulset [daemonset]=daemonset [sidecarset]=sidecarset
   [pub]=pub [podprobemarker]=podprobemarker [game-server]=podprobemarker [uniteddeployment]=uniteddeployment [deletionprotection]=deletionprotection
   [resourcedistribution]=resourcedistribution [launchpriority]=launchpriority [workloadspread]=workloadspread
-  [containerrecreaterequest]=containerrecreaterequest [persistentpodstate]=persistentpodstate)
+  [containerrecreaterequest]=containerrecreaterequest [persistentpodstate]=persistentpodstate [imagepulljob]=imagepulljob)
 for f in "$ROOT"/deploy/samples/*.yaml; do
   base=$(basename "$f" .yaml)
   [ -n "${file_of[$base]:-}" ] || { echo "check-samples: no check for deploy/samples/$base.yaml" >&2; exit 1; }
 done
-for sample in cloneset statefulset daemonset sidecarset pub podprobemarker uniteddeployment deletionprotection resourcedistribution launchpriority workloadspread containerrecreaterequest persistentpodstate; do
+for sample in cloneset statefulset daemonset sidecarset pub podprobemarker uniteddeployment deletionprotection resourcedistribution launchpriority workloadspread containerrecreaterequest persistentpodstate imagepulljob; do
   deadline=$((SECONDS + secs))
   until seen=$($sample); do
     if [ $SECONDS -ge $deadline ]; then
