@@ -35,7 +35,7 @@ func TestPerFeatureInstallAndUninstall(t *testing.T) {
 	t.Run("cloneset alone", func(t *testing.T) {
 		in := all.on(t)
 		in.install("cloneset")
-		in.assertAbsent("statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "uniteddeployment", "deletionprotection", "launchpriority", "persistentpodstate", "workloadspread", "containerrecreate")
+		in.assertAbsent("statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "uniteddeployment", "deletionprotection", "launchpriority", "persistentpodstate", "workloadspread", "containerrecreate", "imagepulljob")
 		_, err := cs.Create(ctx, cloneSet("web", 2), metav1.CreateOptions{})
 		require.NoError(t, err)
 		waitCloneSet(t, in, ns, "web", "2 pods ready", func(s appsv1alpha1.CloneSetStatus) bool {
@@ -117,6 +117,7 @@ func TestPerFeatureInstallAndUninstall(t *testing.T) {
 	t.Run("workloadspread spreads a Deployment, then uninstalls", func(t *testing.T) { workloadSpread(t, all.on(t)) })
 	t.Run("persistentpodstate brings a recreated pod back to its zone, then uninstalls", func(t *testing.T) { persistentPodState(t, all.on(t)) })
 	t.Run("containerrecreate restarts a container in place, then uninstalls", func(t *testing.T) { containerRecreate(t, all.on(t)) })
+	t.Run("imagepulljob pulls on the real node, then uninstalls", func(t *testing.T) { imagePullJob(t, all.on(t)) })
 
 	t.Run("leader failover keeps the webhook answering", func(t *testing.T) {
 		in := all.on(t)
