@@ -59,7 +59,8 @@ const (
 	// templates.
 	TemplateNoDefaults featuregate.Feature = "TemplateNoDefaults"
 	// InPlaceUpdateEnvFromMetadata allows in-place updates of env vars sourced
-	// from pod labels/annotations.
+	// from pod labels/annotations: the workloads update such a change in place
+	// and probe-agent restarts the containers (forced off without KruiseDaemon).
 	InPlaceUpdateEnvFromMetadata featuregate.Feature = "InPlaceUpdateEnvFromMetadata"
 	// StatefulSetAutoDeletePVC enables persistentVolumeClaimRetentionPolicy.
 	StatefulSetAutoDeletePVC featuregate.Feature = "StatefulSetAutoDeletePVC"

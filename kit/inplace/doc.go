@@ -18,10 +18,13 @@
 // may differ; the result lists new images per container, the pod-wide
 // metadata change, and, per container, the changed labels/annotations its
 // env reads through the downward API (those containers must be restarted:
-// "update env from metadata", a node agent's job — Flotilla only records
-// it). Flotilla ships no node agent, so Refusal turns such a change down:
-// the workload recreates the pod (InPlaceIfPossible) or refuses
-// (InPlaceOnly) instead of declaring an update it cannot carry out.
+// "update env from metadata", the node agent's job — probe-agent's
+// internal/containermeta). RefusalWithAgent takes the workload's
+// InPlaceUpdateEnvFromMetadata gate: off (or Refusal), such a change is
+// turned down and the workload recreates the pod (InPlaceIfPossible) or
+// refuses (InPlaceOnly) instead of declaring an update nothing carries out;
+// on, it is applied in place and UpdateCompleted waits for the agent's
+// apps.kruise.io/runtime-containers-meta to show the restarted containers.
 //
 // # Batches
 //
@@ -35,7 +38,7 @@
 // # Usage (one pod, from a workload's update and refresh steps)
 //
 //	spec, ok := inplace.Diff(oldRev.Data.Raw, newRev.Data.Raw)
-//	if why := inplace.Refusal(spec, ok); why != "" { … }         // recreate the pod, or refuse
+//	if why := inplace.RefusalWithAgent(spec, ok, gates.Enabled(features.InPlaceUpdateEnvFromMetadata)); why != "" { … } // recreate, or refuse
 //	if inplace.HasReadinessGate(pod) {
 //		conds, changed := inplace.StartConditions(pod, now)       // write status first (+ Ready recompute)
 //	}
@@ -64,7 +67,7 @@
 // # Not here
 //
 // Vertical scaling (resources), the VolumeClaimTemplate-hash rule, image
-// pre-download, env-from-metadata completion (needs the node agent's
-// apps.kruise.io/runtime-containers-meta), the Ready condition recompute and
-// every client call belong to other packages or the workload controllers.
+// pre-download, the env hash and runtime-containers-meta JSON
+// (kit/containermeta), the Ready condition recompute and every client call
+// belong to other packages or the workload controllers.
 package inplace
