@@ -5,8 +5,10 @@ package app
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/flotilla-dev/flotilla/controllers/imagepulljob/internal/imagepulljob"
@@ -28,8 +30,19 @@ func Gates() []featuregate.Feature {
 // Binary describes imagepulljob-controller to the kit/app shell.
 func Binary() kitapp.Binary {
 	o := scope.DefaultOptions()
-	return kitapp.Binary{Name: Name, Gates: Gates(), AddFlags: func(fs *pflag.FlagSet) { addFlags(fs, &o) },
-		Setup: func(ctx context.Context, env *kitapp.Env) error { return setup(ctx, env, o) }}
+	var nodeSelector string
+	return kitapp.Binary{Name: Name, Gates: Gates(), AddFlags: func(fs *pflag.FlagSet) {
+		addFlags(fs, &o)
+		fs.StringVar(&nodeSelector, "node-selector", "",
+			"Label selector narrowing the nodes (and their NodeImages) this controller handles; empty: all. For tests that share a cluster.")
+	}, Setup: func(ctx context.Context, env *kitapp.Env) error {
+		sel, err := labels.Parse(nodeSelector)
+		if err != nil {
+			return fmt.Errorf("--node-selector: %w", err)
+		}
+		o.NodeSelector = sel
+		return setup(ctx, env, o)
+	}}
 }
 
 func addFlags(fs *pflag.FlagSet, o *scope.Options) {

@@ -118,7 +118,7 @@ func addJobTag(ni *appsv1beta1.NodeImage, job *appsv1beta1.ImagePullJob, name, t
 		changed = true
 	}
 	for _, s := range secrets {
-		if !slices.ContainsFunc(img.PullSecrets, func(r appsv1beta1.ReferenceObject) bool { return r.Namespace == s.Namespace && r.Name == s.Name }) {
+		if !hasSecret(img.PullSecrets, s) {
 			img.PullSecrets = append(img.PullSecrets, s)
 			changed = true
 		}
@@ -142,6 +142,11 @@ func addJobTag(ni *appsv1beta1.NodeImage, job *appsv1beta1.ImagePullJob, name, t
 	}
 	ni.Spec.Images[name] = img
 	return changed
+}
+
+// hasSecret: refs names s (namespace and name; the mode does not matter).
+func hasSecret(refs []appsv1beta1.ReferenceObject, s appsv1beta1.ReferenceObject) bool {
+	return slices.ContainsFunc(refs, func(r appsv1beta1.ReferenceObject) bool { return r.Namespace == s.Namespace && r.Name == s.Name })
 }
 
 // reportedVersion is the version the node last reported for the tag, -1 if none.

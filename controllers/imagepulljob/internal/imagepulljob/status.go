@@ -95,7 +95,7 @@ func jobTag(ni *appsv1beta1.NodeImage, job *appsv1beta1.ImagePullJob, name, tag 
 	}
 	synced := true
 	for _, s := range secrets {
-		if !slices.ContainsFunc(img.PullSecrets, func(r appsv1beta1.ReferenceObject) bool { return r.Namespace == s.Namespace && r.Name == s.Name }) {
+		if !hasSecret(img.PullSecrets, s) {
 			synced = false
 		}
 	}

@@ -38,6 +38,7 @@ type Controller struct {
 	niIndex    cache.Indexer
 	jobs       appslisters.ImagePullJobLister
 	opts       scope.Options
+	namespace  string // the jobs' namespace when the caches are limited to one (--namespace), else ""
 	clock      clock.PassiveClock
 	recorder   record.EventRecorder
 	written    *expectations.ResourceVersion
@@ -68,6 +69,7 @@ func NewWithOptions(d wiring.Deps, o scope.Options) (*Controller, error) {
 		niIndex:    niInf.GetIndexer(),
 		jobs:       jobInf.Lister(),
 		opts:       o,
+		namespace:  d.Namespace,
 		clock:      d.PassiveClock(),
 		recorder:   d.Recorder,
 		written:    d.ResourceVersionExpectations(),

@@ -74,7 +74,13 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 
 // jobAlive: the job exists in the cache with that UID. A job is in the cache before any tag names it: the job
 // reconciler writes tags only for jobs it read from the same cache.
+//
+// With --namespace the cache holds only that namespace's jobs: a tag of another namespace's job is kept (another
+// instance owns it).
 func (c *Controller) jobAlive(namespace, name string, uid types.UID) bool {
+	if c.namespace != "" && namespace != c.namespace {
+		return true
+	}
 	j, err := c.jobs.ImagePullJobs(namespace).Get(name)
 	return err == nil && j.UID == uid
 }
