@@ -16,6 +16,8 @@ type ImagePullJobSpec struct {
 
 // ImagePullJobTemplate holds the pull parameters shared with image-list jobs.
 // +kubebuilder:validation:XValidation:rule="!has(self.selector) || !has(self.podSelector)",message="spec.selector and spec.podSelector are mutually exclusive"
+// +kubebuilder:validation:XValidation:rule="!has(self.completionPolicy.type) || self.completionPolicy.type != 'Always' || !has(self.completionPolicy.activeDeadlineSeconds) || self.completionPolicy.activeDeadlineSeconds >= (has(self.pullPolicy) && has(self.pullPolicy.timeoutSeconds) ? self.pullPolicy.timeoutSeconds : 600)",message="spec.completionPolicy.activeDeadlineSeconds must be greater than pullPolicy.timeoutSeconds (default 600)"
+// +kubebuilder:validation:XValidation:rule="!has(self.completionPolicy.type) || self.completionPolicy.type != 'Never' || (!has(self.completionPolicy.activeDeadlineSeconds) && !has(self.completionPolicy.ttlSecondsAfterFinished))",message="spec.completionPolicy: activeDeadlineSeconds and ttlSecondsAfterFinished can only work with type Always"
 type ImagePullJobTemplate struct {
 	// PullSecrets are names of secrets in the job's namespace.
 	// +optional
@@ -72,8 +74,11 @@ type ImagePullJobPodSelector struct {
 	metav1.LabelSelector `json:",inline"`
 }
 
-// ImagePullJobNodeSelector selects nodes by name and/or labels.
+// ImagePullJobNodeSelector selects nodes by name or by labels (not both, as OpenKruise's webhook requires).
+// +kubebuilder:validation:XValidation:rule="!has(self.names) || (!has(self.matchLabels) && !has(self.matchExpressions))",message="spec.selector: names and a label selector are mutually exclusive"
 type ImagePullJobNodeSelector struct {
+	// Names of nodes, each at most once.
+	// +listType=set
 	// +optional
 	Names                []string `json:"names,omitempty"`
 	metav1.LabelSelector `json:",inline"`

@@ -36,6 +36,7 @@ func imagePullJob(t *testing.T, in *installer) {
 	job := &appsv1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Name: "pull-v2"}, Spec: appsv1alpha1.ImagePullJobSpec{Image: image}}
 	job.Spec.Selector = &appsv1alpha1.ImagePullJobNodeSelector{Names: []string{in.node}}
 	job.Spec.CompletionPolicy = appsv1alpha1.CompletionPolicy{Type: appsv1alpha1.Always, ActiveDeadlineSeconds: ptr.To[int64](150)}
+	job.Spec.PullPolicy = &appsv1alpha1.PullPolicy{TimeoutSeconds: ptr.To[int32](60)}
 	created := jobs.Create(job)
 
 	ni := nis.WaitFor(in.node, "the job's tag in the spec", func(ni *appsv1beta1.NodeImage) bool {

@@ -25,8 +25,9 @@ import (
 // ImagePullJobNodeSelectorApplyConfiguration represents a declarative configuration of the ImagePullJobNodeSelector type for use
 // with apply.
 //
-// ImagePullJobNodeSelector selects nodes by name and/or labels.
+// ImagePullJobNodeSelector selects nodes by name or by labels (not both, as OpenKruise's webhook requires).
 type ImagePullJobNodeSelectorApplyConfiguration struct {
+	// Names of nodes, each at most once.
 	Names                              []string `json:"names,omitempty"`
 	v1.LabelSelectorApplyConfiguration `json:""`
 }

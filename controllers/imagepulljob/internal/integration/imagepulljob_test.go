@@ -79,6 +79,7 @@ func TestImagePullJobDeadline(t *testing.T) {
 	h.job("late", func(j *appsv1beta1.ImagePullJob) {
 		j.Spec.Parallelism = ptr.To(intstr.FromInt32(1))
 		j.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](3)
+		j.Spec.PullPolicy = &appsv1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](1)} // the CRD wants deadline ≥ timeout
 	})
 	done := h.waitStatus("late", "failed at the deadline", func(s *appsv1beta1.ImagePullJobStatus) bool { return s.CompletionTime != nil })
 	assert.Equal(t, "job exceeds activeDeadlineSeconds", done.Status.Message)
