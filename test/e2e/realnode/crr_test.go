@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -55,18 +54,13 @@ func startCRRStack(t *testing.T) *crrStack {
 
 func (s *crrStack) startAgent() {
 	s.t.Helper()
-	s.agent = framework.Start(s.t, framework.CommandBinary(s.t, s.env, "probe", "probe-agent"),
-		"--kubeconfig="+framework.AgentKubeconfig(s.t, s.env, s.node), "--feature-gates=KruiseDaemon=true",
-		"--node-name="+s.node, "--cri-socket="+s.endpoint, "--log-format=console")
-	testenv.Eventually(s.t, time.Minute, func() (bool, error) { return s.agent.Status("/readyz") == 200 || !s.agent.Running(), nil })
-	require.True(s.t, s.agent.Running(), "probe-agent exited:\n%s", s.agent.Log())
+	s.agent = startNodeAgent(s.t, s.env, s.node, s.endpoint, "KruiseDaemon=true")
 }
 
 // killAgent kills the agent at once (SIGKILL: no clean-up of any kind).
 func (s *crrStack) killAgent() {
 	s.t.Helper()
-	require.NoError(s.t, syscall.Kill(s.agent.PID(), syscall.SIGKILL))
-	testenv.Eventually(s.t, 30*time.Second, func() (bool, error) { return !s.agent.Running(), nil })
+	killAgent(s.t, s.agent)
 }
 
 // pod creates a pod on the real node with containers app and sidecar; app's preStop appends its container's

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -55,17 +54,7 @@ func startPullStack(t *testing.T) *pullStack {
 
 func (s *pullStack) startAgent() {
 	s.t.Helper()
-	s.agent = framework.Start(s.t, framework.CommandBinary(s.t, s.env, "probe", "probe-agent"),
-		"--kubeconfig="+framework.AgentKubeconfig(s.t, s.env, s.node), "--feature-gates=KruiseDaemon=true,ImagePullJobGate=true",
-		"--node-name="+s.node, "--cri-socket="+s.endpoint, "--log-format=console")
-	testenv.Eventually(s.t, time.Minute, func() (bool, error) { return s.agent.Status("/readyz") == 200 || !s.agent.Running(), nil })
-	require.True(s.t, s.agent.Running(), "probe-agent exited:\n%s", s.agent.Log())
-}
-
-func (s *pullStack) killAgent() {
-	s.t.Helper()
-	require.NoError(s.t, syscall.Kill(s.agent.PID(), syscall.SIGKILL))
-	testenv.Eventually(s.t, 30*time.Second, func() (bool, error) { return !s.agent.Running(), nil })
+	s.agent = startNodeAgent(s.t, s.env, s.node, s.endpoint, "KruiseDaemon=true,ImagePullJobGate=true")
 }
 
 // setImage puts image (name without tag) with spec into the node's NodeImage (created if there is none) and
@@ -215,7 +204,7 @@ func TestNodeImagePullCrashOnRealNode(t *testing.T) {
 	front.Hold()
 	s.setImage(name, appsv1beta1.ImageSpec{Tags: []appsv1beta1.ImageTagSpec{tagSpec(tag, 1)}})
 	s.waitTag(name, tag, tagPhase(appsv1beta1.ImagePhasePulling))
-	s.killAgent()
+	killAgent(t, s.agent)
 	img, err := cri.Present(ctx, s.images, name+":"+tag)
 	require.NoError(t, err)
 	require.Nil(t, img, "the held pull cannot have finished")
