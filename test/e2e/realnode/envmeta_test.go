@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,23 +61,29 @@ spec:
 // updated in place (UID and IP kept), the agent restarts app only (new containerID, restartCount 1; side
 // untouched), app runs with VERSION=v2 (kubectl exec), and the CloneSet never counts the pod updated and ready
 // before app's restart.
-func TestEnvFromMetadataInPlaceOnRealNode(t *testing.T) {
+func TestEnvFromMetadataInPlaceOnRealNode(t *testing.T) { envFromMetadataOnRealNode(t, false) }
+
+// TestEnvFromMetadataAgentKilledOnRealNode: the same, with probe-agent killed (SIGKILL) once the pod shows the new
+// label and the update in flight — after it decided the restart, before the stop (it waits for the kubelet to see
+// the label) — and started again: the container is still restarted exactly once.
+func TestEnvFromMetadataAgentKilledOnRealNode(t *testing.T) { envFromMetadataOnRealNode(t, true) }
+
+func envFromMetadataOnRealNode(t *testing.T, killMidway bool) {
 	env := testenv.Get(t)
 	node, registry, endpoint := probeNode(t, env)
 	ns := env.Namespace(t)
 	ctx := context.Background()
 	client := versioned.NewForConfigOrDie(env.Config)
 	framework.StartScoped(t, env, "cloneset", ns, "--feature-gates=KruiseDaemon=true")
-	agent := framework.Start(t, framework.CommandBinary(t, env, "probe", "probe-agent"),
-		"--kubeconfig="+framework.AgentKubeconfig(t, env, node), "--feature-gates=KruiseDaemon=true",
-		"--node-name="+node, "--cri-socket="+endpoint, "--log-format=console")
-	testenv.Eventually(t, time.Minute, func() (bool, error) { return agent.Status("/readyz") == 200 || !agent.Running(), nil })
-	require.True(t, agent.Running(), "probe-agent exited:\n%s", agent.Log())
-	defer func() {
-		if t.Failed() {
-			t.Logf("probe-agent log:\n%s", agent.Log())
-		}
-	}()
+	var agent *framework.Process
+	startAgent := func() {
+		agent = framework.Start(t, framework.CommandBinary(t, env, "probe", "probe-agent"),
+			"--kubeconfig="+framework.AgentKubeconfig(t, env, node), "--feature-gates=KruiseDaemon=true",
+			"--node-name="+node, "--cri-socket="+endpoint, "--log-format=console")
+		testenv.Eventually(t, time.Minute, func() (bool, error) { return agent.Status("/readyz") == 200 || !agent.Running(), nil })
+		require.True(t, agent.Running(), "probe-agent exited:\n%s", agent.Log())
+	}
+	startAgent()
 
 	_, err := client.AppsV1alpha1().CloneSets(ns).Create(ctx, envMetaCloneSet(t, registry, false), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -100,6 +107,21 @@ func TestEnvFromMetadataInPlaceOnRealNode(t *testing.T) {
 		[]byte(`{"spec":{"template":{"metadata":{"labels":{"version":"v2"}}}}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	start := time.Now()
+	if killMidway {
+		testenv.Eventually(t, time.Minute, func() (bool, error) {
+			p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, before.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return p.Labels["version"] == "v2" && testenv.ConditionStatus(p, inPlaceReady) == corev1.ConditionFalse, nil
+		})
+		require.NoError(t, syscall.Kill(agent.PID(), syscall.SIGKILL))
+		testenv.Eventually(t, 30*time.Second, func() (bool, error) { return !agent.Running(), nil })
+		p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, before.Name, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, oldApp.ContainerID, containerByName(p, "app").ContainerID, "killed before the stop (it waits 3 s)")
+		startAgent()
+	}
 	// Polled invariant: whenever the CloneSet counts the pod updated and ready at the new revision, the pod read
 	// after that status already runs a new app container.
 	testenv.Eventually(t, 2*time.Minute, func() (bool, error) {
