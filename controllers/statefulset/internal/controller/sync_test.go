@@ -133,6 +133,19 @@ func TestSyncRollOut(t *testing.T) {
 				assert.True(t, kitcontroller.IsPermanent(f.err), "permanent, not retried: %v", f.err)
 				assert.True(t, f.event("Warning FailedUpdatePodInPlace"), "events: %v", f.events)
 			}},
+		{name: "KruiseDaemon (so InPlaceUpdateEnvFromMetadata): InPlaceOnly applies an annotation read by container env in place",
+			opts:   []setOpt{inPlaceGate, envReadsAnnotation, podUpdatePolicy(appsv1beta1.InPlaceOnlyPodUpdateStrategyType)},
+			change: func(t *corev1.PodTemplateSpec) { t.Annotations["cfg"] = "v2" },
+			setup:  func(f fx) { f.gates = map[featuregate.Feature]bool{features.KruiseDaemon: true} },
+			want:   []string{"inplace web-3", "status web-3"},
+			check: func(t *testing.T, f fx) {
+				require.NoError(t, f.err)
+				p, err := f.kube.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), "ns", "web-3")
+				require.NoError(t, err)
+				pod := p.(*corev1.Pod)
+				assert.Equal(t, "v2", pod.Annotations["cfg"])
+				assert.Contains(t, pod.Annotations[pub.InPlaceUpdateStateKey], `"updateEnvFromMetadata":true`)
+			}},
 		{name: "InPlaceIfPossible: an annotation no env reads is applied in place",
 			opts:   []setOpt{inPlaceGate, envReadsAnnotation, podUpdatePolicy(appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType)},
 			change: func(t *corev1.PodTemplateSpec) { t.Annotations["other"] = "x" },
