@@ -27,12 +27,7 @@ func TestImagePullJobOnRealNode(t *testing.T) {
 	s := startPullStack(t)
 	ctx := context.Background()
 	ns := s.env.Namespace(t)
-	// Runs after the controller stopped: the NodeImage it created for the real node goes too.
-	t.Cleanup(func() {
-		_ = s.client.AppsV1beta1().NodeImages().Delete(context.Background(), s.node, metav1.DeleteOptions{})
-	})
-	framework.StartScoped(t, s.env, "imagepulljob", ns, "--feature-gates=KruiseDaemon=true", "--nodeimage-creation-delay=0s",
-		"--node-selector="+realNodeLabel+"=true")
+	s.startImagePullJobController(ns)
 
 	const tag = "pulltest-job"
 	image := pullTestImage(t, s.registry, tag)
@@ -89,4 +84,16 @@ func (s *pullStack) pullJob(ns, name, image string, secrets ...string) *appsv1be
 	})
 	s.t.Logf("ImagePullJob %s (%s) completed in %v: %s", name, image, time.Since(start).Round(time.Millisecond), got.Status.Message)
 	return got
+}
+
+// startImagePullJobController runs imagepulljob-controller scoped to ns and, by --node-selector, to the real node
+// (so it never touches the shared cluster's other NodeImages); the NodeImage it creates for the real node is deleted
+// after it stopped.
+func (s *pullStack) startImagePullJobController(ns string) {
+	s.t.Helper()
+	s.t.Cleanup(func() {
+		_ = s.client.AppsV1beta1().NodeImages().Delete(context.Background(), s.node, metav1.DeleteOptions{})
+	})
+	framework.StartScoped(s.t, s.env, "imagepulljob", ns, "--feature-gates=KruiseDaemon=true", "--nodeimage-creation-delay=0s",
+		"--node-selector="+realNodeLabel+"=true")
 }

@@ -28,11 +28,7 @@ func TestCloneSetPreDownloadOnRealNode(t *testing.T) {
 	s := startPullStack(t)
 	ctx := context.Background()
 	ns := s.env.Namespace(t)
-	t.Cleanup(func() {
-		_ = s.client.AppsV1beta1().NodeImages().Delete(context.Background(), s.node, metav1.DeleteOptions{})
-	})
-	framework.StartScoped(t, s.env, "imagepulljob", ns, "--feature-gates=KruiseDaemon=true", "--nodeimage-creation-delay=0s",
-		"--node-selector="+realNodeLabel+"=true")
+	s.startImagePullJobController(ns)
 	framework.StartScoped(t, s.env, "cloneset", ns, "--feature-gates=KruiseDaemon=true,PreDownloadImageForInPlaceUpdate=true")
 	newImage := pullTestImage(t, s.registry, "predownload")
 	removeFromNode(t, s.images, newImage)
