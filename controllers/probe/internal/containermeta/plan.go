@@ -14,9 +14,12 @@ import (
 // carrying the InPlaceUpdateReady readiness gate (a workload that updates it
 // in place owns it — OpenKruise: pods of its workloads) and reading some
 // label or annotation into a container's env (no other pod can need a
-// restart for its metadata, so no other pod gets the annotation).
+// restart for its metadata, so no other pod gets the annotation), with
+// restartPolicy Always ("" is the API server's default): under OnFailure or
+// Never a stopped container would not come back, and the pod would end.
 func inScope(pod *corev1.Pod) bool {
-	return pod.DeletionTimestamp == nil && inplace.HasReadinessGate(pod) && containermeta.ReadsMetadata(pod)
+	always := pod.Spec.RestartPolicy == "" || pod.Spec.RestartPolicy == corev1.RestartPolicyAlways
+	return pod.DeletionTimestamp == nil && always && inplace.HasReadinessGate(pod) && containermeta.ReadsMetadata(pod)
 }
 
 // observed is what the runtime says about one container the set has no

@@ -57,6 +57,9 @@ func TestInScope(t *testing.T) {
 	noRefs := testPod("v1", "a1", "")
 	noRefs.Spec.Containers = []corev1.Container{sideC}
 	assert.False(t, inScope(noRefs), "no env reads metadata")
+	onFailure := testPod("v1", "a1", "")
+	onFailure.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	assert.False(t, inScope(onFailure), "a stopped container would not come back")
 	deleting := testPod("v1", "a1", "")
 	deleting.DeletionTimestamp = &metav1.Time{}
 	assert.False(t, inScope(deleting))

@@ -214,3 +214,22 @@ func TestSyncUnreadable(t *testing.T) {
 	n.sync()
 	assert.Equal(t, []string{"a1"}, rt.stopped)
 }
+
+// TestDueForgetsDroppedRestarts: a restart decided and then no longer wanted is forgotten, so a later decision for the
+// same container waits the full delay again.
+func TestDueForgetsDroppedRestarts(t *testing.T) {
+	n := newNode(t, testPod("v2", "a1", corev1.ConditionFalse), &fakeRuntime{})
+	r := restart{Name: "app", ID: "a1", Hash: 1}
+	ok, wait := n.w.due(r)
+	assert.False(t, ok)
+	assert.Equal(t, DefaultSettleDelay, wait)
+	n.clock.SetTime(n.clock.Now().Add(11 * DefaultSettleDelay))
+	ok, wait = n.w.due(restart{Name: "other", ID: "b1", Hash: 2})
+	assert.False(t, ok)
+	assert.Equal(t, DefaultSettleDelay, wait)
+	assert.NotContains(t, n.w.seen, r, "forgotten")
+	n.settle()
+	ok, _ = n.w.due(restart{Name: "other", ID: "b1", Hash: 2})
+	assert.True(t, ok)
+	assert.Empty(t, n.w.seen)
+}

@@ -111,6 +111,12 @@ func (w *Worker) due(r restart) (bool, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := w.clock.Now()
+	for old, at := range w.seen {
+		// A restart decided long ago and never due again was dropped (the pod went, the label came back).
+		if now.Sub(at) > 10*w.settle {
+			delete(w.seen, old)
+		}
+	}
 	first, ok := w.seen[r]
 	if !ok {
 		w.seen[r], first = now, now
