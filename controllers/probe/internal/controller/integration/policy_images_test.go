@@ -22,7 +22,9 @@ func TestAgentWritesOnlyItsNodesNodeImage(t *testing.T) {
 	for _, n := range nodes {
 		_, err := h.Client.AppsV1beta1().NodeImages().Create(context.Background(), &appsv1beta1.NodeImage{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = h.Client.AppsV1beta1().NodeImages().Delete(context.Background(), n, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = h.Client.AppsV1beta1().NodeImages().Delete(context.Background(), n, metav1.DeleteOptions{})
+		})
 	}
 	const agent = "system:serviceaccount:flotilla-node:probe-agent"
 	write := func(cfg *rest.Config, node string) error {
