@@ -23,9 +23,10 @@ const (
 	PodWebhook featuregate.Feature = "PodWebhook"
 	// KruiseDaemon says a node agent implementing kruise-daemon's contract
 	// (image pre-pull, container restarts for env-from-metadata, probing) runs
-	// in the cluster. Flotilla does not ship one, so it defaults to false
-	// (OpenKruise: true) and the features that need one are off unless an
-	// operator who runs such an agent turns it on; see DependencyRules.
+	// in the cluster. Flotilla's (probe-agent) is installed on its own and a
+	// binary cannot tell whether it runs, so it defaults to false (OpenKruise:
+	// true) and the features that need it are off unless turned on where the
+	// agent runs; see DependencyRules.
 	KruiseDaemon featuregate.Feature = "KruiseDaemon"
 	// CloneSetShortHash makes CloneSet write only the short hash into the pod
 	// label controller-revision-hash.
@@ -172,7 +173,8 @@ type Rule struct {
 //   - KruiseDaemon=false ⇒ PreDownloadImageForInPlaceUpdate,
 //     PreDownloadImageForDaemonSetUpdate, InPlaceUpdateEnvFromMetadata,
 //     PodProbeMarkerGate, SidecarTerminator, ImagePullJobGate are off (they need a node agent;
-//     Flotilla ships none, so KruiseDaemon defaults to false).
+//     Flotilla's, probe-agent, is installed on its own, and a binary cannot tell whether it
+//     runs, so KruiseDaemon defaults to false and is turned on where the agent is).
 //
 // Dropped, because Flotilla has no component they would affect:
 // DaemonWatchingPod, EnhancedLivenessProbe, and "either PreDownload gate ⇒

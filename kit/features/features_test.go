@@ -55,7 +55,7 @@ func TestFeatureGatesFlag(t *testing.T) {
 
 func TestDefaultsMatchReference(t *testing.T) {
 	// KruiseDaemon is the one deliberate difference: true in OpenKruise,
-	// false here because Flotilla ships no node agent (see its doc).
+	// false here because the node agent is installed on its own (see its doc).
 	on := []featuregate.Feature{PodWebhook, PodUnavailableBudgetDeleteGate, InPlaceUpdateEnvFromMetadata,
 		StatefulSetAutoDeletePVC, PodProbeMarkerGate, PodIndexLabel, WorkloadSpread}
 	for _, f := range Known() {
@@ -105,7 +105,7 @@ func TestResolve(t *testing.T) {
 		assert.Empty(t, forced)
 		assert.True(t, g.Enabled(InPlaceUpdateEnvFromMetadata))
 	})
-	t.Run("defaults: no node agent, so its features are off", func(t *testing.T) {
+	t.Run("defaults: no node agent known, so its features are off", func(t *testing.T) {
 		g := MustNewGate(Known()...)
 		forced, err := Resolve(g)
 		require.NoError(t, err)
