@@ -20,3 +20,18 @@ func TestContainer(t *testing.T) {
 		}
 	}
 }
+
+func TestContainerStatus(t *testing.T) {
+	pod := &corev1.Pod{Status: corev1.PodStatus{
+		InitContainerStatuses: []corev1.ContainerStatus{{Name: "init"}},
+		ContainerStatuses:     []corev1.ContainerStatus{{Name: "a", ContainerID: "c://a"}, {Name: "b", ContainerID: "c://b"}},
+	}}
+	if cs := ContainerStatus(pod, "b"); cs == nil || cs.ContainerID != "c://b" || cs != &pod.Status.ContainerStatuses[1] {
+		t.Errorf("ContainerStatus(b) = %v, want the pod's second container status", cs)
+	}
+	for _, name := range []string{"init", "missing", ""} {
+		if cs := ContainerStatus(pod, name); cs != nil {
+			t.Errorf("ContainerStatus(%q) = %v, want nil (status.containerStatuses only)", name, cs)
+		}
+	}
+}

@@ -53,6 +53,18 @@ func Container(pod *corev1.Pod, name string) *corev1.Container {
 	return nil
 }
 
+// ContainerStatus returns the status of the pod's container called name
+// (status.containerStatuses), or nil. The result points into the pod; do
+// not modify it.
+func ContainerStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == name {
+			return &pod.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
 // IsReady reports whether the pod's Ready condition is True. The phase is
 // not looked at; see IsRunningAndReady.
 func IsReady(pod *corev1.Pod) bool {

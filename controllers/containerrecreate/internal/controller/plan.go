@@ -9,6 +9,7 @@ import (
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
+	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
 
 // responseTimeout is how long a stamped request may stay without a phase (no node agent took it up) before it
@@ -87,7 +88,7 @@ func stampContainer(c *appsv1alpha1.ContainerRecreateRequestContainer, pod *core
 	if pc == nil {
 		return fmt.Sprintf("container %s not found in Pod", c.Name)
 	}
-	st := containerStatus(pod, c.Name)
+	st := podutil.ContainerStatus(pod, c.Name)
 	if st == nil {
 		return fmt.Sprintf("not found %s containerStatus in Pod Status", c.Name)
 	}
@@ -148,7 +149,7 @@ func ttlLeft(crr *appsv1alpha1.ContainerRecreateRequest, now time.Time) (time.Du
 func syncedStatuses(crr *appsv1alpha1.ContainerRecreateRequest, pod *corev1.Pod) string {
 	out := make([]appsv1alpha1.ContainerRecreateRequestSyncContainerStatus, 0, len(crr.Spec.Containers))
 	for _, c := range crr.Spec.Containers {
-		st := containerStatus(pod, c.Name)
+		st := podutil.ContainerStatus(pod, c.Name)
 		if st == nil || st.State.Running == nil || st.State.Running.StartedAt.Before(&crr.CreationTimestamp) {
 			continue
 		}
@@ -171,15 +172,6 @@ func podContainer(pod *corev1.Pod, name string) *corev1.Container {
 	for i := range pod.Spec.Containers {
 		if pod.Spec.Containers[i].Name == name {
 			return &pod.Spec.Containers[i]
-		}
-	}
-	return nil
-}
-
-func containerStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
-	for i := range pod.Status.ContainerStatuses {
-		if pod.Status.ContainerStatuses[i].Name == name {
-			return &pod.Status.ContainerStatuses[i]
 		}
 	}
 	return nil

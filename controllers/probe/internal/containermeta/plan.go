@@ -8,6 +8,7 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/kit/containermeta"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
+	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
 
 // inScope reports whether the worker looks after pod: not being deleted,
@@ -98,7 +99,7 @@ func restarts(pod *corev1.Pod, set *pub.RuntimeContainerMetaSet) []restart {
 	var out []restart
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		cs := status(pod, c.Name)
+		cs := podutil.ContainerStatus(pod, c.Name)
 		m := containermeta.Find(set, c.Name)
 		if cs == nil || cs.State.Running == nil || m == nil || m.ContainerID != cs.ContainerID || m.Hashes.ExtractedEnvFromMetadataHash == 0 {
 			continue
@@ -125,15 +126,6 @@ func byID(set *pub.RuntimeContainerMetaSet, id string) *pub.RuntimeContainerMeta
 	for i := range set.Containers {
 		if set.Containers[i].ContainerID == id {
 			return &set.Containers[i]
-		}
-	}
-	return nil
-}
-
-func status(pod *corev1.Pod, name string) *corev1.ContainerStatus {
-	for i := range pod.Status.ContainerStatuses {
-		if pod.Status.ContainerStatuses[i].Name == name {
-			return &pod.Status.ContainerStatuses[i]
 		}
 	}
 	return nil
