@@ -61,6 +61,14 @@ type observed struct {
 }
 
 func (c *Controller) gather(ctx context.Context, key types.NamespacedName, job *appsv1alpha1.BroadcastJob) (observed, error) {
+	// Expectations first, pods second (as the DaemonSet controller): the informer stores a pod before its handler
+	// runs, so a created pod that reached the cache between a read of the pods and a look at the expectations
+	// would be in neither, and its node would get a second pod.
+	var g observed
+	g.inFlight, g.expiresIn = c.creates.Pending(key, job.UID, func(name string) bool {
+		_, exists, err := c.Pods.GetByKey(job.Namespace + "/" + name)
+		return err == nil && exists
+	})
 	pods, err := c.OwnedPods(job)
 	if err != nil {
 		return observed{}, fmt.Errorf("BroadcastJob %s: %w", key, err)
@@ -71,14 +79,9 @@ func (c *Controller) gather(ctx context.Context, key types.NamespacedName, job *
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 
-	var g observed
 	logger := klog.FromContext(ctx)
 	g.tally = tallyPods(pods, job.Spec.FailurePolicy.RestartLimit)
 	g.place = place(logger, newEligibility(logger, &job.Spec.Template.Spec), nodes, g.tally.byNode)
-	g.inFlight, g.expiresIn = c.creates.Pending(key, job.UID, func(name string) bool {
-		_, exists, err := c.Pods.GetByKey(job.Namespace + "/" + name)
-		return err == nil && exists
-	})
 	g.parallelism, _ = resolveParallelism(job.Spec.Parallelism, len(g.place.desired)) // an invalid value fails validate
 	return g, nil
 }

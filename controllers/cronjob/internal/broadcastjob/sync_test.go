@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -167,6 +168,46 @@ func TestSyncOnePodPerEligibleNodeAndNoDuplicateOnStaleCache(t *testing.T) {
 	actions, err = f.sync()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"create pods", "create pods"}, verbs(actions))
+}
+
+// arrivingPods is a pod cache into which the created pods arrive at the first look-up by key: the moment the
+// informer stores them can fall between any two reads of one sync.
+type arrivingPods struct {
+	cache.Indexer
+	arrive func()
+}
+
+func (a *arrivingPods) GetByKey(key string) (any, bool, error) {
+	if a.arrive != nil {
+		a.arrive()
+		a.arrive = nil
+	}
+	return a.Indexer.GetByKey(key)
+}
+
+// A created pod that reaches the cache in the middle of a sync is seen either as in flight or as the node's pod,
+// never as neither (which would give its node a second pod).
+func TestSyncPodArrivingMidSyncGetsNoTwin(t *testing.T) {
+	f := newFixture(t, testJob(), node("n1", nil), node("n2", nil))
+	actions, err := f.sync()
+	require.NoError(t, err)
+	require.Equal(t, []string{"create pods", "create pods", "update broadcastjobs/status"}, verbs(actions))
+	f.setJob(actions[2].(k8stesting.UpdateAction).GetObject().(*appsv1alpha1.BroadcastJob))
+
+	real := f.c.Pods
+	created, err := f.kube.CoreV1().Pods(f.job.Namespace).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, created.Items, 2)
+	f.kube.ClearActions()
+	f.c.Pods = &arrivingPods{Indexer: real, arrive: func() {
+		for i := range created.Items {
+			require.NoError(t, real.Add(&created.Items[i]))
+		}
+	}}
+	defer func() { f.c.Pods = real }()
+	actions, err = f.sync()
+	require.NoError(t, err)
+	assert.NotContains(t, verbs(actions), "create pods")
 }
 
 func TestSyncParallelismAndCompletion(t *testing.T) {

@@ -43,6 +43,9 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if w == nil {
 		return c.reportUnsupported(ctx, ud, kind)
 	}
+	// Expectations before the subset list: a created subset stored by the informer between the two reads would
+	// otherwise be in neither, and be created twice.
+	pending, pendingWait := c.creates.Pending(key, ud.UID, func(name string) bool { return w.cached(ud.Namespace, name) })
 	all, err := c.allSubsets(ud)
 	if err != nil || c.ownWritesPending(key, ud, all) {
 		return err
@@ -65,7 +68,6 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		return kitcontroller.Permanent(err)
 	}
 
-	pending, pendingWait := c.creates.Pending(key, ud.UID, func(name string) bool { return w.cached(ud.Namespace, name) })
 	res := c.syncSubsets(ctx, ud, w, subsets, plan, revs.update, pending)
 
 	st := CalculateStatus(ud, c.statusInput(ud, subsets, plan, revs, res))
