@@ -79,3 +79,37 @@ func TestSeedExample(t *testing.T) {
 		return a != nil && a.MissingReplicas == 0 && a.Replicas >= 2
 	})
 }
+
+// The seed example's other variant (002#17 with `apps.kruise.io/v1alpha1`,
+// `CloneSet`, `maxReplicas: 10`) applied unchanged: of 12 pods of the
+// CloneSet (created by the test as its controller would; it does not run
+// here), subset-a in zone-a takes 10, subset-b in zone-b the other 2; the
+// status counts them and the deletion costs the CloneSet controller honours
+// put subset-b's pods first in a scale-in.
+func TestSeedExampleCloneSet(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	var ws appsv1alpha1.WorkloadSpread
+	require.NoError(t, yaml.UnmarshalStrict([]byte(seeds.Repaired["002#17-repaired-cloneset"]), &ws))
+	require.Equal(t, "CloneSet", ws.Spec.TargetReference.Kind)
+	h.Env.KwokNodes(t, h.NS, 1, map[string]string{corev1.LabelTopologyZone: "zone-a"})
+	h.Env.KwokNodes(t, h.NS, 1, map[string]string{corev1.LabelTopologyZone: "zone-b"})
+	cs := h.cloneSet(ws.Spec.TargetReference.Name, 12)
+	h.spreads.Create(&ws)
+	h.waitInScope(ws.Name)
+
+	ctx := context.Background()
+	for range 12 {
+		p := ownedPod(cs, "") // generateName, as the CloneSet controller names its pods
+		p.Spec.Tolerations = []corev1.Toleration{testenv.TestNodeToleration()}
+		p.Spec.NodeSelector = map[string]string{testenv.TestNodeLabel: h.NS}
+		_, err := h.Env.Kube.CoreV1().Pods(h.NS).Create(ctx, p, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	sel := "app=" + cs.Name
+	pods := h.WaitPods(func() []corev1.Pod { return h.Pods(sel) }, "12 pods running", func(ps []corev1.Pod) bool { return len(ps) == 12 && lab.RunningReady(ps) })
+	assert.Equal(t, map[string]int{"subset-a": 10, "subset-b": 2}, h.checkPlaced(ws.Name, pods, map[string]string{"subset-a": "zone-a", "subset-b": "zone-b"}))
+	h.waitCounts(ws.Name, map[string]int32{"subset-a": 10, "subset-b": 2}, map[string]int32{"subset-a": 0, "subset-b": -1})
+	h.WaitPods(func() []corev1.Pod { return h.Pods(sel) }, "deletion costs: subset-a 200, subset-b 100",
+		costsBySubset(map[string]string{"subset-a": "200", "subset-b": "100"}))
+}
