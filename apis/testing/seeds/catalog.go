@@ -17,7 +17,7 @@ var Skipped = map[string]string{
 	"002#2":  "core/v1 Pod showing probe results; not a kind of this API",
 	"002#6":  "core/v1 Pod showing injected annotations; not a kind of this API",
 	"002#11": "CRD subresources snippet of a user's own workload, not an object",
-	"002#17": "not valid YAML: documentation pseudo-syntax (`apps/v1 | apps.kruise.io/v1alpha1`, `Deployment | CloneSet`, `10 | 30%`); a repaired copy is tested as 002#17-repaired",
+	"002#17": "not valid YAML: documentation pseudo-syntax (`apps/v1 | apps.kruise.io/v1alpha1`, `Deployment | CloneSet`, `10 | 30%`); repaired copies are tested as 002#17-repaired (Deployment, 30%) and 002#17-repaired-cloneset (CloneSet, 10)",
 	"002#23": "core/v1 Pod showing a revision label; not a kind of this API",
 }
 
@@ -141,8 +141,10 @@ metadata:
   annotations:
     apps.kruise.io/image-predownload-parallelism: "5"
 `},
-	// PersistentPodState (and 004#1, its fenced copy): persistentpodstate integration TestRecreatedPodKeepsTopology
-	// (zone required, host preferred, on kwok nodes labelled with zones and hostnames).
+	// PersistentPodState (and 004#1, its fenced copy): persistentpodstate integration TestSeedExample (004#1 and
+	// 004#2 from the seed text, "[,other node labels]" resolved to no other label: generated from the annotations
+	// equal to this spec, pods recorded, a recreated pod's zone required and host preferred with weight 100, on kwok
+	// nodes labelled with failure-domain.beta.kubernetes.io/zone and hostnames) and TestRecreatedPodKeepsTopology.
 	"002#8": {YAML: `apiVersion: apps.kruise.io/v1alpha1
 kind: PersistentPodState
 metadata:
@@ -163,7 +165,8 @@ spec:
     weight: 100
 `},
 	// The PersistentPodState they ask for is generated: persistentpodstate integration
-	// TestAutoGenerateAdvancedStatefulSet (these very values).
+	// TestAutoGenerateAdvancedStatefulSet (these very values, keys taken literally) and TestSeedExample (004#2, the
+	// fenced copy, placeholder resolved, on a StatefulSet of apps.kruise.io/v1alpha1 as written).
 	"002#9": {YAML: `apiVersion: apps.kruise.io/v1alpha1
 kind: StatefulSet
 metadata:
@@ -342,6 +345,9 @@ var Repaired = map[string]string{
 	// integration TestDeploymentSpreadAndScaleIn (subsets by zone, maxReplicas, the elastic subset emptied first on
 	// scale-in) and TestSeedExample; the sample deploy/samples/workloadspread.yaml.
 	"002#17-repaired": seedWorkloadSpread,
+	// 002#17, the other choice of each (a CloneSet, 10). Behaviour: workloadspread integration
+	// TestSeedExampleCloneSet (at most 10 in subset-a, the rest in subset-b, subset-b's pods deleted first).
+	"002#17-repaired-cloneset": seedWorkloadSpreadCloneSet,
 	"000#5-repaired": `apiVersion: apps.kruise.io/v1alpha1
 kind: SidecarSet
 spec:
@@ -415,6 +421,34 @@ spec:
         values:
         - zone-a
     maxReplicas: 30%
+  - name: subset-b
+    requiredNodeSelectorTerm:
+      matchExpressions:
+      - key: topology.kubernetes.io/zone
+        operator: In
+        values:
+        - zone-b
+`
+
+// seedWorkloadSpreadCloneSet is 002#17 with the other choices (apps.kruise.io/v1alpha1 CloneSet, maxReplicas 10).
+const seedWorkloadSpreadCloneSet = `apiVersion: apps.kruise.io/v1alpha1
+kind: WorkloadSpread
+metadata:
+  name: workloadspread-demo
+spec:
+  targetRef:
+    apiVersion: apps.kruise.io/v1alpha1
+    kind: CloneSet
+    name: workload-xxx
+  subsets:
+  - name: subset-a
+    requiredNodeSelectorTerm:
+      matchExpressions:
+      - key: topology.kubernetes.io/zone
+        operator: In
+        values:
+        - zone-a
+    maxReplicas: 10
   - name: subset-b
     requiredNodeSelectorTerm:
       matchExpressions:
