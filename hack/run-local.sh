@@ -65,7 +65,10 @@ fi
 # sidecarset and daemonset also serve their CRDs' conversion, but the CRDs' stanza is the cluster's conversion
 # endpoint's (above): --webhook-external-crd-conversion, so that they never re-point it at themselves.
 extra_args() { case $1 in sidecarset) echo "--webhook-host=127.0.0.1 --webhook-port=19443 --webhook-external-crd-conversion $webhook_auth" ;;
-  daemonset) echo "--webhook-host=127.0.0.1 --webhook-port=19445 --webhook-external-crd-conversion $webhook_auth" ;;
+  # KruiseDaemon for the workloads, as deploy/components/node-agent-gates in overlays/all: the agents below run on
+  # the real nodes (pods on kwok nodes, which no agent records, are recreated for env-from-metadata changes).
+  daemonset) echo "--webhook-host=127.0.0.1 --webhook-port=19445 --webhook-external-crd-conversion $webhook_auth --feature-gates=KruiseDaemon=true" ;;
+  cloneset|statefulset) echo "--feature-gates=KruiseDaemon=true" ;;
   pub) echo "--webhook-host=127.0.0.1 --webhook-port=19444 $webhook_auth" ;;
   launchpriority) echo "--webhook-host=127.0.0.1 --webhook-port=19452 $webhook_auth" ;;
   workloadspread) echo "--webhook-host=127.0.0.1 --webhook-port=19454 $webhook_auth" ;;

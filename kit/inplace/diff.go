@@ -5,8 +5,10 @@ import (
 	"maps"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/kit/containermeta"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
@@ -61,6 +63,10 @@ const (
 	// fieldRef metadata.labels/annotations.
 	NotInPlaceEnvFromMetadata = "the change alters labels/annotations that container env reads " +
 		"(fieldRef metadata.labels/annotations), and no node agent restarts containers for that"
+	// NotInPlaceNoAgentRecord: the workload's gate is on, but no node agent
+	// has recorded the pod's containers.
+	NotInPlaceNoAgentRecord = "the change alters labels/annotations that container env reads, and no node agent " +
+		"has recorded this pod's containers (annotation " + pub.RuntimeContainerMetaKey + "), so none would restart them"
 )
 
 // Refusal says why spec (the result of Diff, with ok) cannot be applied in
@@ -81,6 +87,23 @@ func RefusalWithAgent(spec Spec, ok, envFromMetadata bool) string {
 		return NotInPlaceable
 	case spec.UpdateEnvFromMetadata() && !envFromMetadata:
 		return NotInPlaceEnvFromMetadata
+	}
+	return ""
+}
+
+// RefusalForPod is RefusalWithAgent for one pod, gate being the workload's
+// InPlaceUpdateEnvFromMetadata: with the gate on, a change env reads from
+// metadata is in place only once a node agent has recorded the pod's
+// containers (it records exactly the pods it will restart: on its node,
+// restartPolicy Always, InPlaceUpdateReady gate, env from metadata). A pod
+// on a node without an agent would otherwise wait for a restart that never
+// comes; it is recreated instead (or refused under InPlaceOnly), visibly.
+func RefusalForPod(pod *corev1.Pod, spec Spec, ok, gate bool) string {
+	if why := RefusalWithAgent(spec, ok, gate); why != "" {
+		return why
+	}
+	if spec.UpdateEnvFromMetadata() && pod.Annotations[pub.RuntimeContainerMetaKey] == "" {
+		return NotInPlaceNoAgentRecord
 	}
 	return ""
 }

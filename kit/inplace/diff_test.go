@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 )
 
 func TestDiff(t *testing.T) {
@@ -383,5 +385,31 @@ func TestJSONEqual(t *testing.T) {
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, jsonEqual(tt.a, tt.b), "%#v vs %#v", tt.a, tt.b)
 		assert.Equal(t, tt.want, jsonEqual(tt.b, tt.a), "%#v vs %#v", tt.b, tt.a)
+	}
+}
+
+// TestRefusalForPod: with the gate on, a change env reads is in place only on
+// a pod a node agent has recorded; the gate off and other changes are
+// decided as by RefusalWithAgent.
+func TestRefusalForPod(t *testing.T) {
+	env := Spec{ContainerRefMetadata: map[string]metav1.ObjectMeta{"main": {Labels: map[string]string{"tier": "b"}}}}
+	images := Spec{ContainerImages: map[string]string{"main": "b"}}
+	recorded := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{pub.RuntimeContainerMetaKey: `{"containers":[]}`}}}
+	unrecorded := &corev1.Pod{}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		spec Spec
+		ok   bool
+		gate bool
+		want string
+	}{
+		{"env, gate on, recorded", recorded, env, true, true, ""},
+		{"env, gate on, no agent record", unrecorded, env, true, true, NotInPlaceNoAgentRecord},
+		{"env, gate off, recorded", recorded, env, true, false, NotInPlaceEnvFromMetadata},
+		{"images only, gate on, no agent record", unrecorded, images, true, true, ""},
+		{"other fields, recorded", recorded, env, false, true, NotInPlaceable},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, RefusalForPod(tc.pod, tc.spec, tc.ok, tc.gate)) })
 	}
 }

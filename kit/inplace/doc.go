@@ -19,12 +19,13 @@
 // metadata change, and, per container, the changed labels/annotations its
 // env reads through the downward API (those containers must be restarted:
 // "update env from metadata", the node agent's job — probe-agent's
-// internal/containermeta). RefusalWithAgent takes the workload's
-// InPlaceUpdateEnvFromMetadata gate: off (or Refusal), such a change is
-// turned down and the workload recreates the pod (InPlaceIfPossible) or
-// refuses (InPlaceOnly) instead of declaring an update nothing carries out;
-// on, it is applied in place and UpdateCompleted waits for the agent's
-// apps.kruise.io/runtime-containers-meta to show the restarted containers.
+// internal/containermeta). RefusalForPod takes the pod and the workload's
+// InPlaceUpdateEnvFromMetadata gate: off (or Refusal), or on a pod no agent
+// has recorded, such a change is turned down and the workload recreates
+// the pod (InPlaceIfPossible) or refuses (InPlaceOnly) instead of declaring
+// an update nothing carries out; on, it is applied in place and
+// UpdateCompleted waits for the agent's apps.kruise.io/runtime-containers-meta
+// to show the restarted containers.
 //
 // # Batches
 //
@@ -38,7 +39,7 @@
 // # Usage (one pod, from a workload's update and refresh steps)
 //
 //	spec, ok := inplace.Diff(oldRev.Data.Raw, newRev.Data.Raw)
-//	if why := inplace.RefusalWithAgent(spec, ok, gates.Enabled(features.InPlaceUpdateEnvFromMetadata)); why != "" { … } // recreate, or refuse
+//	if why := inplace.RefusalForPod(pod, spec, ok, gates.Enabled(features.InPlaceUpdateEnvFromMetadata)); why != "" { … } // recreate, or refuse
 //	if inplace.HasReadinessGate(pod) {
 //		conds, changed := inplace.StartConditions(pod, now)       // write status first (+ Ready recompute)
 //	}

@@ -28,7 +28,11 @@ featureGates that the binary knows, as "Name=bool,...". */ -}}
 {{- $known := get (include "flotilla.knownGates" . | fromYaml) .binary | default list -}}
 {{- $names := list -}}
 {{- $vals := dict -}}
-{{- range $i, $src := list .gates .root.Values.featureGates -}}
+{{- /* KruiseDaemon for the workload controllers whenever the chart installs the node agent (with probe), as
+deploy/components/node-agent-gates does in deploy/overlays/all; featureGates still overrides it. */ -}}
+{{- $agent := "" -}}
+{{- if and .root.Values.probe.enabled (has .binary (list "cloneset-controller" "statefulset-controller" "daemonset-controller")) }}{{ $agent = "KruiseDaemon=true" }}{{ end -}}
+{{- range $i, $src := list .gates $agent .root.Values.featureGates -}}
 {{- range (splitList "," (toString $src)) -}}
 {{- $kv := splitList "=" (trim .) -}}
 {{- $name := trim (first $kv) -}}

@@ -59,7 +59,8 @@ failurePolicy Fail is left pointing at a Service with no endpoints.
 
 **Feature gates**: one ` + "`featureGates`" + ` string in OpenKruise's format; each binary gets the gates it accepts
 (` + "`templates/_generated.tpl`" + `, from kit/README.md's table, generated from each binary's ` + "`--help`" + `), merged over the overlays' own
-(probe-controller's ` + "`KruiseDaemon=true`" + `). A gate no binary has fails the render, naming it; so does ` + "`Name=<not a bool>`" + `.
+(probe-controller's ` + "`KruiseDaemon=true`" + `; the workload controllers' ` + "`KruiseDaemon=true`" + ` whenever probe, which installs the node
+agent, is enabled, as in deploy/overlays/all). A gate no binary has fails the render, naming it; so does ` + "`Name=<not a bool>`" + `.
 
 **Certificates** (` + "`certificates.mode`" + `): ` + "`self-managed`" + ` — each webhook binary keeps a CA and serving certificate in Secret
 ` + "`<binary>-webhook-certs`" + ` and writes the caBundle (the overlays' way); ` + "`secret`" + ` — a kubernetes.io/tls Secret per webhook binary

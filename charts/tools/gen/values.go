@@ -32,7 +32,8 @@ installation:
 
 # -- Feature gates in OpenKruise's format ("Name=true,Other=false"). Each binary gets the gates it knows (kit/README.md,
 # "Flags and gates of each binary"); a gate no binary knows fails the render, naming it. AllAlpha/AllBeta go to every
-# binary. The overlays' own gates (probe-controller: KruiseDaemon=true) apply unless this sets them.
+# binary. The overlays' own gates (probe-controller: KruiseDaemon=true; cloneset/statefulset/daemonset-controller:
+# KruiseDaemon=true while probe, which installs the node agent, is enabled) apply unless this sets them.
 featureGates: ""
 
 image:

@@ -294,7 +294,8 @@ func TestValues(t *testing.T) {
 	t.Run("featureGates split per binary", func(t *testing.T) {
 		objs := render(t, map[string]any{"featureGates": "CloneSetShortHash=true, PodWebhook=false,KruiseDaemon=false,AllAlpha=false"})
 		for dep, want := range map[string]string{
-			"cloneset-controller":   "CloneSetShortHash=true,KruiseDaemon=false,AllAlpha=false",
+			// With probe (the node agent) installed, the workload controllers get KruiseDaemon=true first, overridden here.
+			"cloneset-controller":   "KruiseDaemon=false,CloneSetShortHash=true,AllAlpha=false",
 			"pub-controller":        "PodWebhook=false,AllAlpha=false",
 			"sidecarset-controller": "PodWebhook=false,KruiseDaemon=false,AllAlpha=false",
 			// The overlay's KruiseDaemon=true comes first and is overridden; then the values' gates in their order.
@@ -303,6 +304,19 @@ func TestValues(t *testing.T) {
 		} {
 			if got := gateArg(args(t, objs, "Deployment flotilla-system/"+dep)); got != want {
 				t.Errorf("%s: --feature-gates=%s, want %s", dep, got, want)
+			}
+		}
+		// Without probe, no node agent: the workload controllers keep the binary's default.
+		noAgent := render(t, map[string]any{"probe": map[string]any{"enabled": false}})
+		for _, dep := range []string{"cloneset-controller", "statefulset-controller", "daemonset-controller"} {
+			if got := gateArg(args(t, noAgent, "Deployment flotilla-system/"+dep)); got != "" {
+				t.Errorf("%s without probe: --feature-gates=%s, want none", dep, got)
+			}
+		}
+		withAgent := render(t, nil)
+		for _, dep := range []string{"cloneset-controller", "statefulset-controller", "daemonset-controller"} {
+			if got := gateArg(args(t, withAgent, "Deployment flotilla-system/"+dep)); got != "KruiseDaemon=true" {
+				t.Errorf("%s with probe: --feature-gates=%s, want KruiseDaemon=true", dep, got)
 			}
 		}
 		// probe-agent registers KruiseDaemon since it serves ContainerRecreateRequests (issue 28): the overlay's

@@ -83,7 +83,7 @@ func (c *Controller) inPlaceSpec(st *syncState, p *corev1.Pod, target *appsv1.Co
 		return inplace.Spec{}, "volumeClaimTemplates changed (RecreatePodWhenChangeVCTInCloneSetGate)"
 	}
 	spec, ok := inplace.Diff(from.Data.Raw, target.Data.Raw)
-	return spec, inplace.RefusalWithAgent(spec, ok, c.Gates.Enabled(features.InPlaceUpdateEnvFromMetadata))
+	return spec, inplace.RefusalForPod(p, spec, ok, c.Gates.Enabled(features.InPlaceUpdateEnvFromMetadata))
 }
 
 func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1.Pod, target *appsv1.ControllerRevision, spec inplace.Spec) error {

@@ -31,7 +31,7 @@ func inPlaceSpec(pod *corev1.Pod, revisions []*appsv1.ControllerRevision, update
 		return inplace.Spec{}, "the pod's revision " + label + " is gone"
 	}
 	spec, ok := inplace.Diff(from.Data.Raw, update.Data.Raw)
-	if why := inplace.RefusalWithAgent(spec, ok, envFromMetadata); why != "" {
+	if why := inplace.RefusalForPod(pod, spec, ok, envFromMetadata); why != "" {
 		return inplace.Spec{}, why
 	}
 	return spec, ""

@@ -14,8 +14,9 @@ import (
 )
 
 // TestInPlaceSpecEnvFromMetadata: a template annotation that container env
-// reads is an in-place change only with InPlaceUpdateEnvFromMetadata (probe-agent
-// restarts the container); otherwise the pod is recreated.
+// reads is an in-place change only with InPlaceUpdateEnvFromMetadata and a
+// node agent's record on the pod (probe-agent restarts the container);
+// otherwise the pod is recreated.
 func TestInPlaceSpecEnvFromMetadata(t *testing.T) {
 	rev := func(name, cfg string) *appsv1.ControllerRevision {
 		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: runtime.RawExtension{Raw: []byte(
@@ -27,13 +28,16 @@ func TestInPlaceSpecEnvFromMetadata(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{pub.ControllerRevisionHashLabelKey: "ds-1111"}},
 		Spec:       corev1.PodSpec{ReadinessGates: []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}},
 	}
+	recorded := pod.DeepCopy() // a node agent recorded its containers: it will restart them
+	recorded.Annotations = map[string]string{pub.RuntimeContainerMetaKey: `{"containers":[]}`}
 	for _, tc := range []struct {
+		pod  *corev1.Pod
 		gate bool
 		why  string
-	}{{true, ""}, {false, inplace.NotInPlaceEnvFromMetadata}} {
-		spec, why := inPlaceSpec(pod, []*appsv1.ControllerRevision{v1, v2}, v2, tc.gate)
-		assert.Equal(t, tc.why, why, "gate %v", tc.gate)
-		if tc.gate {
+	}{{recorded, true, ""}, {recorded, false, inplace.NotInPlaceEnvFromMetadata}, {pod, true, inplace.NotInPlaceNoAgentRecord}} {
+		spec, why := inPlaceSpec(tc.pod, []*appsv1.ControllerRevision{v1, v2}, v2, tc.gate)
+		assert.Equal(t, tc.why, why, "gate %v, recorded %v", tc.gate, tc.pod == recorded)
+		if tc.why == "" {
 			assert.Equal(t, "v2", spec.ContainerRefMetadata["app"].Annotations["cfg"])
 		}
 	}

@@ -100,7 +100,7 @@ func (c *Controller) inPlaceSpec(st *syncState, p *corev1.Pod) (inplace.Spec, st
 		return inplace.Spec{}, "the pod's revision is gone"
 	}
 	spec, ok := inplace.Diff(from.Data.Raw, st.Update.Data.Raw)
-	return spec, inplace.RefusalWithAgent(spec, ok, c.Gates.Enabled(features.InPlaceUpdateEnvFromMetadata))
+	return spec, inplace.RefusalForPod(p, spec, ok, c.Gates.Enabled(features.InPlaceUpdateEnvFromMetadata))
 }
 
 func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1.Pod, spec inplace.Spec) error {

@@ -19,6 +19,7 @@ import (
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/inplace"
 )
 
 // One sync of the update path, over fake clientsets: which pods it deletes
@@ -136,8 +137,11 @@ func TestSyncRollOut(t *testing.T) {
 		{name: "KruiseDaemon (so InPlaceUpdateEnvFromMetadata): InPlaceOnly applies an annotation read by container env in place",
 			opts:   []setOpt{inPlaceGate, envReadsAnnotation, podUpdatePolicy(appsv1beta1.InPlaceOnlyPodUpdateStrategyType)},
 			change: func(t *corev1.PodTemplateSpec) { t.Annotations["cfg"] = "v2" },
-			setup:  func(f fx) { f.gates = map[featuregate.Feature]bool{features.KruiseDaemon: true} },
-			want:   []string{"inplace web-3", "status web-3"},
+			setup: func(f fx) {
+				f.gates = map[featuregate.Feature]bool{features.KruiseDaemon: true}
+				recordedByAgent(f.pod(3))
+			},
+			want: []string{"inplace web-3", "status web-3"},
 			check: func(t *testing.T, f fx) {
 				require.NoError(t, f.err)
 				p, err := f.kube.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), "ns", "web-3")
@@ -145,6 +149,15 @@ func TestSyncRollOut(t *testing.T) {
 				pod := p.(*corev1.Pod)
 				assert.Equal(t, "v2", pod.Annotations["cfg"])
 				assert.Contains(t, pod.Annotations[pub.InPlaceUpdateStateKey], `"updateEnvFromMetadata":true`)
+			}},
+		{name: "KruiseDaemon, but no node agent recorded the pod: InPlaceOnly refuses, as with the gate off",
+			opts:   []setOpt{inPlaceGate, envReadsAnnotation, podUpdatePolicy(appsv1beta1.InPlaceOnlyPodUpdateStrategyType)},
+			change: func(t *corev1.PodTemplateSpec) { t.Annotations["cfg"] = "v2" },
+			setup:  func(f fx) { f.gates = map[featuregate.Feature]bool{features.KruiseDaemon: true} },
+			want:   []string{},
+			check: func(t *testing.T, f fx) {
+				assert.True(t, kitcontroller.IsPermanent(f.err), "permanent, not retried: %v", f.err)
+				assert.ErrorContains(t, f.err, inplace.NotInPlaceNoAgentRecord)
 			}},
 		{name: "InPlaceIfPossible: an annotation no env reads is applied in place",
 			opts:   []setOpt{inPlaceGate, envReadsAnnotation, podUpdatePolicy(appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType)},
@@ -275,4 +288,12 @@ func envReadsAnnotation(s *appsv1beta1.StatefulSet) {
 	s.Spec.Template.Annotations = map[string]string{"cfg": "v1"}
 	s.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "CFG", ValueFrom: &corev1.EnvVarSource{
 		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['cfg']"}}}}
+}
+
+// recordedByAgent gives pod the annotation a node agent writes once it has recorded the pod's containers.
+func recordedByAgent(pod *corev1.Pod) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[pub.RuntimeContainerMetaKey] = `{"containers":[]}`
 }

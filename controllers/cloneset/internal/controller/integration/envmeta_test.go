@@ -18,9 +18,11 @@ import (
 
 // A template change that alters a label or annotation a container reads
 // through env (fieldRef metadata.annotations[...]) needs that container
-// restarted, and Flotilla has no node agent to do it. So it is not applied
-// in place: InPlaceIfPossible recreates the pod (its new container gets the
-// new value from the kubelet), InPlaceOnly refuses visibly and leaves the pod.
+// restarted, and without KruiseDaemon no node agent does it; with it, no
+// agent restarts a pod whose containers no agent has recorded (kwok's). So it
+// is not applied in place: InPlaceIfPossible recreates the pod (its new
+// container gets the new value from the kubelet), InPlaceOnly refuses
+// visibly and leaves the pod.
 func TestEnvFromMetadataNotInPlace(t *testing.T) {
 	withEnvRef := func(updateType appsv1alpha1.CloneSetUpdateStrategyType) func(*appsv1alpha1.CloneSet) {
 		return func(cs *appsv1alpha1.CloneSet) {
@@ -32,8 +34,9 @@ func TestEnvFromMetadataNotInPlace(t *testing.T) {
 	}
 	// changed: a CloneSet of n pods reading the annotation, ready, whose
 	// annotation then changes.
-	changed := func(t *testing.T, name string, n int, updateType appsv1alpha1.CloneSetUpdateStrategyType) (*harness, []corev1.Pod) {
+	changed := func(t *testing.T, name string, n int, updateType appsv1alpha1.CloneSetUpdateStrategyType, kruiseDaemon bool) (*harness, []corev1.Pod) {
 		h := newHarness(t)
+		h.gates[features.KruiseDaemon] = kruiseDaemon
 		h.startController()
 		h.create(newCloneSet(name, int32(n), withEnvRef(updateType)))
 		before := h.waitPods(name, "ready", allReady(n))
@@ -41,8 +44,8 @@ func TestEnvFromMetadataNotInPlace(t *testing.T) {
 		return h, before
 	}
 
-	t.Run("InPlaceIfPossible recreates", func(t *testing.T) {
-		h, before := changed(t, "envmeta", 2, appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType)
+	recreates := func(t *testing.T, kruiseDaemon bool) {
+		h, before := changed(t, "envmeta", 2, appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, kruiseDaemon)
 		after := h.waitPods("envmeta", "recreated with the new annotation", func(ps []corev1.Pod) bool {
 			if !allReady(2)(ps) {
 				return false
@@ -63,10 +66,12 @@ func TestEnvFromMetadataNotInPlace(t *testing.T) {
 			assert.Empty(t, a.Annotations[pub.InPlaceUpdateStateKey], "never updated in place")
 		}
 		h.waitStatus("envmeta", "settled", settled(2))
-	})
+	}
+	t.Run("InPlaceIfPossible recreates", func(t *testing.T) { recreates(t, false) })
+	t.Run("KruiseDaemon, no agent record on the pods: InPlaceIfPossible recreates", func(t *testing.T) { recreates(t, true) })
 
 	t.Run("InPlaceOnly refuses", func(t *testing.T) {
-		h, before := changed(t, "envonly", 1, appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType)
+		h, before := changed(t, "envonly", 1, appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType, false)
 		ev := h.waitEvent("envonly", "FailedUpdatePodInPlace")
 		assert.Equal(t, corev1.EventTypeWarning, ev.Type)
 		assert.Contains(t, ev.Message, "container env reads")
@@ -101,6 +106,11 @@ func TestEnvFromMetadataInPlaceWithAgent(t *testing.T) {
 			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['app-config']"}}}}
 	}))
 	before := h.waitPods("envagent", "ready", allReady(1))[0]
+	// The agent records the container as started with config v1 (what it does for every pod it looks after).
+	h.PatchPod(before.Name, agentRecord(t, before, "config v1"))
+	h.waitPods("envagent", "recorded by the agent", func(ps []corev1.Pod) bool {
+		return len(ps) == 1 && ps[0].Annotations[pub.RuntimeContainerMetaKey] != ""
+	})
 	h.modify("envagent", func(cs *appsv1alpha1.CloneSet) { cs.Spec.Template.Annotations["app-config"] = "config v2" })
 
 	p := h.waitPods("envagent", "annotation patched in place, gate False", func(ps []corev1.Pod) bool {
@@ -117,19 +127,25 @@ func TestEnvFromMetadataInPlaceWithAgent(t *testing.T) {
 	})
 
 	// The agent reports the container restarted with the new value (same containerID on kwok).
+	h.PatchPod(p.Name, agentRecord(t, p, "config v2"))
+	h.waitStatus("envagent", "updated and ready once the restart is reported", settled(1))
+	c := podutil.GetCondition(h.PodObjects().Get(p.Name), pub.InPlaceUpdateReady)
+	require.NotNil(t, c)
+	assert.Equal(t, corev1.ConditionTrue, c.Status)
+}
+
+// agentRecord is the patch a node agent writes once it has seen pod's containers running with APP_CONFIG=value.
+func agentRecord(t *testing.T, p corev1.Pod, value string) string {
+	t.Helper()
 	set := &pub.RuntimeContainerMetaSet{}
 	for _, cs := range p.Status.ContainerStatuses {
 		c := &p.Spec.Containers[0]
 		set.Containers = append(set.Containers, pub.RuntimeContainerMeta{Name: cs.Name, ContainerID: cs.ContainerID,
-			Hashes: pub.RuntimeContainerHashes{ExtractedEnvFromMetadataHash: containermeta.CurrentHash(c, map[string]string{"APP_CONFIG": "config v2"})}})
+			Hashes: pub.RuntimeContainerHashes{ExtractedEnvFromMetadataHash: containermeta.CurrentHash(c, map[string]string{"APP_CONFIG": value})}})
 	}
 	v, err := containermeta.Encode(set)
 	require.NoError(t, err)
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{pub.RuntimeContainerMetaKey: v}}})
 	require.NoError(t, err)
-	h.PatchPod(p.Name, string(patch))
-	h.waitStatus("envagent", "updated and ready once the restart is reported", settled(1))
-	c := podutil.GetCondition(h.PodObjects().Get(p.Name), pub.InPlaceUpdateReady)
-	require.NotNil(t, c)
-	assert.Equal(t, corev1.ConditionTrue, c.Status)
+	return string(patch)
 }
