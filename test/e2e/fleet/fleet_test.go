@@ -1,4 +1,4 @@
-// Package fleet tests the seven controller binaries as an operator runs them: built from source, started as
+// Package fleet tests the controller binaries as an operator runs them: built from source, started as
 // processes against the local control plane under the ServiceAccounts and RBAC that deploy/ installs.
 package fleet
 
@@ -26,7 +26,7 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-var controllers = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "uniteddeployment", "launchpriority", "persistentpodstate", "workloadspread"}
+var controllers = []string{"cloneset", "statefulset", "daemonset", "sidecarset", "pub", "probe", "cronjob", "resourcedistribution", "uniteddeployment", "launchpriority", "persistentpodstate", "workloadspread", "containerrecreate", "imagepulljob"}
 
 // Every binary must start, win its Lease, report healthy and ready, serve Prometheus metrics including
 // client-go's, and either start its reconcilers or say in its log that it has none yet.
@@ -36,9 +36,17 @@ func TestEveryControllerStartsLeadsAndServes(t *testing.T) {
 	procs := map[string]*framework.Process{}
 	for _, c := range controllers {
 		var extra []string
-		if c == "resourcedistribution" {
+		switch c {
+		case "resourcedistribution":
 			// The binary keeps OpenKruise's default (gate off: nothing runs); its overlay turns the gate on.
 			extra = []string{"--feature-gates=ResourceDistributionGate=true"}
+		case "containerrecreate":
+			// As its overlay: OpenKruise registers the controller only with KruiseDaemon (a node agent does the work).
+			extra = []string{"--feature-gates=KruiseDaemon=true"}
+		case "imagepulljob":
+			// As its overlay, KruiseDaemon; and a node selector no node matches: its NodeImage reconciler is
+			// cluster-wide, and the nodes of tests running beside this one are none of its business.
+			extra = []string{"--feature-gates=KruiseDaemon=true", "--node-selector=flotilla.dev/fleet-test=no-node"}
 		}
 		if c == "pub" || c == "daemonset" || c == "launchpriority" || c == "persistentpodstate" || c == "workloadspread" {
 			// Its webhook (pub: the guard; daemonset: DaemonSet conversion; launchpriority: the pod barrier; persistentpodstate:
@@ -216,6 +224,23 @@ func TestControllerRBACIsLeastPrivilege(t *testing.T) {
 		{"workloadspread", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-workloadspread"}, true},
 		{"workloadspread", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "flotilla-workloadspread"}, true},
 		{"workloadspread", authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "flotilla-sidecarset"}, false},
+		// ContainerRecreateRequest manager: its requests and their status; pods read, their status patched
+		// (KruisePodReady for unreadyGracePeriodSeconds), never written otherwise: the node agent recreates.
+		{"containerrecreate", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "containerrecreaterequests", Subresource: "status", Namespace: "default"}, true},
+		{"containerrecreate", authorizationv1.ResourceAttributes{Verb: "patch", Resource: "pods", Subresource: "status", Namespace: "default"}, true},
+		{"containerrecreate", authorizationv1.ResourceAttributes{Verb: "patch", Resource: "pods", Namespace: "default"}, false},
+		{"containerrecreate", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods", Namespace: "default"}, false},
+		{"containerrecreate", authorizationv1.ResourceAttributes{Verb: "create", Group: "apps.kruise.io", Resource: "containerrecreaterequests", Namespace: "default"}, false},
+		// ImagePullJob manager: NodeImages (one per node), jobs' status; nodes and pods read only; pull secrets read
+		// where they are, copies written only in the agent's namespace.
+		{"imagepulljob", authorizationv1.ResourceAttributes{Verb: "create", Group: "apps.kruise.io", Resource: "nodeimages"}, true},
+		{"imagepulljob", authorizationv1.ResourceAttributes{Verb: "update", Group: "apps.kruise.io", Resource: "imagepulljobs", Subresource: "status", Namespace: "default"}, true},
+		{"imagepulljob", authorizationv1.ResourceAttributes{Verb: "create", Group: "apps.kruise.io", Resource: "imagepulljobs", Namespace: "default"}, false},
+		{"imagepulljob", authorizationv1.ResourceAttributes{Verb: "update", Resource: "nodes"}, false},
+		{"imagepulljob", authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: "default"}, true},
+		{"imagepulljob", authorizationv1.ResourceAttributes{Verb: "list", Resource: "secrets", Namespace: "default"}, false},
+		{"imagepulljob", authorizationv1.ResourceAttributes{Verb: "create", Resource: "secrets", Namespace: "default"}, false},
+		{"imagepulljob", authorizationv1.ResourceAttributes{Verb: "create", Resource: "secrets", Namespace: "flotilla-node"}, true},
 	}
 	for _, tc := range cases {
 		name := fmt.Sprintf("%s %s %s/%s", tc.controller, tc.attrs.Verb, tc.attrs.Resource, tc.attrs.Subresource)
