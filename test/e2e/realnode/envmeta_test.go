@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,30 +17,27 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	"github.com/flotilla-dev/flotilla/kit/containermeta"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 	"github.com/flotilla-dev/flotilla/test/e2e/framework"
 )
 
-// envMetaCloneSet is a CloneSet of one pod whose container app reads label version into $VERSION (side reads
-// nothing), with the InPlaceUpdateReady gate, updated InPlaceIfPossible.
-func envMetaCloneSet(t *testing.T, registry string, kwok bool) *appsv1alpha1.CloneSet {
-	cs := &appsv1alpha1.CloneSet{}
-	require.NoError(t, yaml.UnmarshalStrict([]byte(fmt.Sprintf(`
-apiVersion: apps.kruise.io/v1alpha1
-kind: CloneSet
-metadata: {name: envmeta}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: envmeta}}
-  updateStrategy: {type: InPlaceIfPossible}
+// envMetaTemplate is the pod template (under "spec.template:") of the env-from-metadata workloads: container app
+// reads label version (v1) into $VERSION and is ready once it is set, side reads nothing; with the InPlaceUpdateReady
+// gate when gate is set (Advanced DaemonSet adds it to its pods itself).
+func envMetaTemplate(registry string, gate, kwok bool) string {
+	gates := ""
+	if gate {
+		gates = "\n      readinessGates: [{conditionType: InPlaceUpdateReady}]"
+	}
+	return fmt.Sprintf(`
   template:
     metadata:
       labels: {app: envmeta, version: v1}
     spec:
-      %[2]s
-      readinessGates: [{conditionType: InPlaceUpdateReady}]
+      %[2]s%[3]s
       terminationGracePeriodSeconds: 10
       containers:
       - name: app
@@ -52,41 +48,162 @@ spec:
       - name: side
         image: %[1]s/flotilla/busybox:v1
         command: [sh, -c, 'trap "exit 0" TERM; sleep 3600 & wait']
-`, registry, placement(kwok, "      "))), cs))
+`, registry, placement(kwok, "      "), gates)
+}
+
+// envMetaCloneSet is a CloneSet of one pod of envMetaTemplate, with the InPlaceUpdateReady gate, updated
+// InPlaceIfPossible.
+func envMetaCloneSet(t *testing.T, registry string, kwok bool) *appsv1alpha1.CloneSet {
+	cs := &appsv1alpha1.CloneSet{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(envMetaCloneSetYAML+envMetaTemplate(registry, true, kwok)), cs))
 	return cs
 }
 
-// TestEnvFromMetadataInPlaceOnRealNode: with KruiseDaemon (InPlaceUpdateEnvFromMetadata on by default) in
-// cloneset-controller and probe-agent, a template label that app's env reads changes from v1 to v2: the pod is
-// updated in place (UID and IP kept), the agent restarts app only (new containerID, restartCount 1; side
-// untouched), app runs with VERSION=v2 (kubectl exec), and the CloneSet never counts the pod updated and ready
+const envMetaCloneSetYAML = `
+apiVersion: apps.kruise.io/v1alpha1
+kind: CloneSet
+metadata: {name: envmeta}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: envmeta}}
+  updateStrategy: {type: InPlaceIfPossible}`
+
+// envMetaWorkload is one workload kind of the env-from-metadata scenario: its controller (framework.StartScoped's
+// name), how to create the workload "envmeta" of one pod of envMetaTemplate on the real node and merge-patch it, and
+// what its status says of pod p (at the new revision): counted when it counts the pod updated and ready (available,
+// for a DaemonSet), done when the rollout is over too.
+type envMetaWorkload struct {
+	name, controller string
+	create           func(ctx context.Context, c versioned.Interface, ns, registry string) error
+	patch            func(ctx context.Context, c versioned.Interface, ns string, patch []byte) error
+	status           func(ctx context.Context, c versioned.Interface, ns string, p *corev1.Pod) (counted, done bool, summary string, err error)
+}
+
+var envMetaCloneSetKind = envMetaWorkload{
+	name: "CloneSet", controller: "cloneset",
+	create: func(ctx context.Context, c versioned.Interface, ns, registry string) error {
+		cs := &appsv1alpha1.CloneSet{}
+		if err := yaml.UnmarshalStrict([]byte(envMetaCloneSetYAML+envMetaTemplate(registry, true, false)), cs); err != nil {
+			return err
+		}
+		_, err := c.AppsV1alpha1().CloneSets(ns).Create(ctx, cs, metav1.CreateOptions{})
+		return err
+	},
+	patch: func(ctx context.Context, c versioned.Interface, ns string, patch []byte) error {
+		_, err := c.AppsV1alpha1().CloneSets(ns).Patch(ctx, "envmeta", types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	},
+	status: func(ctx context.Context, c versioned.Interface, ns string, _ *corev1.Pod) (bool, bool, string, error) {
+		cs, err := c.AppsV1alpha1().CloneSets(ns).Get(ctx, "envmeta", metav1.GetOptions{})
+		if err != nil {
+			return false, false, "", err
+		}
+		s := cs.Status
+		counted := s.ObservedGeneration == cs.Generation && s.UpdatedReadyReplicas == 1 && s.UpdateRevision != ""
+		return counted, counted && s.CurrentRevision == s.UpdateRevision, fmt.Sprintf("generation %d, status %+v", cs.Generation, s), nil
+	},
+}
+
+var envMetaKinds = []envMetaWorkload{
+	envMetaCloneSetKind,
+	{
+		// Advanced StatefulSet updates in place only pods with the InPlaceUpdateReady gate (its README).
+		name: "AdvancedStatefulSet", controller: "statefulset",
+		create: func(ctx context.Context, c versioned.Interface, ns, registry string) error {
+			set := &appsv1beta1.StatefulSet{}
+			if err := yaml.UnmarshalStrict([]byte(`
+apiVersion: apps.kruise.io/v1beta1
+kind: StatefulSet
+metadata: {name: envmeta}
+spec:
+  replicas: 1
+  serviceName: envmeta
+  selector: {matchLabels: {app: envmeta}}
+  updateStrategy: {type: RollingUpdate, rollingUpdate: {podUpdatePolicy: InPlaceIfPossible}}`+envMetaTemplate(registry, true, false)), set); err != nil {
+				return err
+			}
+			_, err := c.AppsV1beta1().StatefulSets(ns).Create(ctx, set, metav1.CreateOptions{})
+			return err
+		},
+		patch: func(ctx context.Context, c versioned.Interface, ns string, patch []byte) error {
+			_, err := c.AppsV1beta1().StatefulSets(ns).Patch(ctx, "envmeta", types.MergePatchType, patch, metav1.PatchOptions{})
+			return err
+		},
+		status: func(ctx context.Context, c versioned.Interface, ns string, _ *corev1.Pod) (bool, bool, string, error) {
+			set, err := c.AppsV1beta1().StatefulSets(ns).Get(ctx, "envmeta", metav1.GetOptions{})
+			if err != nil {
+				return false, false, "", err
+			}
+			s := set.Status
+			counted := s.ObservedGeneration == set.Generation && s.UpdatedReadyReplicas == 1 && s.UpdateRevision != ""
+			return counted, counted && s.CurrentRevision == s.UpdateRevision, fmt.Sprintf("generation %d, status %+v", set.Generation, s), nil
+		},
+	},
+	{
+		// An Advanced DaemonSet on the real node only; InPlaceIfPossible gives its pods the InPlaceUpdateReady gate.
+		// It has no updated-ready count: the pod is counted when updatedNumberScheduled and numberAvailable (ready,
+		// InPlaceUpdateReady not False) are 1 at the pod's hash.
+		name: "AdvancedDaemonSet", controller: "daemonset",
+		create: func(ctx context.Context, c versioned.Interface, ns, registry string) error {
+			ds := &appsv1alpha1.DaemonSet{}
+			if err := yaml.UnmarshalStrict([]byte(`
+apiVersion: apps.kruise.io/v1alpha1
+kind: DaemonSet
+metadata: {name: envmeta}
+spec:
+  selector: {matchLabels: {app: envmeta}}
+  updateStrategy: {type: RollingUpdate, rollingUpdate: {rollingUpdateType: InPlaceIfPossible}}`+envMetaTemplate(registry, false, false)), ds); err != nil {
+				return err
+			}
+			_, err := c.AppsV1alpha1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{})
+			return err
+		},
+		patch: func(ctx context.Context, c versioned.Interface, ns string, patch []byte) error {
+			_, err := c.AppsV1alpha1().DaemonSets(ns).Patch(ctx, "envmeta", types.MergePatchType, patch, metav1.PatchOptions{})
+			return err
+		},
+		status: func(ctx context.Context, c versioned.Interface, ns string, p *corev1.Pod) (bool, bool, string, error) {
+			ds, err := c.AppsV1alpha1().DaemonSets(ns).Get(ctx, "envmeta", metav1.GetOptions{})
+			if err != nil {
+				return false, false, "", err
+			}
+			s := ds.Status
+			counted := s.ObservedGeneration == ds.Generation && s.DesiredNumberScheduled == 1 && s.UpdatedNumberScheduled == 1 &&
+				s.NumberAvailable == 1 && s.DaemonSetHash == p.Labels[pub.ControllerRevisionHashLabelKey]
+			return counted, counted, fmt.Sprintf("generation %d, status %+v", ds.Generation, s), nil
+		},
+	},
+}
+
+// TestEnvFromMetadataInPlaceOnRealNode: with KruiseDaemon (InPlaceUpdateEnvFromMetadata on by default) in the
+// workload's controller and probe-agent, a template label that app's env reads changes from v1 to v2, for a
+// CloneSet, an Advanced StatefulSet and an Advanced DaemonSet (subtests, each with its own controller and agent):
+// the pod is updated in place (UID and IP kept), the agent restarts app only (new containerID, restartCount 1; side
+// untouched), app runs with VERSION=v2 (kubectl exec), and the workload never counts the pod updated and ready
 // before app's restart.
-func TestEnvFromMetadataInPlaceOnRealNode(t *testing.T) { envFromMetadataOnRealNode(t, false) }
+func TestEnvFromMetadataInPlaceOnRealNode(t *testing.T) {
+	for _, w := range envMetaKinds {
+		t.Run(w.name, func(t *testing.T) { envFromMetadataOnRealNode(t, w, false) })
+	}
+}
 
-// TestEnvFromMetadataAgentKilledOnRealNode: the same, with probe-agent killed (SIGKILL) once the pod shows the new
-// label and the update in flight — after it decided the restart, before the stop (it waits for the kubelet to see
-// the label) — and started again: the container is still restarted exactly once.
-func TestEnvFromMetadataAgentKilledOnRealNode(t *testing.T) { envFromMetadataOnRealNode(t, true) }
+// TestEnvFromMetadataAgentKilledOnRealNode: the CloneSet case, with probe-agent killed (SIGKILL) once the pod shows
+// the new label and the update in flight — after it decided the restart, before the stop (it waits for the kubelet
+// to see the label) — and started again: the container is still restarted exactly once.
+func TestEnvFromMetadataAgentKilledOnRealNode(t *testing.T) {
+	envFromMetadataOnRealNode(t, envMetaCloneSetKind, true)
+}
 
-func envFromMetadataOnRealNode(t *testing.T, killMidway bool) {
+func envFromMetadataOnRealNode(t *testing.T, w envMetaWorkload, killMidway bool) {
 	env := testenv.Get(t)
 	node, registry, endpoint := probeNode(t, env)
 	ns := env.Namespace(t)
 	ctx := context.Background()
 	client := versioned.NewForConfigOrDie(env.Config)
-	framework.StartScoped(t, env, "cloneset", ns, "--feature-gates=KruiseDaemon=true")
-	var agent *framework.Process
-	startAgent := func() {
-		agent = framework.Start(t, framework.CommandBinary(t, env, "probe", "probe-agent"),
-			"--kubeconfig="+framework.AgentKubeconfig(t, env, node), "--feature-gates=KruiseDaemon=true",
-			"--node-name="+node, "--cri-socket="+endpoint, "--log-format=console")
-		testenv.Eventually(t, time.Minute, func() (bool, error) { return agent.Status("/readyz") == 200 || !agent.Running(), nil })
-		require.True(t, agent.Running(), "probe-agent exited:\n%s", agent.Log())
-	}
-	startAgent()
+	framework.StartScoped(t, env, w.controller, ns, "--feature-gates=KruiseDaemon=true")
+	agent := startNodeAgent(t, env, node, endpoint, "KruiseDaemon=true")
 
-	_, err := client.AppsV1alpha1().CloneSets(ns).Create(ctx, envMetaCloneSet(t, registry, false), metav1.CreateOptions{})
-	require.NoError(t, err)
+	require.NoError(t, w.create(ctx, client, ns, registry))
 	var before corev1.Pod
 	testenv.Eventually(t, startTimeout, func() (bool, error) {
 		pods := envMetaPods(t, env, ns)
@@ -100,12 +217,11 @@ func envFromMetadataOnRealNode(t *testing.T, killMidway bool) {
 		before = pods[0]
 		return true, nil
 	})
+	require.Equal(t, corev1.ConditionTrue, testenv.ConditionStatus(&before, inPlaceReady), "the pod has the InPlaceUpdateReady gate, True")
 	assert.Equal(t, "v1", printenv(t, env, ns, before.Name, "VERSION"))
 	oldApp, oldSide := containerByName(&before, "app"), containerByName(&before, "side")
 
-	_, err = client.AppsV1alpha1().CloneSets(ns).Patch(ctx, "envmeta", types.MergePatchType,
-		[]byte(`{"spec":{"template":{"metadata":{"labels":{"version":"v2"}}}}}`), metav1.PatchOptions{})
-	require.NoError(t, err)
+	require.NoError(t, w.patch(ctx, client, ns, []byte(`{"spec":{"template":{"metadata":{"labels":{"version":"v2"}}}}}`)))
 	start := time.Now()
 	if killMidway {
 		testenv.Eventually(t, time.Minute, func() (bool, error) {
@@ -115,37 +231,44 @@ func envFromMetadataOnRealNode(t *testing.T, killMidway bool) {
 			}
 			return p.Labels["version"] == "v2" && testenv.ConditionStatus(p, inPlaceReady) == corev1.ConditionFalse, nil
 		})
-		require.NoError(t, syscall.Kill(agent.PID(), syscall.SIGKILL))
-		testenv.Eventually(t, 30*time.Second, func() (bool, error) { return !agent.Running(), nil })
+		killAgent(t, agent)
 		p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, before.Name, metav1.GetOptions{})
 		require.NoError(t, err)
 		require.Equal(t, oldApp.ContainerID, containerByName(p, "app").ContainerID, "killed before the stop (it waits 3 s)")
-		startAgent()
+		startNodeAgent(t, env, node, endpoint, "KruiseDaemon=true")
 	}
-	// Polled invariant: whenever the CloneSet counts the pod updated and ready at the new revision, the pod read
-	// after that status already runs a new app container.
+	// Polled invariant: whenever the workload counts the pod updated and ready at the new revision, the pod read
+	// after that status already runs a new app container. inFlight counts the polls that saw the pod at the new
+	// revision with app not restarted yet (logged: the window the invariant is about, when the polls caught it).
+	inFlight := 0
 	testenv.Eventually(t, 2*time.Minute, func() (bool, error) {
-		cs, err := client.AppsV1alpha1().CloneSets(ns).Get(ctx, "envmeta", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
 		p, err := env.Kube.CoreV1().Pods(ns).Get(ctx, before.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		s := cs.Status
-		counted := s.ObservedGeneration == cs.Generation && s.UpdatedReadyReplicas == 1 && s.UpdateRevision != "" &&
-			p.Labels[pub.ControllerRevisionHashLabelKey] != before.Labels[pub.ControllerRevisionHashLabelKey]
+		counted, done, summary, err := w.status(ctx, client, ns, p)
+		if err != nil {
+			return false, err
+		}
+		if p, err = env.Kube.CoreV1().Pods(ns).Get(ctx, before.Name, metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		newRevision := p.Labels[pub.ControllerRevisionHashLabelKey] != before.Labels[pub.ControllerRevisionHashLabelKey]
+		if newRevision && containerByName(p, "app").ContainerID == oldApp.ContainerID {
+			inFlight++
+		}
+		counted = counted && newRevision
 		if counted {
 			require.NotEqual(t, oldApp.ContainerID, containerByName(p, "app").ContainerID,
-				"the CloneSet counts the pod updated and ready but app was not restarted")
+				"the %s counts the pod updated and ready but app was not restarted: %s; pod read after it: %s", w.name, summary, stepOf(p))
 		}
-		if !counted || s.CurrentRevision != s.UpdateRevision {
-			return false, fmt.Errorf("not updated yet: status %+v", s)
+		if !counted || !done {
+			return false, fmt.Errorf("not updated yet: %s", summary)
 		}
 		return true, nil
 	})
-	t.Logf("env-from-metadata in-place update: %.1f s", time.Since(start).Seconds())
+	t.Logf("%s env-from-metadata in-place update: %.1f s (%d polls saw the new revision before app's restart, none counted)",
+		w.name, time.Since(start).Seconds(), inFlight)
 
 	after, err := env.Kube.CoreV1().Pods(ns).Get(ctx, before.Name, metav1.GetOptions{})
 	require.NoError(t, err)

@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
+	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/node/cri"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 	"github.com/flotilla-dev/flotilla/test/e2e/framework"
@@ -98,5 +100,114 @@ spec:
 			return false, fmt.Errorf("'already present' for %d pods of 4", len(present))
 		}
 		return true, nil
+	})
+}
+
+// TestDaemonSetPreDownloadOnRealNode: the same for Advanced DaemonSet — daemonset-controller with
+// PreDownloadImageForDaemonSetUpdate (and KruiseDaemon), imagepulljob-controller and probe-agent. The DaemonSet runs
+// one pod, on the real node, updated InPlaceIfPossible. Its side image changes with partition 1: with one node,
+// partition 0 would be a rollout in one batch (maxUnavailable 1 ≥ desired 1), for which no job is created
+// (OpenKruise's rule, kit/predownload.DecideDaemonSet). The DaemonSet's one ImagePullJob (<revision>-side, owned by
+// it) pulls the new image onto the node (CRI ImageStatus lists it) while the pod still runs the old one; with the
+// partition lifted the pod is updated in place (same UID), the kubelet's Pulled event says the image was already
+// present, and the job is deleted once the pod is updated.
+func TestDaemonSetPreDownloadOnRealNode(t *testing.T) {
+	s := startPullStack(t)
+	ctx := context.Background()
+	ns := s.env.Namespace(t)
+	s.startImagePullJobController(ns)
+	framework.StartScoped(t, s.env, "daemonset", ns, "--feature-gates=KruiseDaemon=true,PreDownloadImageForDaemonSetUpdate=true")
+	newImage := pullTestImage(t, s.registry, "predownload-ds")
+	removeFromNode(t, s.images, newImage)
+
+	ds := &appsv1alpha1.DaemonSet{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(`
+apiVersion: apps.kruise.io/v1alpha1
+kind: DaemonSet
+metadata: {name: predl}
+spec:
+  selector: {matchLabels: {app: predl-ds}}
+  updateStrategy: {type: RollingUpdate, rollingUpdate: {rollingUpdateType: InPlaceIfPossible, partition: 1}}
+  template:`+podTemplate("predl-ds", s.registry, false, false)), ds))
+	_, err := s.client.AppsV1alpha1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{})
+	require.NoError(t, err)
+	testenv.Eventually(t, startTimeout, allOnImage(t, s.env, ns, "app=predl-ds", s.registry+"/flotilla/busybox:v1", 1))
+	pods, err := s.env.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=predl-ds"})
+	require.NoError(t, err)
+	require.Len(t, pods.Items, 1)
+	before := pods.Items[0]
+
+	patch := func(p string) {
+		_, err := s.client.AppsV1alpha1().DaemonSets(ns).Patch(ctx, "predl", types.JSONPatchType, []byte(p), metav1.PatchOptions{})
+		require.NoError(t, err)
+	}
+	patch(`[{"op":"replace","path":"/spec/template/spec/containers/1/image","value":"` + newImage + `"}]`)
+	start := time.Now()
+	var job appsv1beta1.ImagePullJob
+	testenv.Eventually(t, pullTimeout, func() (bool, error) {
+		jobs, err := s.client.AppsV1beta1().ImagePullJobs(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		if len(jobs.Items) != 1 {
+			return false, fmt.Errorf("%d ImagePullJobs, want the DaemonSet's one", len(jobs.Items))
+		}
+		job = jobs.Items[0]
+		if job.Spec.Image != newImage || job.Status.Succeeded != 1 {
+			return false, fmt.Errorf("ImagePullJob %s of %s: status %+v", job.Name, job.Spec.Image, job.Status)
+		}
+		return true, nil
+	})
+	t.Logf("ImagePullJob %s succeeded %.1f s after the template change", job.Name, time.Since(start).Seconds())
+	require.True(t, strings.HasSuffix(job.Name, "-side"), "job name <revision>-<container>: %s", job.Name)
+	owner := metav1.GetControllerOf(&job)
+	require.NotNil(t, owner, "job %s has no controller", job.Name)
+	require.Equal(t, "DaemonSet", owner.Kind)
+	require.Equal(t, "predl", owner.Name)
+	img, err := cri.Present(ctx, s.images, newImage)
+	require.NoError(t, err)
+	require.NotNil(t, img, "the job succeeded, yet ImageStatus does not list %s", newImage)
+	p, err := s.env.Kube.CoreV1().Pods(ns).Get(ctx, before.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, containerByName(&before, "side").ContainerID, containerByName(p, "side").ContainerID,
+		"pod %s updated before the pre-download finished", p.Name)
+	require.NotEqual(t, newImage, containerByName(p, "side").Image)
+
+	patch(`[{"op":"replace","path":"/spec/updateStrategy/rollingUpdate/partition","value":0}]`)
+	testenv.Eventually(t, startTimeout, allOnImage(t, s.env, ns, "app=predl-ds", newImage, 1))
+	p, err = s.env.Kube.CoreV1().Pods(ns).Get(ctx, before.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, before.UID, p.UID, "updated in place")
+	require.EqualValues(t, 1, containerByName(p, "side").RestartCount)
+	testenv.Eventually(t, time.Minute, func() (bool, error) {
+		events, err := s.env.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Pulled"})
+		if err != nil {
+			return false, err
+		}
+		present, pulled := 0, 0
+		for _, e := range events.Items {
+			if !strings.Contains(e.Message, newImage) {
+				continue
+			}
+			if strings.Contains(e.Message, "already present on machine") {
+				present++
+			} else {
+				pulled++
+			}
+		}
+		if pulled > 0 {
+			return false, fmt.Errorf("the kubelet pulled %s itself %d times", newImage, pulled)
+		}
+		if present != 1 {
+			return false, fmt.Errorf("%d 'already present' events for %s, want 1", present, newImage)
+		}
+		return true, nil
+	})
+	testenv.Eventually(t, time.Minute, func() (bool, error) {
+		_, err := s.client.AppsV1beta1().ImagePullJobs(ns).Get(ctx, job.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("ImagePullJob %s still there once the pod is updated (%v)", job.Name, err)
 	})
 }

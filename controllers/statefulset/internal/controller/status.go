@@ -30,8 +30,8 @@ type statusInput struct {
 
 // calculateStatus computes the set's status (behaviour §1.2 Status,
 // docs/openkruise-behaviour.md). Pods
-// count when created; Ready and available when Running and Ready (for
-// minReadySeconds); current and updated when not terminating and labelled
+// count when created; Ready and available when Running and Ready with no
+// in-place update under way (and Ready for minReadySeconds); current and updated when not terminating and labelled
 // with that revision. Under RollingUpdate the current revision becomes the
 // update revision once every counted pod is updated and ready. Pure: the old
 // status is read from in.set, never modified.
@@ -41,7 +41,10 @@ func calculateStatus(in statusInput) appsv1beta1.StatefulSetStatus {
 		UpdateRevision: in.updateRevision, CurrentRevision: in.currentRevision, CollisionCount: &in.collisionCount}
 	for _, p := range in.pods {
 		s.Replicas++
-		ready := podutil.IsRunningAndReady(p) && p.DeletionTimestamp == nil
+		// A pod whose in-place update has begun (InPlaceUpdateReady False) is not ready even while its Ready
+		// condition still says True (the kubelet recomputes it a moment later): counted ready, it would be counted
+		// updated-ready, and the rollout finished, before its containers restarted. CloneSet counts the same way.
+		ready := podutil.IsWorkloadReady(p) && p.DeletionTimestamp == nil
 		available := ready && podutil.IsAvailable(p, in.minReadySeconds, in.now)
 		s.ReadyReplicas += b2i(ready)
 		s.AvailableReplicas += b2i(available)

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 )
@@ -63,6 +64,22 @@ func TestCalculateStatusCompletesRollingUpdate(t *testing.T) {
 	in.pods = pods
 	in.set = statusSet(appsv1.OnDeleteStatefulSetStrategyType)
 	assert.Equal(t, "web-v1", calculateStatus(in).CurrentRevision, "OnDelete never completes a rolling update")
+}
+
+// A pod just switched to the new revision in place (InPlaceUpdateReady False) while its Ready condition still says
+// True is neither ready nor updated-ready, and the rollout is not complete: its containers have not restarted yet.
+func TestCalculateStatusInPlaceUpdateUnderWay(t *testing.T) {
+	v2 := atRevision("web-v2")
+	updating := func(p *corev1.Pod) {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse})
+	}
+	in := statusInput{set: statusSet(appsv1.RollingUpdateStatefulSetStrategyType), now: t0,
+		pods: []*corev1.Pod{testPod(0, v2), testPod(1, v2, updating)}, updateRevision: "web-v2", currentRevision: "web-v1"}
+	s := calculateStatus(in)
+	assert.Equal(t, int32(2), s.UpdatedReplicas)
+	assert.Equal(t, int32(1), s.ReadyReplicas)
+	assert.Equal(t, int32(1), s.UpdatedReadyReplicas)
+	assert.Equal(t, "web-v1", s.CurrentRevision, "not complete while a pod's in-place update is under way")
 }
 
 func TestSetFailure(t *testing.T) {
