@@ -76,10 +76,8 @@ func build(t testing.TB, env *testenv.Env, name, pkg string, tags []string) stri
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	path := filepath.Join(dir, name)
 	tmp := fmt.Sprintf("%s.%d", path, os.Getpid())
-	args := []string{"build", "-o", tmp}
-	if len(tags) > 0 {
-		args = append(args, "-tags", strings.Join(tags, ","))
-	}
+	// grpcnotrace as `make build` and the images (Makefile, build): what the tests run is what ships.
+	args := []string{"build", "-o", tmp, "-tags", strings.Join(append([]string{"grpcnotrace"}, tags...), ",")}
 	cmd := exec.Command("go", append(args, pkg)...)
 	cmd.Dir = env.RepoRoot
 	out, err := cmd.CombinedOutput()

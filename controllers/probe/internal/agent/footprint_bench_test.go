@@ -100,7 +100,7 @@ func measureAgentFootprint(b *testing.B, f footprint) {
 	node := loopbackKwokNode(b, env, ns)
 
 	bin := filepath.Join(b.TempDir(), "probe-agent")
-	build := exec.Command("go", "build", "-o", bin, "github.com/flotilla-dev/flotilla/controllers/probe/cmd/probe-agent")
+	build := exec.Command("go", "build", "-tags", "grpcnotrace", "-o", bin, "github.com/flotilla-dev/flotilla/controllers/probe/cmd/probe-agent") // as make build and the image
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("build probe-agent: %v\n%s", err, out)
 	}

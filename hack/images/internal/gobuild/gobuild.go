@@ -17,8 +17,10 @@ import (
 // Flags are the build flags of every image binary: no cgo (the image has no libc), no local paths
 // (-trimpath), no symbol tables (-s -w: a third smaller, and panics still print stack traces), and no VCS
 // stamp (-buildvcs=false: a dirty work tree or another commit would change the bytes of an unchanged
-// program). Go's build ID hashes only the inputs, so equal sources give equal binaries.
-var Flags = []string{"-trimpath", "-buildvcs=false", "-ldflags=-s -w"}
+// program), and gRPC's tracing left out (-tags grpcnotrace, as `make build`: golang.org/x/net/trace keeps every
+// exported method alive; probe-agent is half the size and ~12 MiB smaller in RSS without it). Go's build ID hashes
+// only the inputs, so equal sources give equal binaries.
+var Flags = []string{"-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-tags=grpcnotrace"}
 
 // Env returns the environment of a cross build for p on top of base (the caller's environment).
 func Env(base []string, p v1.Platform) []string {
