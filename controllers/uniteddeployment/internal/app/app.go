@@ -41,12 +41,8 @@ func Binary() kitapp.Binary {
 		sub := controller.NewSubsetInformers(cl.Kube, cl.Client, env.Options.Namespace)
 		env.AddInformerFactory(sub.Kube)
 		env.AddInformerFactory(sub.Flotilla)
-		c, err := controller.New(d, sub, kinds)
-		if err != nil {
-			return fmt.Errorf("set up UnitedDeployment reconciler: %w", err)
-		}
-		env.AddController(c)
-		return nil
+		newReconciler := func(d wiring.Deps) (*controller.Controller, error) { return controller.New(d, sub, kinds) }
+		return wiring.AddReconciler(env, "UnitedDeployment reconciler", newReconciler, d)
 	}
 	return kitapp.Binary{Name: Name, Gates: Gates(), AddFlags: timeout.AddFlags, Setup: setup}
 }
