@@ -324,8 +324,12 @@ func TestEnvFromMetadataGateOff(t *testing.T) {
 // node, not the agent's CRI client).
 func printenv(t *testing.T, env *testenv.Env, ns, pod, name string) string {
 	t.Helper()
-	out, err := exec.Command("kubectl", "--kubeconfig", env.KubeconfigPath, "exec", "-n", ns, pod, "-c", "app", "--", "sh", "-c", `echo "$`+name+`"`).CombinedOutput()
-	require.NoError(t, err, "kubectl exec: %s", out)
+	// stdout only: kubectl logs its own client noise to stderr (seen in CI: websocket "Unknown stream id 1").
+	cmd := exec.Command("kubectl", "--kubeconfig", env.KubeconfigPath, "exec", "-n", ns, pod, "-c", "app", "--", "sh", "-c", `echo "$`+name+`"`)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "kubectl exec: %s%s", out, stderr.String())
 	return strings.TrimSpace(string(out))
 }
 
