@@ -19,7 +19,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/kit/podcontrol"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol/podclient"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
 )
 
@@ -123,7 +123,7 @@ func (w *gateWriter) write(key string) error {
 		next.Annotations = map[string]string{}
 	}
 	next.Annotations[pub.LifecycleTimestampKey] = now.UTC().Format(time.RFC3339)
-	_, err = podcontrol.New(w.kube).PatchStatus(context.Background(), p, next)
+	_, err = podclient.New(w.kube).PatchStatus(context.Background(), p, next)
 	return err
 }
 

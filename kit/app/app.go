@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/pprof"
 	"os"
-	"os/signal"
-	"runtime/debug"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -17,13 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/flotilla-dev/flotilla/kit/features"
+	"github.com/flotilla-dev/flotilla/kit/app/shell"
 )
 
 // SetupFunc creates a binary's informers and controllers and registers them
@@ -57,88 +55,16 @@ const leaderWatchdogTimeout = 20 * time.Second
 // code: 0 after a clean shutdown (SIGTERM/SIGINT) or --help, 1 on error
 // (including a lost Lease). A second signal exits immediately.
 func Main(b Binary) int {
-	setGCPercent(os.Getenv("GOGC"))
-	ctx, stop := signalContext()
+	shell.SetGCPercent(os.Getenv("GOGC"))
+	ctx, stop := shell.SignalContext()
 	defer stop()
-	err := Run(ctx, b, os.Args[1:], os.Stderr)
-	switch {
-	case err == nil, errors.Is(err, pflag.ErrHelp):
-		return 0
-	default:
-		fmt.Fprintf(os.Stderr, "%s: %v\n", b.Name, err)
-		return 1
-	}
-}
-
-// DefaultGCPercent is the garbage collector's target when GOGC is not set.
-// A controller's heap is mostly its informer caches, live for the process's
-// lifetime: Go's default of 100 lets the heap grow to twice that before
-// collecting, which is most of the gap between the cache and the peak RSS.
-// At 25 the heap peaks at 1.25× the live heap, for more collection while
-// objects churn (bench/RESULTS.md: a 2,000-pod scale-up costs ~0.6 CPU-s
-// more, peak RSS at 10,000 cached pods 139 → 94 MiB together with the slim
-// pod cache). GOGC, and GOMEMLIMIT as a ceiling, still override it.
-const DefaultGCPercent = 25
-
-// setGCPercent applies DefaultGCPercent unless the GOGC environment variable
-// (given) chose a value, which the runtime has already applied.
-func setGCPercent(gogc string) {
-	if gogc == "" {
-		debug.SetGCPercent(DefaultGCPercent)
-	}
-}
-
-func signalContext() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		<-ch
-		cancel()
-		<-ch
-		os.Exit(1)
-	}()
-	return ctx, func() { signal.Stop(ch); cancel() }
-}
-
-// Parsed is the result of parsing a binary's command line.
-type Parsed struct {
-	Options Options
-	Gates   featuregate.MutableFeatureGate
-	// Forced lists gates that dependency rules switched off.
-	Forced []featuregate.Feature
+	return shell.ExitCode(b.Name, Run(ctx, b, os.Args[1:], os.Stderr))
 }
 
 // Parse parses args for b: shared flags, --feature-gates with b's gates,
 // and b's own flags; then validates and resolves gate dependencies.
 func Parse(b Binary, args []string, output io.Writer) (*Parsed, error) {
-	gate, err := features.NewGate(b.Gates...)
-	if err != nil {
-		return nil, err
-	}
-	opts := DefaultOptions(b.Name)
-	fs := pflag.NewFlagSet(b.Name, pflag.ContinueOnError)
-	fs.SetOutput(output)
-	fs.SortFlags = false
-	opts.AddFlags(fs)
-	gate.AddFlag(fs)
-	if b.AddFlags != nil {
-		b.AddFlags(fs)
-	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
-	if err := opts.Validate(); err != nil {
-		return nil, err
-	}
-	forced, err := features.Resolve(gate)
-	if err != nil {
-		return nil, err
-	}
-	return &Parsed{Options: opts, Gates: gate, Forced: forced}, nil
+	return shell.Parse(b.Name, b.Gates, b.AddFlags, args, output)
 }
 
 // Run parses args, sets up logging (klog routed into zap), metrics and
@@ -149,62 +75,26 @@ func Run(ctx context.Context, b Binary, args []string, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	logger, z, err := NewLogger(logOut, p.Options.LogFormat, p.Options.Verbosity)
+	bt, err := shell.Boot(b.Name, p, logOut)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = z.Sync() }()
-	logger = logger.WithName(b.Name)
-	if err := RouteKlog(logger, p.Options.Verbosity); err != nil {
-		return err
-	}
-	defer klog.Flush()
-
-	metrics := NewMetrics()
-	metrics.InstallClientGoProviders()
-
-	cfg, err := restConfig(p.Options, b.Name)
-	if err != nil {
-		logger.Error(err, "Cannot load API client configuration")
-		return err
-	}
-	kube, err := kubernetes.NewForConfig(protobufConfig(cfg))
+	defer bt.Close()
+	leaderelection.SetProvider(leaderProvider{bt.Metrics.Leader})
+	kube, err := kubernetes.NewForConfig(protobufConfig(bt.RESTConfig))
 	if err != nil {
 		return err
 	}
-	err = run(klog.NewContext(ctx, logger), b, p, deps{
-		restConfig: cfg,
+	err = run(klog.NewContext(ctx, bt.Logger), b, bt.Parsed, deps{
+		restConfig: bt.RESTConfig,
 		kube:       kube,
-		metrics:    metrics,
-		logger:     logger,
+		metrics:    bt.Metrics,
+		logger:     bt.Logger,
 		clock:      clock.RealClock{},
 		identity:   identity(),
 	})
-	if err != nil {
-		logger.Error(err, "Exiting with error")
-	} else {
-		logger.Info("Shut down cleanly")
-	}
+	bt.LogExit(err)
 	return err
-}
-
-func restConfig(o Options, userAgent string) (*rest.Config, error) {
-	var (
-		cfg *rest.Config
-		err error
-	)
-	if o.Kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, err
-	}
-	cfg.QPS = o.QPS
-	cfg.Burst = o.Burst
-	cfg.UserAgent = userAgent
-	return cfg, nil
 }
 
 // protobufConfig is cfg for the Kubernetes clientset: built-in types travel
@@ -242,43 +132,28 @@ type deps struct {
 func run(ctx context.Context, b Binary, p *Parsed, d deps) error {
 	logger := d.logger
 	opts := p.Options
-	logger.Info("Starting", "leaderElect", opts.LeaderElect, "namespace", opts.Namespace,
-		"workers", opts.Workers, "featureGates", features.Values(p.Gates))
-	if len(p.Forced) > 0 {
-		logger.Info("Feature gates switched off by dependency rules", "gates", p.Forced)
-	}
-
 	health := NewHealth()
 	var watchdog *leaderelection.HealthzAdaptor
 	if opts.LeaderElect {
 		watchdog = leaderelection.NewLeaderHealthzAdaptor(leaderWatchdogTimeout)
 		health.AddHealthz(Check{Name: watchdog.Name(), Check: watchdog.Check})
 	}
-	ms, err := startServer(logger, "metrics", opts.MetricsAddr, metricsMux(d.metrics, opts.PProf))
+	srv, err := shell.Serve(logger, opts, d.metrics, health, registerPProf)
 	if err != nil {
 		return err
 	}
-	defer logShutdown(logger, ms)
-	hs, err := startServer(logger, "health", opts.HealthAddr, health.Handler())
-	if err != nil {
-		return err
-	}
-	defer logShutdown(logger, hs)
+	defer srv.Close()
 	if d.serving != nil {
-		d.serving(ms.Addr(), hs.Addr(), health)
+		d.serving(srv.Metrics.Addr(), srv.Health.Addr(), health)
 	}
 
 	env := &Env{
-		Name:         b.Name,
-		Options:      opts,
-		Gates:        p.Gates,
-		Logger:       logger,
-		Clock:        d.clock,
-		RESTConfig:   d.restConfig,
-		KubeClient:   d.kube,
-		Metrics:      d.metrics.Registry,
-		Identity:     d.identity,
-		queueMetrics: d.metrics,
+		Env: shell.Env{
+			Name: b.Name, Options: opts, Gates: p.Gates, Logger: logger, Clock: d.clock,
+			RESTConfig: d.restConfig, Metrics: d.metrics.Registry, QueueMetrics: d.metrics,
+		},
+		KubeClient: d.kube,
+		Identity:   d.identity,
 	}
 	defer env.shutdown()
 	if b.Setup != nil {
@@ -334,8 +209,11 @@ func runReplicaAndLead(ctx context.Context, env *Env, health *Health, lead func(
 	return leadErr
 }
 
-func logShutdown(logger logr.Logger, s *server) {
-	if err := s.shutdown(5 * time.Second); err != nil {
-		logger.Error(err, "Server shutdown")
-	}
+// registerPProf serves net/http/pprof's endpoints (--pprof).
+func registerPProf(mux *http.ServeMux) {
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }

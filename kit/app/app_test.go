@@ -9,13 +9,13 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,7 +30,6 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
-	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
 )
 
@@ -50,28 +49,6 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-func TestDefaultOptions(t *testing.T) {
-	t.Setenv("POD_NAMESPACE", "")
-	o := DefaultOptions("x-controller")
-	assert.Equal(t, "x-controller", o.LeaseName)
-	assert.Equal(t, "flotilla-system", o.LeaseNamespace)
-	assert.Equal(t, ":8080", o.MetricsAddr)
-	assert.Equal(t, ":8081", o.HealthAddr)
-	assert.True(t, o.LeaderElect)
-	assert.Equal(t, 3, o.Workers)
-	assert.Equal(t, float32(30), o.QPS)
-	assert.Equal(t, 50, o.Burst)
-	assert.Equal(t, 15*time.Second, o.LeaseDuration)
-	assert.Equal(t, 10*time.Second, o.RenewDeadline)
-	assert.Equal(t, 2*time.Second, o.RetryPeriod)
-	assert.Equal(t, 2*time.Minute, o.CacheSyncTimeout)
-	assert.Equal(t, controller.DefaultQueueOptions(), o.Queue)
-	require.NoError(t, o.Validate())
-
-	t.Setenv("POD_NAMESPACE", "mine")
-	assert.Equal(t, "mine", DefaultOptions("x").LeaseNamespace)
 }
 
 func testBinary(setup SetupFunc) Binary {
@@ -128,48 +105,6 @@ func TestParse(t *testing.T) {
 	assert.ErrorIs(t, err, pflag.ErrHelp)
 }
 
-func TestLoggerLevels(t *testing.T) {
-	for _, format := range []string{LogFormatJSON, LogFormatConsole} {
-		var buf bytes.Buffer
-		logger, z, err := NewLogger(&buf, format, 2)
-		require.NoError(t, err)
-		logger.V(2).Info("visible", "k", "v")
-		logger.V(3).Info("hidden")
-		logger.Error(errors.New("bad"), "an error")
-		require.NoError(t, z.Sync())
-		out := buf.String()
-		assert.Contains(t, out, "visible", format)
-		assert.NotContains(t, out, "hidden", format)
-		assert.Contains(t, out, "an error", format)
-		if format == LogFormatJSON {
-			assert.Contains(t, out, `"k":"v"`)
-			assert.Contains(t, out, `"v":2`)
-		}
-	}
-	_, _, err := NewLogger(io.Discard, "xml", 0)
-	assert.Error(t, err)
-	_, _, err = NewLogger(io.Discard, LogFormatJSON, -1)
-	assert.Error(t, err)
-}
-
-func TestRouteKlog(t *testing.T) {
-	var buf syncBuffer
-	logger, _, err := NewLogger(&buf, LogFormatJSON, 3)
-	require.NoError(t, err)
-	require.NoError(t, RouteKlog(logger, 3))
-	defer klog.ClearLogger()
-	klog.V(3).InfoS("from klog", "x", 1)
-	klog.V(4).InfoS("too verbose")
-	klog.FromContext(context.Background()).Info("contextual fallback")
-	klog.Flush()
-	out := buf.String()
-	assert.Contains(t, out, "from klog")
-	assert.Contains(t, out, "contextual fallback")
-	assert.NotContains(t, out, "too verbose")
-	assert.True(t, klog.V(3).Enabled())
-	assert.False(t, klog.V(4).Enabled())
-}
-
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -178,83 +113,6 @@ func get(t *testing.T, url string) (int, string) {
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp.StatusCode, string(body)
-}
-
-func TestHealthHandler(t *testing.T) {
-	h := NewHealth()
-	failing := atomic.Bool{}
-	h.AddHealthz(Check{Name: "custom", Check: func(*http.Request) error {
-		if failing.Load() {
-			return errors.New("down")
-		}
-		return nil
-	}})
-	srv, err := startServer(klog.Background(), "health", "127.0.0.1:0", h.Handler())
-	require.NoError(t, err)
-	defer func() { require.NoError(t, srv.shutdown(time.Second)) }()
-	base := "http://" + srv.Addr()
-
-	code, body := get(t, base+"/readyz")
-	assert.Equal(t, http.StatusInternalServerError, code)
-	assert.Contains(t, body, "[-]informer-sync failed")
-	h.SetSynced(true)
-	assert.True(t, h.Synced())
-	code, body = get(t, base+"/readyz")
-	assert.Equal(t, http.StatusOK, code)
-	assert.Equal(t, "ok", body)
-	code, body = get(t, base+"/readyz?verbose")
-	assert.Equal(t, http.StatusOK, code)
-	assert.Contains(t, body, "[+]informer-sync ok")
-
-	code, _ = get(t, base+"/healthz")
-	assert.Equal(t, http.StatusOK, code)
-	failing.Store(true)
-	code, body = get(t, base+"/healthz")
-	assert.Equal(t, http.StatusInternalServerError, code)
-	assert.Contains(t, body, "[-]custom failed: down")
-	code, _ = get(t, base+"/livez")
-	assert.Equal(t, http.StatusInternalServerError, code)
-}
-
-func TestMetricsExposeWorkqueueAndRESTClient(t *testing.T) {
-	m := NewMetrics()
-	q := controller.NewQueue[string]("metrics-test", controller.DefaultQueueOptions(), controller.QueueConfig{MetricsProvider: m.QueueMetricsProvider()})
-	loop := controller.NewLoop("metrics-test", q, func(context.Context, string) error { return nil })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = loop.Run(ctx, 1) }()
-	q.Enqueue("a")
-	q.Enqueue("b")
-	require.Eventually(t, func() bool { return q.Len() == 0 }, 5*time.Second, time.Millisecond)
-	cancel()
-	<-done
-
-	latencyAdapter{m.restLatency}.Observe(context.Background(), "GET", mustURL("https://api:6443/api"), 20*time.Millisecond)
-	resultAdapter{m.restResult}.Increment(context.Background(), "200", "GET", "api:6443")
-	leaderProvider{m.leader}.NewLeaderMetric().On("lease")
-
-	srv, err := startServer(klog.Background(), "metrics", "127.0.0.1:0", metricsMux(m, true))
-	require.NoError(t, err)
-	defer func() { require.NoError(t, srv.shutdown(time.Second)) }()
-	code, body := get(t, "http://"+srv.Addr()+"/metrics")
-	require.Equal(t, http.StatusOK, code)
-	for _, want := range []string{
-		`workqueue_adds_total{name="metrics-test"} 2`,
-		`workqueue_depth{name="metrics-test"} 0`,
-		`workqueue_work_duration_seconds_count{name="metrics-test"} 2`,
-		`workqueue_queue_duration_seconds_count{name="metrics-test"} 2`,
-		`workqueue_retries_total`,
-		`workqueue_longest_running_processor_seconds{name="metrics-test"}`,
-		`workqueue_unfinished_work_seconds{name="metrics-test"}`,
-		`rest_client_request_duration_seconds_count{host="api:6443",verb="GET"} 1`,
-		`rest_client_requests_total{code="200",host="api:6443",method="GET"} 1`,
-		`leader_election_master_status{name="lease"} 1`,
-		`go_goroutines`,
-	} {
-		assert.Contains(t, body, want)
-	}
-	code, _ = get(t, "http://"+srv.Addr()+"/debug/pprof/")
-	assert.Equal(t, http.StatusOK, code)
 }
 
 // harness runs `run` with a fake clientset and captures addresses and logs.
@@ -616,14 +474,6 @@ func TestReplicaComponentFailureStopsBinary(t *testing.T) {
 	assert.True(t, fc.stopped.Load(), "controllers were cancelled")
 }
 
-func TestSetGCPercent(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	setGCPercent("")
-	assert.Equal(t, DefaultGCPercent, debug.SetGCPercent(100), "GOGC unset: the default")
-	setGCPercent("200") // the runtime read GOGC itself: nothing to do
-	assert.Equal(t, 100, debug.SetGCPercent(100), "GOGC set: left alone")
-}
-
 // blockedFactory is a replica informer factory whose caches sync only once
 // release is closed: a cache that needs the conversion webhook an Early
 // component serves.
@@ -683,5 +533,26 @@ func TestEarlyReplicaComponentStartsBeforeCachesSync(t *testing.T) {
 		t.Fatal("the other component did not start once the caches synced")
 	}
 	assert.True(t, synced())
+	require.NoError(t, h.stop())
+}
+
+// client-go's leader-election hook lands in the registry's
+// leader_election_master_status gauge (kit/app/shell registers it; only
+// kit/app links leader election).
+func TestLeaderMetric(t *testing.T) {
+	m := NewMetrics()
+	lm := leaderProvider{m.Leader}.NewLeaderMetric()
+	lm.On("lease")
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.Leader.WithLabelValues("lease")))
+	lm.Off("lease")
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.Leader.WithLabelValues("lease")))
+}
+
+// kit/app binaries serve net/http/pprof's endpoints with --pprof.
+func TestPProf(t *testing.T) {
+	h := startHarness(t, testBinary(nil), "--leader-elect=false", "--pprof")
+	code, body := get(t, h.metrics+"/debug/pprof/")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "goroutine")
 	require.NoError(t, h.stop())
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -102,3 +103,12 @@ func runLeaderElection(ctx context.Context, opts Options, d deps, watchdog *lead
 		return fmt.Errorf("leader election stopped without acquiring lease %s/%s", opts.LeaseNamespace, opts.LeaseName)
 	}
 }
+
+// leaderProvider feeds client-go's leader-election metric hook into the
+// leader_election_master_status gauge of the binary's registry.
+type leaderProvider struct{ v *prometheus.GaugeVec }
+
+func (p leaderProvider) NewLeaderMetric() leaderelection.LeaderMetric { return p }
+func (p leaderProvider) On(name string)                               { p.v.WithLabelValues(name).Set(1) }
+func (p leaderProvider) Off(name string)                              { p.v.WithLabelValues(name).Set(0) }
+func (p leaderProvider) SlowpathExercised(string)                     {}

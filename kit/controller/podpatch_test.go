@@ -15,6 +15,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol/podclient"
 )
 
 // The pod patch (kit/podcontrol) is tested here, over the slimmed pods this
@@ -97,7 +98,7 @@ func TestPatchPod(t *testing.T) {
 	client := fake.NewClientset(full.DeepCopy())
 	next := full.DeepCopy()
 	next.Status.Conditions[1].Status = corev1.ConditionFalse
-	out, err := podcontrol.New(client).PatchStatus(ctx, full, next)
+	out, err := podclient.New(client).PatchStatus(ctx, full, next)
 	require.NoError(t, err)
 	assert.Equal(t, corev1.ConditionFalse, out.Status.Conditions[1].Status)
 	require.Len(t, client.Actions(), 1)
@@ -105,7 +106,7 @@ func TestPatchPod(t *testing.T) {
 	assert.Equal(t, "status", a.GetSubresource())
 
 	client.ClearActions()
-	same, err := podcontrol.New(client).Patch(ctx, full, full.DeepCopy())
+	same, err := podclient.New(client).Patch(ctx, full, full.DeepCopy())
 	require.NoError(t, err)
 	assert.Same(t, full, same)
 	assert.Empty(t, client.Actions(), "nothing to write: no request")

@@ -70,5 +70,8 @@
 // Vertical scaling (resources), the VolumeClaimTemplate-hash rule, image
 // pre-download, the env hash and runtime-containers-meta JSON
 // (kit/containermeta), the Ready condition recompute and every client call
-// belong to other packages or the workload controllers.
+// belong to other packages or the workload controllers: Control, which
+// carries an update and its refresh out through the API server, is in
+// kit/inplace/inplaceclient, so that this package (which the node agent
+// imports) does not link client-go's clientset.
 package inplace

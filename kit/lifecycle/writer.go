@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol/podclient"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,7 +38,7 @@ var _ Writer = (*ClientWriter)(nil)
 // NewWriter returns a ClientWriter using client; clk stamps the
 // KruisePodReady lastTransitionTime (nil: the real clock).
 func NewWriter(client kubernetes.Interface, clk clock.PassiveClock) *ClientWriter {
-	return &ClientWriter{pods: podcontrol.New(client), readiness: podreadiness.NewWriter(client, clk)}
+	return &ClientWriter{pods: podclient.New(client), readiness: podreadiness.NewWriter(client, clk)}
 }
 
 // Patch implements Writer.

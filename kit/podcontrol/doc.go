@@ -18,7 +18,7 @@
 //
 // Use:
 //
-//	pods := podcontrol.New(kube) // in the controller's New
+//	pods := podclient.New(kube) // in the controller's New (kit/podcontrol/podclient)
 //	_, err := pods.Create(ctx, pod, podcontrol.Scale(c.scaleExp, key))
 //	err = pods.Delete(ctx, pod, podcontrol.Scale(c.scaleExp, key))
 //	next := pod.DeepCopy(); next.Labels["x"] = "y"
@@ -27,4 +27,10 @@
 //
 // In a sync test, give the controller podcontrol.NewFake() and assert on
 // its Actions (verb, namespace, name, patch bytes or created pod).
+//
+// The requests go through a Writer (NewFor). The one over client-go's
+// clientset lives in kit/podcontrol/podclient (New, Or, Clocked), so this
+// package does not link the clientset: the node agent imports it and writes
+// through a plain REST client (the clientset's init costs it about 20 MiB;
+// kit/internal/depcheck holds the line).
 package podcontrol

@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 )
 
 // Verb names a pod write, as the Fake records it and Expectations hear it.
@@ -51,29 +50,30 @@ type PodControl interface {
 	Release(ctx context.Context, pod *corev1.Pod, owner types.UID) (*corev1.Pod, error)
 }
 
-// writer is the transport under control: the API server (clientWriter) or
-// the Fake's record.
-type writer interface {
+// Writer is the transport under PodControl: the API server or a test's record.
+type Writer interface {
+	Create(ctx context.Context, pod *corev1.Pod, opts metav1.CreateOptions) (*corev1.Pod, error)
+	Delete(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
+	Patch(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Pod, error)
+}
+
+// NewFor returns the PodControl writing through w. The options of each
+// request (the UID precondition of a delete, the dry run of DryRunPatch)
+// are built here, so no Writer repeats them; kit/podcontrol/podclient.New
+// is NewFor over client-go's clientset.
+func NewFor(w Writer) PodControl { return control{w: server{w}} }
+
+// transport is what control writes through: a Writer (server) or the
+// Fake's record, which keeps the whole pod of a delete.
+type transport interface {
 	create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
 	delete(ctx context.Context, pod *corev1.Pod) error
 	patch(ctx context.Context, pod *corev1.Pod, pt types.PatchType, data []byte, dryRun bool, subresources ...string) (*corev1.Pod, error)
 }
 
-// control is PodControl over a writer: the one place that diffs pods and
+// control is PodControl over a transport: the one place that diffs pods and
 // keeps expectations, shared by the real implementation and the Fake.
-type control struct{ w writer }
-
-// New returns the PodControl that writes through client.
-func New(client kubernetes.Interface) PodControl { return control{w: clientWriter{client}} }
-
-// Or returns pc, or when it is nil the PodControl over client: what a
-// controller builds from wiring.Deps (PodControl set by sync tests only).
-func Or(pc PodControl, client kubernetes.Interface) PodControl {
-	if pc != nil {
-		return pc
-	}
-	return New(client)
-}
+type control struct{ w transport }
 
 func (c control) Create(ctx context.Context, pod *corev1.Pod, exp Expectations) (*corev1.Pod, error) {
 	if exp != nil {
@@ -134,23 +134,24 @@ func (c control) Release(ctx context.Context, pod *corev1.Pod, owner types.UID) 
 	return c.w.patch(ctx, pod, types.StrategicMergePatchType, releasePatch(pod.UID, owner), false)
 }
 
-// clientWriter writes through the API server.
-type clientWriter struct{ client kubernetes.Interface }
+// server is the transport over a Writer: the request options of the house
+// rules, built once for every Writer.
+type server struct{ w Writer }
 
-func (w clientWriter) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
-	return w.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+func (s server) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	return s.w.Create(ctx, pod, metav1.CreateOptions{})
 }
 
-func (w clientWriter) delete(ctx context.Context, pod *corev1.Pod) error {
-	return w.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
+func (s server) delete(ctx context.Context, pod *corev1.Pod) error {
+	return s.w.Delete(ctx, pod.Namespace, pod.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
 }
 
-func (w clientWriter) patch(ctx context.Context, pod *corev1.Pod, pt types.PatchType, data []byte, dryRun bool, subresources ...string) (*corev1.Pod, error) {
+func (s server) patch(ctx context.Context, pod *corev1.Pod, pt types.PatchType, data []byte, dryRun bool, subresources ...string) (*corev1.Pod, error) {
 	opts := metav1.PatchOptions{}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	// Errors are returned as the API server gave them: callers test them
 	// (Conflict, NotFound) and report them in events.
-	return w.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, pt, data, opts, subresources...)
+	return s.w.Patch(ctx, pod.Namespace, pod.Name, pt, data, opts, subresources...)
 }

@@ -3,6 +3,7 @@ package podcontrol
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,9 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 )
@@ -31,59 +29,6 @@ func pod(name string) *corev1.Pod {
 
 func pending(e *expectations.Scale[types.NamespacedName], a expectations.Action) []string {
 	return append([]string{}, e.Pending(owner, a)...)
-}
-
-// TestRealWrites: each verb reaches the clientset as the house rules say
-// (UID precondition, difference-only patch guarded by resourceVersion,
-// status subresource, dry run, owner patches), and an unchanged pod costs
-// no request.
-func TestRealWrites(t *testing.T) {
-	ctx := context.Background()
-	a, b := pod("a"), pod("b")
-	client := fake.NewClientset(a.DeepCopy(), b.DeepCopy())
-	pc := New(client)
-
-	next := a.DeepCopy()
-	next.Labels["x"] = "y"
-	out, err := pc.Patch(ctx, a, next)
-	require.NoError(t, err)
-	assert.Equal(t, "y", out.Labels["x"])
-	same, err := pc.Patch(ctx, a, a.DeepCopy())
-	require.NoError(t, err)
-	assert.Same(t, a, same)
-	next = a.DeepCopy()
-	next.Status.Phase = corev1.PodRunning
-	_, err = pc.PatchStatus(ctx, a, next)
-	require.NoError(t, err)
-	require.NoError(t, pc.DryRunPatch(ctx, a, next))
-	_, err = pc.PatchBytes(ctx, a, types.MergePatchType, []byte(`{"metadata":{"annotations":{"k":"v"}}}`))
-	require.NoError(t, err)
-	_, err = pc.Adopt(ctx, a, metav1.OwnerReference{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "web", UID: "cs", Controller: ptr.To(true)})
-	require.NoError(t, err)
-	_, err = pc.Release(ctx, a, "cs")
-	require.NoError(t, err)
-	require.NoError(t, pc.Delete(ctx, b, nil))
-	created, err := pc.Create(ctx, pod("c"), nil)
-	require.NoError(t, err)
-	assert.Equal(t, "c", created.Name)
-
-	acts := client.Actions()
-	require.Len(t, acts, 8)
-	p := acts[0].(k8stesting.PatchAction)
-	assert.Equal(t, types.StrategicMergePatchType, p.GetPatchType())
-	assert.JSONEq(t, `{"metadata":{"labels":{"x":"y"},"resourceVersion":"7"}}`, string(p.GetPatch()))
-	assert.Equal(t, "status", acts[1].GetSubresource())
-	assert.JSONEq(t, `{"metadata":{"resourceVersion":"7"},"status":{"phase":"Running"}}`, string(acts[1].(k8stesting.PatchAction).GetPatch()))
-	assert.Equal(t, []string{metav1.DryRunAll}, acts[2].(k8stesting.PatchActionImpl).GetPatchOptions().DryRun)
-	assert.Equal(t, types.MergePatchType, acts[3].(k8stesting.PatchAction).GetPatchType())
-	assert.JSONEq(t, `{"metadata":{"ownerReferences":[{"apiVersion":"apps.kruise.io/v1alpha1","kind":"CloneSet","name":"web","uid":"cs","controller":true}],"uid":"uid-a"}}`,
-		string(acts[4].(k8stesting.PatchAction).GetPatch()))
-	assert.JSONEq(t, `{"metadata":{"ownerReferences":[{"$patch":"delete","uid":"cs"}],"uid":"uid-a"}}`, string(acts[5].(k8stesting.PatchAction).GetPatch()))
-	d := acts[6].(k8stesting.DeleteActionImpl)
-	assert.Equal(t, "b", d.GetName())
-	require.NotNil(t, d.GetDeleteOptions().Preconditions)
-	assert.Equal(t, types.UID("uid-b"), *d.GetDeleteOptions().Preconditions.UID)
-	assert.Equal(t, "create", acts[7].GetVerb())
 }
 
 // TestScaleExpectations: the owner's expectation is up while the request
@@ -205,4 +150,82 @@ func TestFakeRecords(t *testing.T) {
 	assert.Equal(t, `patch ns/a {"metadata":{"labels":{"x":"y"},"resourceVersion":"7"}}`, acts[0].String())
 	f.ClearActions()
 	assert.Empty(t, f.Actions())
+}
+
+// recorder is a Writer that records each request with its options, as a
+// transport under NewFor would receive it.
+type recorder struct {
+	calls []string
+	opts  []any
+	err   error
+}
+
+func (r *recorder) Create(_ context.Context, pod *corev1.Pod, opts metav1.CreateOptions) (*corev1.Pod, error) {
+	r.calls = append(r.calls, "create "+pod.Namespace+"/"+pod.Name)
+	r.opts = append(r.opts, opts)
+	return pod, r.err
+}
+
+func (r *recorder) Delete(_ context.Context, namespace, name string, opts metav1.DeleteOptions) error {
+	r.calls = append(r.calls, "delete "+namespace+"/"+name)
+	r.opts = append(r.opts, opts)
+	return r.err
+}
+
+func (r *recorder) Patch(_ context.Context, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Pod, error) {
+	r.calls = append(r.calls, fmt.Sprintf("patch %s/%s%v %s %s", namespace, name, subresources, pt, data))
+	r.opts = append(r.opts, opts)
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, r.err
+}
+
+// TestNewFor: PodControl over a Writer builds every request's options
+// itself (the UID precondition of a delete, the dry run of DryRunPatch, none
+// otherwise), sends only differences and no request for an unchanged pod,
+// and returns the Writer's errors as they are.
+func TestNewFor(t *testing.T) {
+	ctx := context.Background()
+	w := &recorder{}
+	pc := NewFor(w)
+	a := pod("a")
+	next := a.DeepCopy()
+	next.Labels["x"] = "y"
+
+	_, err := pc.Create(ctx, pod("c"), nil)
+	require.NoError(t, err)
+	require.NoError(t, pc.Delete(ctx, a, nil))
+	_, err = pc.Patch(ctx, a, next)
+	require.NoError(t, err)
+	_, err = pc.Patch(ctx, a, a.DeepCopy())
+	require.NoError(t, err)
+	require.NoError(t, pc.DryRunPatch(ctx, a, next))
+	_, err = pc.PatchStatus(ctx, a, next)
+	require.NoError(t, err)
+	_, err = pc.PatchBytes(ctx, a, types.MergePatchType, []byte(`{"metadata":{"annotations":{"k":"v"}}}`), "status")
+	require.NoError(t, err)
+
+	const diff = `{"metadata":{"labels":{"x":"y"},"resourceVersion":"7"}}`
+	assert.Equal(t, []string{
+		"create ns/c",
+		"delete ns/a",
+		"patch ns/a[] application/strategic-merge-patch+json " + diff,
+		"patch ns/a[] application/strategic-merge-patch+json " + diff,
+		"patch ns/a[status] application/strategic-merge-patch+json " + diff,
+		`patch ns/a[status] application/merge-patch+json {"metadata":{"annotations":{"k":"v"}}}`,
+	}, w.calls, "no request for an unchanged pod")
+	assert.Equal(t, []any{
+		metav1.CreateOptions{},
+		metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions("uid-a")},
+		metav1.PatchOptions{},
+		metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}},
+		metav1.PatchOptions{},
+		metav1.PatchOptions{},
+	}, w.opts)
+
+	w.err = apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "a", errors.New("stale"))
+	_, err = pc.Patch(ctx, a, next)
+	assert.True(t, apierrors.IsConflict(err), "%v", err)
+	exp := expectations.NewScale[types.NamespacedName]()
+	err = pc.Delete(ctx, a, Scale(exp, owner))
+	assert.True(t, apierrors.IsConflict(err), "%v", err)
+	assert.Empty(t, pending(exp, expectations.Delete), "a failed delete lowers the expectation")
 }

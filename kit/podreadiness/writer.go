@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 
-	"github.com/flotilla-dev/flotilla/kit/podcontrol"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol/podclient"
 )
 
 // Writer applies key changes to pods through the pods/status subresource.
@@ -23,13 +23,13 @@ import (
 // (client-go's retry.DefaultRetry back-off). When nothing would change, no
 // request is made.
 type Writer struct {
-	podcontrol.Clocked
+	podclient.Clocked
 }
 
 // NewWriter returns a Writer using client. clk stamps lastTransitionTime;
 // nil means the real clock.
 func NewWriter(client kubernetes.Interface, clk clock.PassiveClock) *Writer {
-	return &Writer{Clocked: podcontrol.NewClocked(client, clk)}
+	return &Writer{Clocked: podclient.NewClocked(client, clk)}
 }
 
 // AddNotReadyKey holds the pod NotReady under key (see the package function).

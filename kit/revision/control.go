@@ -1,27 +1,16 @@
 package revision
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 )
-
-// maxCreateAttempts bounds Control.Create's name-collision loop. Each
-// collision needs another object that happens to hash to the same name, so
-// hitting the bound means something else is creating revisions under the
-// parent's names; the caller's retry (with the bumped collision count) takes
-// over.
-const maxCreateAttempts = 10
 
 // Control is the narrow write interface to ControllerRevisions. It never
 // mutates the objects it is given (they may come from an informer cache).
+// The implementation over client-go's clientset is
+// kit/revision/revisionclient.New.
 type Control interface {
 	// Create saves rev (normally from New) in parent's namespace under the
 	// name Name(parent, Hash(rev.Data.Raw, collisionCount)). When that name
@@ -40,91 +29,4 @@ type Control interface {
 	// Delete deletes rev, only if the object of that name still has rev's
 	// UID. A revision that is already gone is not an error.
 	Delete(ctx context.Context, rev *appsv1.ControllerRevision) error
-}
-
-// NewControl returns a Control that writes through client.
-func NewControl(client kubernetes.Interface) Control {
-	return &clientControl{client: client}
-}
-
-type clientControl struct {
-	client kubernetes.Interface
-}
-
-func (c *clientControl) Create(ctx context.Context, parent metav1.Object, rev *appsv1.ControllerRevision, collisionCount *int32) (*appsv1.ControllerRevision, error) {
-	if collisionCount == nil {
-		return nil, errors.New("revision: Create needs a non-nil collisionCount")
-	}
-	ns := parent.GetNamespace()
-	revs := c.client.AppsV1().ControllerRevisions(ns)
-	clone := rev.DeepCopy()
-	clone.Namespace = ns
-	if clone.Labels == nil {
-		clone.Labels = map[string]string{}
-	}
-	for range maxCreateAttempts {
-		hash := Hash(clone.Data.Raw, collisionCount)
-		clone.Name = Name(parent.GetName(), hash)
-		clone.Labels[HashLabel] = hash
-		created, err := revs.Create(ctx, clone, metav1.CreateOptions{})
-		if err == nil {
-			return created, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("revision: creating %s/%s: %w", ns, clone.Name, err)
-		}
-		existing, err := revs.Get(ctx, clone.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			continue // deleted in between: try the same name again
-		}
-		if err != nil {
-			return nil, fmt.Errorf("revision: reading %s/%s after a name collision: %w", ns, clone.Name, err)
-		}
-		if bytes.Equal(existing.Data.Raw, clone.Data.Raw) && metav1.IsControlledBy(existing, parent) {
-			return existing, nil
-		}
-		*collisionCount++
-	}
-	return nil, fmt.Errorf("revision: no free name for a revision of %s/%s after %d attempts (collisionCount %d)",
-		ns, parent.GetName(), maxCreateAttempts, *collisionCount)
-}
-
-func (c *clientControl) UpdateRevision(ctx context.Context, rev *appsv1.ControllerRevision, newRevision int64) (*appsv1.ControllerRevision, error) {
-	revs := c.client.AppsV1().ControllerRevisions(rev.Namespace)
-	clone := rev.DeepCopy()
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		if clone.Revision == newRevision {
-			return nil
-		}
-		clone.Revision = newRevision
-		updated, err := revs.Update(ctx, clone, metav1.UpdateOptions{})
-		if err == nil {
-			clone = updated
-			return nil
-		}
-		if apierrors.IsConflict(err) {
-			latest, getErr := revs.Get(ctx, clone.Name, metav1.GetOptions{})
-			if getErr != nil {
-				return getErr
-			}
-			clone = latest
-		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("revision: setting .revision of %s/%s to %d: %w", rev.Namespace, rev.Name, newRevision, err)
-	}
-	return clone, nil
-}
-
-func (c *clientControl) Delete(ctx context.Context, rev *appsv1.ControllerRevision) error {
-	opts := metav1.DeleteOptions{}
-	if rev.UID != "" {
-		opts.Preconditions = metav1.NewUIDPreconditions(string(rev.UID))
-	}
-	err := c.client.AppsV1().ControllerRevisions(rev.Namespace).Delete(ctx, rev.Name, opts)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("revision: deleting %s/%s: %w", rev.Namespace, rev.Name, err)
-	}
-	return nil
 }

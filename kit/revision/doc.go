@@ -33,7 +33,7 @@
 //
 //	// setup: controller.AddOwnerUIDIndex(revInformer.Informer()) before start
 //	lister := revision.NewLister(revInformer.Informer().GetIndexer())
-//	control := revision.NewControl(kubeClient)
+//	control := revisionclient.New(kubeClient)      // kit/revision/revisionclient: this package links no clientset
 //
 //	revs, err := lister.List(cs)                    // controlled by cs, sorted oldest first; read-only
 //	data, err := revision.TemplatePatch(&cs.Spec.Template)

@@ -10,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 )
 
@@ -148,18 +146,14 @@ func TestResolveTakeover(t *testing.T) {
 			wantName:  "shop-7b474599c9", wantNumber: 3, wantVerbs: []string{"update"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var objs []runtime.Object
-			for _, r := range tc.revisions {
-				objs = append(objs, r)
-			}
-			client := fake.NewClientset(objs...)
+			ctl := newRecorder()
 			var collisions int32
 			want := New(parent, cloneSetKind, nil, data, NextRevisionNumber(tc.revisions), &collisions)
-			res, err := Resolve(context.Background(), NewControl(client), parent, want, tc.revisions, &collisions)
+			res, err := Resolve(context.Background(), ctl, parent, want, tc.revisions, &collisions)
 			require.NoError(t, err)
 			assert.Equal(t, tc.wantName, res.Update.Name)
 			assert.Equal(t, tc.wantNumber, res.Update.Revision)
-			assert.Equal(t, tc.wantVerbs, verbs(client))
+			assert.Equal(t, tc.wantVerbs, ctl.verbs)
 			assert.Equal(t, int32(0), collisions)
 		})
 	}

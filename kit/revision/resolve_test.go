@@ -8,8 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 )
 
 func TestResolve(t *testing.T) {
@@ -42,14 +40,10 @@ func TestResolve(t *testing.T) {
 			wantNumber: 2, wantWritten: true, wantVerbs: []string{"create"}, wantCount: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			objs := []runtime.Object{}
-			for _, r := range tc.revisions {
-				objs = append(objs, r)
-			}
-			client := fake.NewClientset(objs...)
+			ctl := newRecorder()
 			var collisions int32
 			want := New(parent, kind, nil, []byte(tc.data), NextRevisionNumber(tc.revisions), &collisions)
-			res, err := Resolve(context.Background(), NewControl(client), parent, want, tc.revisions, &collisions)
+			res, err := Resolve(context.Background(), ctl, parent, want, tc.revisions, &collisions)
 			require.NoError(t, err)
 			if tc.wantName != "" {
 				assert.Equal(t, tc.wantName, res.Update.Name)
@@ -58,7 +52,7 @@ func TestResolve(t *testing.T) {
 			assert.Equal(t, tc.wantNumber, res.Update.Revision)
 			assert.Equal(t, tc.wantWritten, res.Written)
 			assert.Len(t, res.Revisions, tc.wantCount)
-			assert.Equal(t, tc.wantVerbs, verbs(client))
+			assert.Equal(t, tc.wantVerbs, ctl.verbs)
 		})
 	}
 }

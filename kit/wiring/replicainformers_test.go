@@ -16,6 +16,7 @@ import (
 	flotillafake "github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
 	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+	"github.com/flotilla-dev/flotilla/kit/app/shell"
 )
 
 // ReplicaInformers builds a new Flotilla factory on each call, over the
@@ -41,7 +42,7 @@ func TestReplicaInformers(t *testing.T) {
 			raw, err := client.AppsV1alpha1().CloneSets("team-a").Get(context.Background(), "web", metav1.GetOptions{})
 			require.NoError(t, err)
 			require.NotEmpty(t, raw.ManagedFields, "precondition: the API returns managedFields")
-			env := &kitapp.Env{Name: "x-controller", Options: kitapp.Options{Namespace: c.namespace, SyncPeriod: time.Second}}
+			env := &kitapp.Env{Env: shell.Env{Name: "x-controller", Options: kitapp.Options{Namespace: c.namespace, SyncPeriod: time.Second}}}
 			// The leader's factory as New builds it (resync: --sync-period).
 			cl := &Clients{Client: client,
 				Informers: flotillainformers.NewSharedInformerFactoryWithOptions(client, env.Options.SyncPeriod, informerOptions(env)...)}

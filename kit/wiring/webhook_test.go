@@ -13,6 +13,7 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+	"github.com/flotilla-dev/flotilla/kit/app/shell"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	kitwebhook "github.com/flotilla-dev/flotilla/kit/webhook"
 )
@@ -45,7 +46,7 @@ func TestWebhook(t *testing.T) {
 		for _, s := range gates {
 			require.NoError(t, g.Set(s))
 		}
-		return &kitapp.Env{Name: "x-controller", RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"}, KubeClient: fake.NewClientset(), Gates: g}
+		return &kitapp.Env{Env: shell.Env{Name: "x-controller", RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"}, Gates: g}, KubeClient: fake.NewClientset()}
 	}
 	bin := Webhook(b)
 	assert.ElementsMatch(t, []featuregate.Feature{features.PodWebhook, features.EnableExternalCerts}, bin.Gates)

@@ -18,10 +18,11 @@ import (
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+	"github.com/flotilla-dev/flotilla/kit/app/shell"
 )
 
 func TestNewNeedsARESTConfig(t *testing.T) {
-	_, err := New(context.Background(), &kitapp.Env{Name: "x-controller", KubeClient: fake.NewClientset()})
+	_, err := New(context.Background(), &kitapp.Env{Env: shell.Env{Name: "x-controller"}, KubeClient: fake.NewClientset()})
 	require.ErrorContains(t, err, "x-controller needs a REST config")
 }
 
@@ -52,9 +53,7 @@ func TestNew(t *testing.T) {
 	kube := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "team-a", ManagedFields: managed}},
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "team-b"}})
 	env := &kitapp.Env{
-		Name:       "x-controller",
-		Options:    kitapp.Options{Namespace: "team-a"},
-		RESTConfig: &rest.Config{Host: api.URL},
+		Env:        shell.Env{Name: "x-controller", Options: kitapp.Options{Namespace: "team-a"}, RESTConfig: &rest.Config{Host: api.URL}},
 		KubeClient: kube,
 	}
 	ctx, cancel := context.WithCancel(context.Background())

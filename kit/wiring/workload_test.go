@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
+	"github.com/flotilla-dev/flotilla/kit/app/shell"
 )
 
 type fakeReconciler struct {
@@ -39,8 +40,8 @@ func TestWorkload(t *testing.T) {
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
 	b.AddFlags(fs)
 	require.NoError(t, fs.Parse([]string{"--expectation-timeout=7s"}))
-	env := &kitapp.Env{Name: "x-controller", RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"},
-		KubeClient: fake.NewClientset(), Metrics: prometheus.NewRegistry()}
+	env := &kitapp.Env{Env: shell.Env{Name: "x-controller", RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"},
+		Metrics: prometheus.NewRegistry()}, KubeClient: fake.NewClientset()}
 	require.NoError(t, b.Setup(context.Background(), env))
 	require.NotNil(t, got)
 	assert.Equal(t, 7*time.Second, got.deps.ExpectationTimeout)
@@ -48,7 +49,7 @@ func TestWorkload(t *testing.T) {
 	assert.Equal(t, []string{"fake"}, env.Controllers())
 
 	failing := Workload("x-controller", nil, "X", "", func(Deps) (*fakeReconciler, error) { return nil, errors.New("boom") })
-	err := failing.Setup(context.Background(), &kitapp.Env{Name: "x-controller", RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"}, KubeClient: fake.NewClientset()})
+	err := failing.Setup(context.Background(), &kitapp.Env{Env: shell.Env{Name: "x-controller", RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"}}, KubeClient: fake.NewClientset()})
 	assert.ErrorContains(t, err, "set up X reconciler: boom")
 }
 
@@ -59,7 +60,7 @@ func TestAddReconciler(t *testing.T) {
 		Deps
 		Extra string
 	}
-	env := &kitapp.Env{Name: "x-controller"}
+	env := &kitapp.Env{Env: shell.Env{Name: "x-controller"}}
 	var got ownDeps
 	require.NoError(t, AddReconciler(env, "X reconciler", func(d ownDeps) (*fakeReconciler, error) {
 		got = d

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol/podclient"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
 
@@ -23,7 +24,7 @@ func (b *Base) podControl() podcontrol.PodControl {
 	if b.PodControl != nil {
 		return b.PodControl
 	}
-	return podcontrol.New(b.Kube)
+	return podclient.New(b.Kube)
 }
 
 // Adopters returns the FindOwners of a dependent handler: for an orphan pod,

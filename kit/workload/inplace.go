@@ -10,7 +10,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/kit/controller"
-	"github.com/flotilla-dev/flotilla/kit/inplace"
+	"github.com/flotilla-dev/flotilla/kit/inplace/inplaceclient"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 )
 
@@ -31,7 +31,7 @@ func (b *Base) WriteLifecycle(ctx context.Context, p *corev1.Pod, patch lifecycl
 // outcome as an event on owner (OpenKruise's reasons and messages), records
 // the written pod in RV and, with a grace period, asks requeue for its end
 // (the containers restart then).
-func (b *Base) UpdateInPlace(ctx context.Context, owner runtime.Object, p *corev1.Pod, req inplace.UpdateRequest, requeue *controller.Requeue) error {
+func (b *Base) UpdateInPlace(ctx context.Context, owner runtime.Object, p *corev1.Pod, req inplaceclient.UpdateRequest, requeue *controller.Requeue) error {
 	out, err := b.InPlace.Update(ctx, p, req)
 	if err != nil {
 		b.Recorder.Eventf(owner, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "failed to update pod %s in-place: %v", p.Name, err)

@@ -19,11 +19,13 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
-	"github.com/flotilla-dev/flotilla/kit/inplace"
+	"github.com/flotilla-dev/flotilla/kit/inplace/inplaceclient"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol/podclient"
 	"github.com/flotilla-dev/flotilla/kit/predownload"
 	"github.com/flotilla-dev/flotilla/kit/revision"
+	"github.com/flotilla-dev/flotilla/kit/revision/revisionclient"
 )
 
 // Deps are what the skeleton is built from: the Kubernetes side of
@@ -41,7 +43,7 @@ type Deps struct {
 	QueueConfig  controller.QueueConfig
 	// ExpectationTimeout: 0 means expectations.DefaultTimeout.
 	ExpectationTimeout time.Duration
-	// PodControl writes the pods (nil: podcontrol.New(Kube)).
+	// PodControl writes the pods (nil: podclient.New(Kube)).
 	PodControl podcontrol.PodControl
 }
 
@@ -101,7 +103,7 @@ type Base struct {
 	RV *expectations.ResourceVersion
 	// InPlace and Lifecycle write in-place updates and lifecycle hook steps
 	// of pods (nil unless Spec.InPlace).
-	InPlace   *inplace.Control
+	InPlace   *inplaceclient.Control
 	Lifecycle lifecycle.Writer
 	// Jobs pre-download images through ImagePullJobs; nil unless the
 	// controller set it (kit/wiring.Deps.ImagePullJobs).
@@ -131,7 +133,7 @@ func New(d Deps, spec Spec, sync func(context.Context, types.NamespacedName) err
 		b.expOpts = append(b.expOpts, expectations.WithTimeout(d.ExpectationTimeout))
 	}
 	if b.PodControl == nil {
-		b.PodControl = podcontrol.New(d.Kube)
+		b.PodControl = podclient.New(d.Kube)
 	}
 	if b.Gates == nil {
 		b.Gates = features.MustNewGate(spec.Gates...)
@@ -142,7 +144,7 @@ func New(d Deps, spec Spec, sync func(context.Context, types.NamespacedName) err
 	}
 	b.loop = controller.NewLoop(spec.Name, b.Queue, sync)
 	if spec.InPlace {
-		b.InPlace, b.Lifecycle = inplace.NewControl(d.Kube, d.Clock), lifecycle.NewWriter(d.Kube, d.Clock)
+		b.InPlace, b.Lifecycle = inplaceclient.New(d.Kube, d.Clock), lifecycle.NewWriter(d.Kube, d.Clock)
 	}
 
 	b.PodInformer = d.KubeInformers.InformerFor(&corev1.Pod{}, LabelledPods(d.Namespace, spec.PodLabel))
@@ -165,7 +167,7 @@ func New(d Deps, spec Spec, sync func(context.Context, types.NamespacedName) err
 			return nil, err
 		}
 		b.Revisions = revision.NewLister(b.RevisionInformer.GetIndexer())
-		b.RevControl = revision.NewControl(d.Kube)
+		b.RevControl = revisionclient.New(d.Kube)
 		b.synced = append(b.synced, b.RevisionInformer.HasSynced)
 	}
 	return b, nil

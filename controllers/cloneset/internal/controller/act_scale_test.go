@@ -12,7 +12,7 @@ import (
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
-	"github.com/flotilla-dev/flotilla/kit/podcontrol"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol/podclient"
 	"github.com/flotilla-dev/flotilla/kit/workload"
 )
 
@@ -22,7 +22,7 @@ import (
 func TestScaleUpLimitedDeletesNothing(t *testing.T) {
 	kube := fake.NewClientset()
 	rec := record.NewFakeRecorder(10)
-	c := &Controller{Base: &workload.Base{Kube: kube, PodControl: podcontrol.New(kube), Recorder: rec}, scaleExp: expectations.NewScale[types.NamespacedName]()}
+	c := &Controller{Base: &workload.Base{Kube: kube, PodControl: podclient.New(kube), Recorder: rec}, scaleExp: expectations.NewScale[types.NamespacedName]()}
 	cs := testCloneSet(3, func(cs *appsv1alpha1.CloneSet) { cs.Spec.ScaleStrategy.MaxUnavailable = ios("1") })
 	st := testState(cs,
 		testPod("unready", notReady()),

@@ -15,6 +15,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
+	"github.com/flotilla-dev/flotilla/kit/inplace/inplaceclient"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
@@ -112,7 +113,7 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1
 	if s := st.cs.Spec.UpdateStrategy.InPlaceUpdateStrategy; s != nil {
 		grace = s.GracePeriodSeconds
 	}
-	return c.UpdateInPlace(ctx, st.cs, p, inplace.UpdateRequest{
+	return c.UpdateInPlace(ctx, st.cs, p, inplaceclient.UpdateRequest{
 		Revision:           target.Name,
 		Spec:               spec,
 		Labels:             map[string]string{pub.ControllerRevisionHashLabelKey: revLabel, pub.PodTemplateHashLabelKey: hash},

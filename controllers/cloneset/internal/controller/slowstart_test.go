@@ -21,7 +21,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
-	"github.com/flotilla-dev/flotilla/kit/podcontrol"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol/podclient"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 	"github.com/flotilla-dev/flotilla/kit/workload"
 )
@@ -58,7 +58,7 @@ func TestCreatePodsSlowStart(t *testing.T) {
 			c := &Controller{
 				Base: &workload.Base{
 					Kube:       kube,
-					PodControl: podcontrol.New(kube),
+					PodControl: podclient.New(kube),
 					Pods:       cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{controller.OwnerUIDIndex: controller.IndexByOwnerUID}),
 					Recorder:   record.NewFakeRecorder(100),
 				},

@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
+	"github.com/flotilla-dev/flotilla/kit/inplace/inplaceclient"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
 )
 
@@ -35,7 +36,7 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, pods []*c
 	}
 	var mu sync.Mutex
 	err := controller.ForEach(todo, writeConcurrency, func(p *corev1.Pod) error {
-		out, err := c.InPlace.Update(ctx, p, inplace.UpdateRequest{
+		out, err := c.InPlace.Update(ctx, p, inplaceclient.UpdateRequest{
 			Revision: st.hash, Spec: specs[p.Name],
 			Labels: map[string]string{pub.ControllerRevisionHashLabelKey: st.hash},
 		})

@@ -25,6 +25,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol/podclient"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
@@ -73,7 +74,7 @@ func New(d wiring.Deps) (*Controller, error) {
 		kube:     d.Kube,
 		pods:     corelisters.NewPodLister(podInf.GetIndexer()),
 		barriers: corelisters.NewConfigMapLister(cmInf.GetIndexer()),
-		pc:       podcontrol.Or(d.PodControl, d.Kube),
+		pc:       podclient.Or(d.PodControl, d.Kube),
 		written:  d.ResourceVersionExpectations(),
 		clock:    d.PassiveClock(),
 		recorder: d.Recorder,

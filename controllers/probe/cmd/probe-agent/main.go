@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/flotilla-dev/flotilla/controllers/probe/internal/agentapp"
-	"github.com/flotilla-dev/flotilla/kit/app"
+	"github.com/flotilla-dev/flotilla/kit/app/shell"
 )
 
-func main() { os.Exit(app.Main(agentapp.Binary())) }
+func main() { os.Exit(shell.Main(agentapp.Binary())) }

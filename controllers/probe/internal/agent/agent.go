@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -21,21 +20,28 @@ import (
 	"k8s.io/utils/clock"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
 )
+
+// NodePodProbes writes NodePodProbe status: nodeclient's, or a Flotilla
+// clientset's AppsV1alpha1().NodePodProbes() in tests.
+type NodePodProbes interface {
+	UpdateStatus(ctx context.Context, npp *appsv1alpha1.NodePodProbe, opts metav1.UpdateOptions) (*appsv1alpha1.NodePodProbe, error)
+}
 
 // Deps are what an Agent is built from.
 type Deps struct {
 	NodeName string
-	Client   versioned.Interface
-	// KubeInformers and Informers must be scoped to the node (see
-	// NodeInformerOptions): the agent reads only its node's pods and
-	// NodePodProbe, and caches nothing else.
-	KubeInformers informers.SharedInformerFactory
-	Informers     flotillainformers.SharedInformerFactory
-	Clock         clock.WithTicker
+	// NodePodProbes writes the node's NodePodProbe status.
+	NodePodProbes NodePodProbes
+	// PodInformer and NodePodProbeInformer must be scoped to the node
+	// (field selectors NodePodFieldSelector and NodeNameFieldSelector): the
+	// agent reads only its node's pods and NodePodProbe, and caches nothing
+	// else. The pod informer is the one the node's other workers share; the
+	// agent adds no handler to it. Both are started by the caller.
+	PodInformer          cache.SharedIndexInformer
+	NodePodProbeInformer cache.SharedIndexInformer
+	Clock                clock.WithTicker
 	// Prober runs the probes; nil means NewProber(Exec).
 	Prober Prober
 	// Exec runs exec probes (the node's CRI runtime); nil reports them Unknown.
@@ -65,7 +71,7 @@ func NodeNameFieldSelector(node string) string {
 // Agent runs the probes of one node's NodePodProbe.
 type Agent struct {
 	node       string
-	client     versioned.Interface
+	npps       NodePodProbes
 	nppLister  appslisters.NodePodProbeLister
 	podLister  corelisters.PodLister
 	synced     []cache.InformerSynced
@@ -85,13 +91,16 @@ type Agent struct {
 	results map[resultKey]result
 }
 
-// New builds an Agent and registers its informers with d's factories.
+// New builds an Agent and adds its handler to the NodePodProbe informer.
 func New(d Deps) (*Agent, error) {
 	if d.NodeName == "" {
 		return nil, fmt.Errorf("probe-agent needs its node name")
 	}
+	if d.NodePodProbes == nil || d.PodInformer == nil || d.NodePodProbeInformer == nil {
+		return nil, fmt.Errorf("probe-agent needs a NodePodProbe client and the pod and NodePodProbe informers")
+	}
 	a := &Agent{
-		node: d.NodeName, client: d.Client, clock: d.Clock, prober: d.Prober,
+		node: d.NodeName, npps: d.NodePodProbes, clock: d.Clock, prober: d.Prober,
 		batchDelay: d.BatchDelay, retryDelay: d.RetryDelay, recorder: d.Recorder,
 		syncCh: make(chan struct{}, 1), writeCh: make(chan struct{}, 1),
 		workers: map[workerKey]*worker{}, results: map[resultKey]result{},
@@ -105,12 +114,12 @@ func New(d Deps) (*Agent, error) {
 	if a.retryDelay <= 0 {
 		a.retryDelay = time.Second
 	}
-	nppInf := d.Informers.Apps().V1alpha1().NodePodProbes()
-	podInf := d.KubeInformers.Core().V1().Pods()
-	a.nppLister, a.podLister = nppInf.Lister(), podInf.Lister()
-	a.synced = []cache.InformerSynced{nppInf.Informer().HasSynced, podInf.Informer().HasSynced}
+	nppInf, podInf := d.NodePodProbeInformer, d.PodInformer
+	a.nppLister = appslisters.NewNodePodProbeLister(nppInf.GetIndexer())
+	a.podLister = corelisters.NewPodLister(podInf.GetIndexer())
+	a.synced = []cache.InformerSynced{nppInf.HasSynced, podInf.HasSynced}
 	// Pods need no handler: workers read a pod from the lister at each probe.
-	_, err := nppInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err := nppInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { signal(a.syncCh) },
 		UpdateFunc: func(_, _ any) { signal(a.syncCh) },
 		DeleteFunc: func(any) { signal(a.syncCh) },
@@ -261,7 +270,7 @@ func (a *Agent) writeStatus(ctx context.Context) error {
 	update := npp.DeepCopy()
 	update.Status = status
 	a.writes.Add(1)
-	if _, err := a.client.AppsV1alpha1().NodePodProbes().UpdateStatus(ctx, update, metav1.UpdateOptions{}); err != nil {
+	if _, err := a.npps.UpdateStatus(ctx, update, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("update status of NodePodProbe %s: %w", a.node, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Wrote NodePodProbe status", "nodePodProbe", klog.KObj(npp))

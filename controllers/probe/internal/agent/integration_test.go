@@ -15,13 +15,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/informers"
 	"k8s.io/utils/clock"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	flotillascheme "github.com/flotilla-dev/flotilla/client/clientset/versioned/scheme"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
-	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/controllers/probe/internal/nodeclient"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 	"github.com/flotilla-dev/flotilla/kit/testenv/lab"
 )
@@ -29,16 +26,18 @@ import (
 // Unit tests run without a control plane under -short; testenv skips the integration tests then.
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// startAgent runs the real agent in-process for node, with informers scoped
-// the way probe-agent scopes them; set adjusts its Deps (an exec runner, a
-// recorder) before it is built.
+// startAgent runs the real agent in-process for node, over nodeclient's
+// clients and informers scoped the way probe-agent scopes them; set adjusts
+// its Deps (an exec runner, a recorder) before it is built.
 func startAgent(l *lab.Lab, node string, set func(*Deps)) (*Agent, func()) {
 	l.T.Helper()
-	kubeInf := informers.NewSharedInformerFactoryWithOptions(l.Env.Kube, 0, informers.WithTransform(controller.StripManagedFields),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = NodePodFieldSelector(node) }))
-	flotInf := flotillainformers.NewSharedInformerFactoryWithOptions(l.Client, 0,
-		flotillainformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = NodeNameFieldSelector(node) }))
-	d := Deps{NodeName: node, Client: l.Client, KubeInformers: kubeInf, Informers: flotInf,
+	nc, err := nodeclient.New(l.Env.Config)
+	if err != nil {
+		l.T.Fatal(err)
+	}
+	informers := nc.Informers(0)
+	d := Deps{NodeName: node, NodePodProbes: nc.NodePodProbes(),
+		PodInformer: informers.Pods(NodePodFieldSelector(node)), NodePodProbeInformer: informers.NodePodProbes(NodeNameFieldSelector(node)),
 		Clock: clock.RealClock{}, BatchDelay: 100 * time.Millisecond}
 	if set != nil {
 		set(&d)
@@ -47,7 +46,7 @@ func startAgent(l *lab.Lab, node string, set func(*Deps)) (*Agent, func()) {
 	if err != nil {
 		l.T.Fatal(err)
 	}
-	return a, testenv.StartController(l.T, a, 1, kubeInf, flotInf)
+	return a, testenv.StartController(l.T, a, 1, informers)
 }
 
 // toggleServer is a TCP listener and an HTTP server on 127.0.0.1 whose
@@ -176,7 +175,7 @@ func TestAgentProbesPodOnItsNode(t *testing.T) {
 		})
 	}
 
-	recorder := testenv.EventRecorder(t, l.Env.Kube, ns, "probe-agent", flotillascheme.Scheme)
+	recorder := testenv.EventRecorder(t, l.Env.Kube, ns, "probe-agent", nodeclient.Scheme)
 	withRecorder := func(d *Deps) { d.Recorder = recorder }
 	agent, stop := startAgent(l, node, withRecorder)
 	waitStates("both probes succeed", ok, ok)

@@ -1,6 +1,10 @@
-// Package agentapp wires the probe-agent binary: the kit/app shell without
-// leader election (one agent per node, each owning its node's probes), with
-// informers scoped to the node by field selectors.
+// Package agentapp wires the probe-agent binary on kit/app/shell, the part of
+// the binary shell without client-go's clientset or leader election (one
+// agent per node, each owning its node's work): it reaches the API server
+// through internal/nodeclient's REST clients, with informers scoped to the
+// node by field and label selectors. Neither client-go's typed clientset nor
+// a generated one is linked: their start-up registration of every API group
+// was most of the agent's memory (issue 28; TestAgentLeavesOutTheClientset).
 package agentapp
 
 import (
@@ -10,24 +14,23 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/featuregate"
 	criapi "k8s.io/cri-api/pkg/apis"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/probe/internal/agent"
 	"github.com/flotilla-dev/flotilla/controllers/probe/internal/containermeta"
 	"github.com/flotilla-dev/flotilla/controllers/probe/internal/imagepuller"
+	"github.com/flotilla-dev/flotilla/controllers/probe/internal/memtrim"
+	"github.com/flotilla-dev/flotilla/controllers/probe/internal/nodeclient"
 	"github.com/flotilla-dev/flotilla/controllers/probe/internal/recreate"
-	kitapp "github.com/flotilla-dev/flotilla/kit/app"
-	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/app/shell"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/node/cri"
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
-	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 // Name is the binary name: user agent and logger name.
@@ -40,13 +43,16 @@ type options struct {
 	criSocket  string
 	maxExecs   int
 	maxPulls   int
+	// releasePagesAfter is how long after the caches synced the
+	// executable's start-up pages are released; 0 never.
+	releasePagesAfter time.Duration
 }
 
-// Binary describes probe-agent to the kit/app shell.
-func Binary() kitapp.Binary {
+// Binary describes probe-agent to kit/app/shell.
+func Binary() shell.Binary {
 	o := &options{nodeName: os.Getenv("NODE_NAME"), batchDelay: 200 * time.Millisecond, maxExecs: agent.DefaultMaxConcurrentExecs,
-		maxPulls: imagepuller.DefaultMaxConcurrentPulls}
-	return kitapp.Binary{
+		maxPulls: imagepuller.DefaultMaxConcurrentPulls, releasePagesAfter: 30 * time.Second}
+	return shell.Binary{
 		Name:  Name,
 		Gates: Gates(),
 		AddFlags: func(fs *pflag.FlagSet) {
@@ -55,37 +61,36 @@ func Binary() kitapp.Binary {
 			fs.StringVar(&o.criSocket, "cri-socket", o.criSocket, "CRI runtime endpoint for exec probes and container recreation (e.g. unix:///run/containerd/containerd.sock); empty: exec probes are reported Unknown and ContainerRecreateRequests are not served.")
 			fs.IntVar(&o.maxExecs, "max-concurrent-execs", o.maxExecs, "At most this many exec probes run at once on the node (each is a process in a container); an exec probe that finds no free slot within its timeoutSeconds is skipped, its state unchanged. 0: no limit.")
 			fs.IntVar(&o.maxPulls, "max-concurrent-pulls", o.maxPulls, "With ImagePullJobGate, at most this many NodeImage image pulls run at once on the node; the others wait (phase Waiting).")
-			// Every node runs its own agent: no Lease to win. The flag stays so
-			// a test can still turn it on, but the default is off.
+			fs.DurationVar(&o.releasePagesAfter, "release-startup-pages-after", o.releasePagesAfter, "This long after its caches synced, the agent unmaps the pages of its own executable that start-up made resident (madvise MADV_DONTNEED on the read-only mappings; pages used again come back from the page cache). 0: never.")
+			// Every node runs its own agent: no Lease to win, and the shell
+			// has no leader election. The shared flag stays accepted (false,
+			// its default here) so manifests that pass it keep working;
+			// shell.Run refuses true.
 			if f := fs.Lookup("leader-elect"); f != nil {
 				_ = f.Value.Set("false")
 				f.DefValue = "false"
 			}
 		},
-		Setup: func(ctx context.Context, env *kitapp.Env) error { return setup(ctx, env, o) },
+		Setup: func(ctx context.Context, env *shell.Env) error { return setup(ctx, env, o) },
 	}
 }
 
-func setup(ctx context.Context, env *kitapp.Env, o *options) error {
+func setup(ctx context.Context, env *shell.Env, o *options) error {
 	if o.nodeName == "" {
 		return fmt.Errorf("%s needs --node-name or $NODE_NAME", Name)
 	}
 	if env.RESTConfig == nil {
-		return fmt.Errorf("%s needs a REST config for the Flotilla clientset", Name)
+		return fmt.Errorf("%s needs a REST config", Name)
 	}
-	client, err := versioned.NewForConfig(env.RESTConfig)
+	nc, err := nodeclient.New(env.RESTConfig)
 	if err != nil {
-		return fmt.Errorf("build Flotilla clientset: %w", err)
+		return err
 	}
 	// Only this node's pods (all namespaces: --namespace does not apply to
 	// an agent) and this node's NodePodProbe are cached.
-	kubeInf := informers.NewSharedInformerFactoryWithOptions(env.KubeClient, env.Options.SyncPeriod,
-		informers.WithTransform(controller.StripManagedFields),
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = agent.NodePodFieldSelector(o.nodeName) }))
-	flotInf := flotillainformers.NewSharedInformerFactoryWithOptions(client, env.Options.SyncPeriod,
-		flotillainformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = agent.NodeNameFieldSelector(o.nodeName) }))
-	env.AddInformerFactory(kubeInf)
-	env.AddInformerFactory(flotInf)
+	inf := nc.Informers(env.Options.SyncPeriod)
+	env.AddInformerFactory(inf)
+	pods := inf.Pods(agent.NodePodFieldSelector(o.nodeName))
 	var exec agent.Execer
 	var runtime criapi.RuntimeService
 	if o.criSocket != "" {
@@ -97,28 +102,58 @@ func setup(ctx context.Context, env *kitapp.Env, o *options) error {
 		}
 		exec, runtime = rs, rs
 	}
-	scheme, err := wiring.NewScheme()
-	if err != nil {
+	recorder := env.EventRecorderTo(ctx, nc.EventSink(), nodeclient.Scheme)
+	if err := addRecreate(env, o, nc, pods, runtime, recorder); err != nil {
 		return err
 	}
-	recorder := env.EventRecorder(ctx, scheme)
-	if err := addRecreate(env, o, client, kubeInf, runtime, recorder); err != nil {
+	if err := addContainerMeta(env, nc, pods, runtime, recorder); err != nil {
 		return err
 	}
-	if err := addContainerMeta(env, kubeInf, runtime, recorder); err != nil {
-		return err
-	}
-	if err := addImagePuller(ctx, env, o, client, flotInf, recorder); err != nil {
+	if err := addImagePuller(ctx, env, o, nc, inf, recorder); err != nil {
 		return err
 	}
 	a, err := agent.New(agent.Deps{
-		NodeName: o.nodeName, Client: client, KubeInformers: kubeInf, Informers: flotInf,
-		Clock: env.Clock, BatchDelay: o.batchDelay, Exec: exec, MaxConcurrentExecs: o.maxExecs, Recorder: recorder,
+		NodeName: o.nodeName, NodePodProbes: nc.NodePodProbes(), PodInformer: pods,
+		NodePodProbeInformer: inf.NodePodProbes(agent.NodeNameFieldSelector(o.nodeName)),
+		Clock:                env.Clock, BatchDelay: o.batchDelay, Exec: exec, MaxConcurrentExecs: o.maxExecs, Recorder: recorder,
 	})
 	if err != nil {
 		return err
 	}
 	env.AddController(a)
+	if o.releasePagesAfter > 0 {
+		env.AddController(pageReleaser{after: o.releasePagesAfter, clock: env.Clock})
+	}
+	return nil
+}
+
+// pageReleaser releases the executable's start-up pages (internal/memtrim)
+// once: the shell starts it with the other controllers, once the caches
+// synced, and it waits after a delay for the first round of probes and
+// requests, whose code then stays resident or comes back at once. It is not
+// a reconciler: it then only waits for shutdown, and a failure is logged,
+// never fatal (the agent only keeps more memory).
+type pageReleaser struct {
+	after time.Duration
+	clock clock.Clock
+}
+
+func (pageReleaser) Name() string { return "startup-pages" }
+
+func (p pageReleaser) Run(ctx context.Context, _ int) error {
+	logger := klog.FromContext(ctx)
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-p.clock.After(p.after):
+	}
+	before, after, err := memtrim.DropExecutablePages()
+	if err != nil {
+		logger.Error(err, "Cannot release the executable's start-up pages")
+	} else {
+		logger.Info("Released the executable's start-up pages", "rssFileKiBBefore", before, "rssFileKiBAfter", after)
+	}
+	<-ctx.Done()
 	return nil
 }
 
@@ -134,7 +169,7 @@ func Gates() []featuregate.Feature {
 // addContainerMeta adds the env-from-metadata worker (runtime-containers-meta, container restarts) when
 // InPlaceUpdateEnvFromMetadata is on (it is forced off without KruiseDaemon) and a CRI runtime is configured.
 // It shares the agent's informer of its node's pods.
-func addContainerMeta(env *kitapp.Env, kubeInf informers.SharedInformerFactory, rs criapi.RuntimeService, recorder record.EventRecorder) error {
+func addContainerMeta(env *shell.Env, nc *nodeclient.Clients, pods cache.SharedIndexInformer, rs criapi.RuntimeService, recorder record.EventRecorder) error {
 	if !env.Gates.Enabled(features.InPlaceUpdateEnvFromMetadata) {
 		return nil
 	}
@@ -143,7 +178,7 @@ func addContainerMeta(env *kitapp.Env, kubeInf informers.SharedInformerFactory, 
 		return nil
 	}
 	w, err := containermeta.New(containermeta.Deps{
-		KubeInformers: kubeInf, Pods: podcontrol.New(env.KubeClient), Runtime: rs, Recorder: recorder, Queue: env.Options.Queue,
+		PodInformer: pods, Pods: podcontrol.NewFor(nc.Pods()), Runtime: rs, Recorder: recorder, Queue: env.Options.Queue,
 	})
 	if err != nil {
 		return err
@@ -153,7 +188,7 @@ func addContainerMeta(env *kitapp.Env, kubeInf informers.SharedInformerFactory, 
 }
 
 // addRecreate adds the ContainerRecreateRequest worker when KruiseDaemon is on and a CRI runtime is configured.
-func addRecreate(env *kitapp.Env, o *options, client versioned.Interface, kubeInf informers.SharedInformerFactory,
+func addRecreate(env *shell.Env, o *options, nc *nodeclient.Clients, pods cache.SharedIndexInformer,
 	rs criapi.RuntimeService, recorder record.EventRecorder) error {
 	if !env.Gates.Enabled(features.KruiseDaemon) {
 		return nil
@@ -162,22 +197,25 @@ func addRecreate(env *kitapp.Env, o *options, client versioned.Interface, kubeIn
 		env.Logger.Info("KruiseDaemon is on but --cri-socket is empty: ContainerRecreateRequests are not served on this node")
 		return nil
 	}
+	// The node's active requests, with no resync (as before).
+	requests := nc.Informers(0)
 	w, err := recreate.New(recreate.Deps{
-		NodeName: o.nodeName, Client: client, KubeInformers: kubeInf, Runtime: rs, Clock: env.Clock,
-		Recorder: recorder, Queue: env.Options.Queue,
+		NodeName: o.nodeName, Requests: func(ns string) recreate.StatusWriter { return nc.ContainerRecreateRequests(ns) },
+		RequestInformer: requests.ContainerRecreateRequests(recreate.NodeLabelSelector(o.nodeName)), PodInformer: pods,
+		Runtime: rs, Clock: env.Clock, Recorder: recorder, Queue: env.Options.Queue,
 	})
 	if err != nil {
 		return err
 	}
-	env.AddInformerFactory(w.Factory())
+	env.AddInformerFactory(requests)
 	env.AddController(w)
 	return nil
 }
 
 // addImagePuller adds the NodeImage puller when ImagePullJobGate is on and a CRI runtime is configured: it
 // watches this node's NodeImage through the agent's factory (field selector metadata.name=<node>).
-func addImagePuller(ctx context.Context, env *kitapp.Env, o *options, client versioned.Interface,
-	flotInf flotillainformers.SharedInformerFactory, recorder record.EventRecorder) error {
+func addImagePuller(ctx context.Context, env *shell.Env, o *options, nc *nodeclient.Clients,
+	inf *nodeclient.Informers, recorder record.EventRecorder) error {
 	if !env.Gates.Enabled(features.ImagePullJobGate) {
 		return nil
 	}
@@ -190,7 +228,8 @@ func addImagePuller(ctx context.Context, env *kitapp.Env, o *options, client ver
 		return err
 	}
 	w, err := imagepuller.New(imagepuller.Deps{
-		NodeName: o.nodeName, Client: client, Kube: env.KubeClient, Informers: flotInf, Images: images,
+		NodeName: o.nodeName, NodeImages: nc.NodeImages(), Secrets: func(ns string) imagepuller.SecretGetter { return nc.Secrets(ns) },
+		NodeImageInformer: inf.NodeImages(agent.NodeNameFieldSelector(o.nodeName)), Images: images,
 		Clock: env.Clock, Recorder: recorder, Queue: env.Options.Queue, BatchDelay: o.batchDelay,
 		MaxConcurrentPulls: o.maxPulls,
 	})

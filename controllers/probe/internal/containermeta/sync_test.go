@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -72,17 +73,17 @@ func (f *fakeRuntime) StopContainer(_ context.Context, id string, _ int64) error
 // node is a worker over a fake runtime and a pod store the test plays the
 // API server and the kubelet on.
 type node struct {
-	t       *testing.T
-	rt      *fakeRuntime
-	pods    *podcontrol.Fake
-	factory informers.SharedInformerFactory
-	clock   *clocktesting.FakePassiveClock
-	w       *Worker
-	pod     *corev1.Pod
+	t      *testing.T
+	rt     *fakeRuntime
+	pods   *podcontrol.Fake
+	podInf cache.SharedIndexInformer
+	clock  *clocktesting.FakePassiveClock
+	w      *Worker
+	pod    *corev1.Pod
 }
 
 func newNode(t *testing.T, pod *corev1.Pod, rt *fakeRuntime) *node {
-	n := &node{t: t, rt: rt, pods: podcontrol.NewFake(), factory: informers.NewSharedInformerFactory(kubefake.NewClientset(), 0),
+	n := &node{t: t, rt: rt, pods: podcontrol.NewFake(), podInf: informers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Pods().Informer(),
 		clock: clocktesting.NewFakePassiveClock(time.Unix(1e9, 0)), pod: pod}
 	n.restartAgent()
 	return n
@@ -91,7 +92,7 @@ func newNode(t *testing.T, pod *corev1.Pod, rt *fakeRuntime) *node {
 // restartAgent replaces the worker by a new one: nothing is carried in memory.
 func (n *node) restartAgent() {
 	n.t.Helper()
-	w, err := New(Deps{KubeInformers: n.factory, Pods: n.pods, Runtime: n.rt, Recorder: record.NewFakeRecorder(10),
+	w, err := New(Deps{PodInformer: n.podInf, Pods: n.pods, Runtime: n.rt, Recorder: record.NewFakeRecorder(10),
 		Queue: controller.QueueOptions{}, Clock: n.clock})
 	require.NoError(n.t, err)
 	n.w = w
@@ -100,7 +101,7 @@ func (n *node) restartAgent() {
 // sync runs the worker's sync once and applies its pod write.
 func (n *node) sync() {
 	n.t.Helper()
-	require.NoError(n.t, n.factory.Core().V1().Pods().Informer().GetIndexer().Add(n.pod))
+	require.NoError(n.t, n.podInf.GetIndexer().Add(n.pod))
 	n.pods.ClearActions()
 	require.NoError(n.t, n.w.sync(context.Background(), types.NamespacedName{Namespace: "ns", Name: "p"}))
 	for _, a := range n.pods.Actions() {

@@ -18,14 +18,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/flotilla-dev/flotilla/kit/controller"
-	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 )
 
 // Name is the worker's name in logs and the name of its queue.
@@ -48,13 +47,20 @@ type Runtime interface {
 	StopContainer(ctx context.Context, containerID string, timeout int64) error
 }
 
+// PodPatcher writes the difference between a cached pod and a modified deep
+// copy of it: kit/podcontrol's PodControl has it (podcontrol.NewFor over
+// nodeclient's pod writer).
+type PodPatcher interface {
+	Patch(ctx context.Context, pod, next *corev1.Pod) (*corev1.Pod, error)
+}
+
 // Deps are what the worker is built from.
 type Deps struct {
-	// KubeInformers lists this node's pods (the agent's factory, shared
-	// with the probes and the ContainerRecreateRequest worker).
-	KubeInformers informers.SharedInformerFactory
-	// Pods writes the annotation (kit/podcontrol.New over the agent's client).
-	Pods     podcontrol.PodControl
+	// PodInformer lists this node's pods (the agent's, shared with the
+	// probes and the ContainerRecreateRequest worker; started by the caller).
+	PodInformer cache.SharedIndexInformer
+	// Pods writes the annotation.
+	Pods     PodPatcher
 	Runtime  Runtime
 	Recorder record.EventRecorder
 	Queue    controller.QueueOptions
@@ -67,7 +73,7 @@ type Deps struct {
 // Worker keeps runtime-containers-meta and restarts containers for one node.
 type Worker struct {
 	lister   corelisters.PodLister
-	pods     podcontrol.PodControl
+	pods     PodPatcher
 	runtime  Runtime
 	recorder record.EventRecorder
 	clock    clock.PassiveClock
@@ -82,11 +88,11 @@ type Worker struct {
 // New builds the worker over the agent's pod informer (already scoped to
 // its node).
 func New(d Deps) (*Worker, error) {
-	if d.KubeInformers == nil || d.Pods == nil || d.Runtime == nil || d.Recorder == nil {
-		return nil, fmt.Errorf("%s: pod informers, pod control, CRI runtime and recorder are required", Name)
+	if d.PodInformer == nil || d.Pods == nil || d.Runtime == nil || d.Recorder == nil {
+		return nil, fmt.Errorf("%s: pod informer, pod patcher, CRI runtime and recorder are required", Name)
 	}
-	podInf := d.KubeInformers.Core().V1().Pods()
-	w := &Worker{lister: podInf.Lister(), pods: d.Pods, runtime: d.Runtime, recorder: d.Recorder,
+	podInf := d.PodInformer
+	w := &Worker{lister: corelisters.NewPodLister(podInf.GetIndexer()), pods: d.Pods, runtime: d.Runtime, recorder: d.Recorder,
 		clock: d.Clock, settle: d.SettleDelay, seen: map[restart]time.Time{}}
 	if w.clock == nil {
 		w.clock = clock.RealClock{}
@@ -95,8 +101,8 @@ func New(d Deps) (*Worker, error) {
 		w.settle = DefaultSettleDelay
 	}
 	w.Reconciler = controller.NewReconciler(Name, d.Queue, controller.QueueConfig{}, w.sync)
-	w.WaitFor(podInf.Informer().HasSynced)
-	if _, err := podInf.Informer().AddEventHandler(controller.OnEvery(func(obj any) {
+	w.WaitFor(podInf.HasSynced)
+	if _, err := podInf.AddEventHandler(controller.OnEvery(func(obj any) {
 		if pod, ok := obj.(*corev1.Pod); ok && inScope(pod) {
 			w.Queue.Enqueue(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
 		}

@@ -33,6 +33,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol/podclient"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
@@ -110,7 +111,7 @@ func NewWithOptions(d wiring.Deps, o Options) (*Controller, error) {
 		return nil, fmt.Errorf("index pods by node: %w", err)
 	}
 	c := &Controller{
-		podControl: podcontrol.Or(d.PodControl, d.Kube),
+		podControl: podclient.Or(d.PodControl, d.Kube),
 		client:     d.Client,
 		markers:    ppmInf.Lister(),
 		probes:     nppInf.Lister(),

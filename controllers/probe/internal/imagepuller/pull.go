@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
@@ -24,8 +23,6 @@ const (
 
 // pullingBy is the sandbox annotation kruise-daemon sets on every PullImage: who pulls.
 const pullingBy = "apps.kruise.io/pulling-image-by"
-
-var metav1GetOptions = metav1.GetOptions{}
 
 func loggerFrom(ctx context.Context) klog.Logger { return klog.FromContext(ctx) }
 

@@ -17,14 +17,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
@@ -37,18 +35,27 @@ const Name = "imagepuller"
 // DefaultMaxConcurrentPulls is --max-concurrent-pulls' default.
 const DefaultMaxConcurrentPulls = 2
 
+// SecretGetter reads the Secrets of one namespace: nodeclient's Secrets(ns), or a clientset's
+// CoreV1().Secrets(ns) in tests.
+type SecretGetter interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error)
+}
+
 // Deps are what the worker is built from.
 type Deps struct {
 	NodeName string
-	Client   versioned.Interface
-	// Kube reads the pull secrets (get, in the namespaces the NodeImage names: the agent's own).
-	Kube kubernetes.Interface
-	// Informers lists this node's NodeImage (the agent's factory, field selector metadata.name=<node>).
-	Informers flotillainformers.SharedInformerFactory
-	Images    cri.Images
-	Clock     clock.WithTicker
-	Recorder  record.EventRecorder
-	Queue     controller.QueueOptions
+	// NodeImages writes the NodeImage status (nodeclient's NodeImages(), or a clientset's
+	// AppsV1beta1().NodeImages() in tests).
+	NodeImages controller.StatusUpdater[*appsv1beta1.NodeImage]
+	// Secrets reads the pull secrets (get, in the namespaces the NodeImage names: the agent's own).
+	Secrets func(namespace string) SecretGetter
+	// NodeImageInformer lists this node's (v1beta1) NodeImage (field selector metadata.name=<node>); the caller
+	// starts it.
+	NodeImageInformer cache.SharedIndexInformer
+	Images            cri.Images
+	Clock             clock.WithTicker
+	Recorder          record.EventRecorder
+	Queue             controller.QueueOptions
 	// BatchDelay gathers the task changes within it into one status write.
 	BatchDelay time.Duration
 	// MaxConcurrentPulls bounds the PullImage calls in flight (0: DefaultMaxConcurrentPulls).
@@ -58,8 +65,8 @@ type Deps struct {
 // Worker pulls the images of one node's NodeImage.
 type Worker struct {
 	node       string
-	client     versioned.Interface
-	kube       kubernetes.Interface
+	nodeImages controller.StatusUpdater[*appsv1beta1.NodeImage]
+	secretsIn  func(namespace string) SecretGetter
 	lister     appslisters.NodeImageLister
 	images     cri.Images
 	clock      clock.WithTicker
@@ -73,10 +80,10 @@ type Worker struct {
 	*controller.Reconciler[string]
 }
 
-// New builds the worker over the NodeImage informer of its node's factory.
+// New builds the worker over the NodeImage informer of its node.
 func New(d Deps) (*Worker, error) {
-	if d.NodeName == "" || d.Client == nil || d.Kube == nil || d.Informers == nil || d.Images == nil || d.Recorder == nil {
-		return nil, fmt.Errorf("%s: node name, clients, informers, CRI image service and recorder are required", Name)
+	if d.NodeName == "" || d.NodeImages == nil || d.Secrets == nil || d.NodeImageInformer == nil || d.Images == nil || d.Recorder == nil {
+		return nil, fmt.Errorf("%s: node name, clients, NodeImage informer, CRI image service and recorder are required", Name)
 	}
 	clk := d.Clock
 	if clk == nil {
@@ -86,15 +93,15 @@ func New(d Deps) (*Worker, error) {
 	if n <= 0 {
 		n = DefaultMaxConcurrentPulls
 	}
-	inf := d.Informers.Apps().V1beta1().NodeImages()
+	inf := d.NodeImageInformer
 	w := &Worker{
-		node: d.NodeName, client: d.Client, kube: d.Kube, lister: inf.Lister(), images: d.Images, clock: clk,
-		recorder: d.Recorder, batchDelay: d.BatchDelay, slots: make(chan struct{}, n),
+		node: d.NodeName, nodeImages: d.NodeImages, secretsIn: d.Secrets, lister: appslisters.NewNodeImageLister(inf.GetIndexer()),
+		images: d.Images, clock: clk, recorder: d.Recorder, batchDelay: d.BatchDelay, slots: make(chan struct{}, n),
 		written: expectations.NewResourceVersion(), tasks: map[tagKey]*task{},
 	}
 	w.Reconciler = controller.NewReconciler(Name, d.Queue, controller.QueueConfig{}, w.sync)
-	w.WaitFor(inf.Informer().HasSynced)
-	if _, err := inf.Informer().AddEventHandler(controller.OnEvery(func(obj any) {
+	w.WaitFor(inf.HasSynced)
+	if _, err := inf.AddEventHandler(controller.OnEvery(func(obj any) {
 		if ni, ok := obj.(*appsv1beta1.NodeImage); ok && ni.Name == w.node {
 			w.Queue.Enqueue(ni.Name)
 		} else if _, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -126,7 +133,7 @@ func (w *Worker) sync(ctx context.Context, name string) error {
 	}
 	w.apply(ctx, ni)
 	next := buildStatus(&ni.Spec, w.statuses(), &ni.Status)
-	if _, err := controller.WriteStatus(ctx, w.client.AppsV1beta1().NodeImages(), ni,
+	if _, err := controller.WriteStatus(ctx, w.nodeImages, ni,
 		func(o *appsv1beta1.NodeImage) *appsv1beta1.NodeImageStatus { return &o.Status }, next, w.written); err != nil {
 		return fmt.Errorf("write NodeImage %s status: %w", name, err)
 	}
@@ -187,7 +194,7 @@ func (w *Worker) stopAll() {
 func (w *Worker) secrets(ctx context.Context, refs []appsv1beta1.ReferenceObject) []corev1.Secret {
 	var out []corev1.Secret
 	for _, r := range refs {
-		s, err := w.kube.CoreV1().Secrets(r.Namespace).Get(ctx, r.Name, metav1GetOptions)
+		s, err := w.secretsIn(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
 		if err != nil {
 			loggerFrom(ctx).Error(err, "Cannot read pull secret", "secret", r.String())
 			continue

@@ -52,7 +52,10 @@ func start(t *testing.T, client *fake.Clientset, images *cri.FakeImages, clk clo
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	inf := flotillainformers.NewSharedInformerFactory(client, 0)
-	w, err := New(Deps{NodeName: node, Client: client, Kube: kubefake.NewSimpleClientset(objs...), Informers: inf, Images: images,
+	kube := kubefake.NewSimpleClientset(objs...)
+	w, err := New(Deps{NodeName: node, NodeImages: client.AppsV1beta1().NodeImages(),
+		Secrets:           func(ns string) SecretGetter { return kube.CoreV1().Secrets(ns) },
+		NodeImageInformer: inf.Apps().V1beta1().NodeImages().Informer(), Images: images,
 		Clock: clk, Recorder: record.NewFakeRecorder(100), Queue: controller.DefaultQueueOptions(), MaxConcurrentPulls: maxPulls})
 	require.NoError(t, err)
 	inf.Start(ctx.Done())

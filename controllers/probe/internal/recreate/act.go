@@ -23,7 +23,7 @@ const minStopGrace = 2
 func (w *Worker) updateStatus(ctx context.Context, out *appsv1alpha1.ContainerRecreateRequest, what string) error {
 	// The update carries the resourceVersion read: a status computed from a stale copy fails (Conflict) and the
 	// request is looked at again, so a stop is never decided twice from two views of the status.
-	if _, err := w.client.AppsV1alpha1().ContainerRecreateRequests(out.Namespace).UpdateStatus(ctx, out, metav1.UpdateOptions{}); err != nil {
+	if _, err := w.client(out.Namespace).UpdateStatus(ctx, out, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("%s of ContainerRecreateRequest %s/%s: %w", what, out.Namespace, out.Name, err)
 	}
 	return nil

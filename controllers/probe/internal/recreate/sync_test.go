@@ -19,6 +19,7 @@ import (
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
+	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 )
 
@@ -67,9 +68,11 @@ func runSyncs(t *testing.T, policy appsv1alpha1.ContainerRecreateRequestFailureP
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-1"}, Spec: corev1.PodSpec{Containers: []corev1.Container{
 		{Name: "a", Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"bye"}}}}}, {Name: "b"}}}}
 	client := fake.NewSimpleClientset(crr)
-	kubeInf := informers.NewSharedInformerFactory(kubefake.NewSimpleClientset(), 0)
-	require.NoError(t, kubeInf.Core().V1().Pods().Informer().GetIndexer().Add(pod))
-	w, err := New(Deps{NodeName: "n", Client: client, KubeInformers: kubeInf, Runtime: rt, Clock: clocktesting.NewFakeClock(t0),
+	podInf := informers.NewSharedInformerFactory(kubefake.NewSimpleClientset(), 0).Core().V1().Pods().Informer()
+	require.NoError(t, podInf.GetIndexer().Add(pod))
+	crrInf := flotillainformers.NewSharedInformerFactory(client, 0).Apps().V1alpha1().ContainerRecreateRequests().Informer()
+	w, err := New(Deps{NodeName: "n", Requests: func(ns string) StatusWriter { return client.AppsV1alpha1().ContainerRecreateRequests(ns) },
+		RequestInformer: crrInf, PodInformer: podInf, Runtime: rt, Clock: clocktesting.NewFakeClock(t0),
 		Recorder: record.NewFakeRecorder(100), Queue: controller.DefaultQueueOptions()})
 	require.NoError(t, err)
 	key := types.NamespacedName{Namespace: "ns", Name: "p"}

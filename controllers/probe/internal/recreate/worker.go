@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -21,8 +20,6 @@ import (
 	"k8s.io/utils/clock"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 )
 
@@ -44,24 +41,39 @@ type Runtime interface {
 	StopContainer(ctx context.Context, containerID string, timeout int64) error
 }
 
+// StatusWriter writes the status of the ContainerRecreateRequests of one namespace: nodeclient's
+// ContainerRecreateRequests(ns), or a Flotilla clientset's AppsV1alpha1().ContainerRecreateRequests(ns) in tests.
+type StatusWriter interface {
+	UpdateStatus(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, opts metav1.UpdateOptions) (*appsv1alpha1.ContainerRecreateRequest, error)
+}
+
+// NodeLabelSelector selects the active ContainerRecreateRequests of node: the labels OpenKruise's manager and
+// containerrecreate-controller stamp on them. The worker's request informer must select them so.
+func NodeLabelSelector(node string) string {
+	return fmt.Sprintf("%s=%s,%s=true", appsv1alpha1.ContainerRecreateRequestNodeNameKey, node, appsv1alpha1.ContainerRecreateRequestActiveKey)
+}
+
 // Deps are what the worker is built from.
 type Deps struct {
 	NodeName string
-	Client   versioned.Interface
-	// KubeInformers lists this node's pods (the agent's factory).
-	KubeInformers informers.SharedInformerFactory
-	Runtime       Runtime
-	Clock         clock.PassiveClock
-	Recorder      record.EventRecorder
-	Queue         controller.QueueOptions
+	// Requests returns the status writer of the requests of a namespace.
+	Requests func(namespace string) StatusWriter
+	// RequestInformer lists the active requests of the node (label selector NodeLabelSelector), not started
+	// yet: New adds an index to it. The caller starts it.
+	RequestInformer cache.SharedIndexInformer
+	// PodInformer lists this node's pods (the agent's, shared with the probes).
+	PodInformer cache.SharedIndexInformer
+	Runtime     Runtime
+	Clock       clock.PassiveClock
+	Recorder    record.EventRecorder
+	Queue       controller.QueueOptions
 	// HTTP runs httpGet preStop hooks (nil: a client with the hook's timeout, no redirects off the pod's host).
 	HTTP *http.Client
 }
 
 // Worker recreates containers for the ContainerRecreateRequests of one node.
 type Worker struct {
-	client   versioned.Interface
-	factory  flotillainformers.SharedInformerFactory
+	client   func(namespace string) StatusWriter
 	index    cache.Indexer
 	pods     corelisters.PodLister
 	runtime  Runtime
@@ -71,18 +83,13 @@ type Worker struct {
 	*controller.Reconciler[types.NamespacedName]
 }
 
-// New builds the worker over an informer of the active requests of its node (label selector on the node-name
-// and active labels OpenKruise's manager and containerrecreate-controller stamp); Factory must be started with
-// the agent's others.
+// New builds the worker over the informer of the active requests of its node (see Deps.RequestInformer) and the
+// agent's pod informer.
 func New(d Deps) (*Worker, error) {
-	if d.NodeName == "" || d.Client == nil || d.KubeInformers == nil || d.Runtime == nil || d.Recorder == nil {
-		return nil, fmt.Errorf("%s: node name, clients, pod informers, CRI runtime and recorder are required", Name)
+	if d.NodeName == "" || d.Requests == nil || d.RequestInformer == nil || d.PodInformer == nil || d.Runtime == nil || d.Recorder == nil {
+		return nil, fmt.Errorf("%s: node name, request client, request and pod informers, CRI runtime and recorder are required", Name)
 	}
-	sel := fmt.Sprintf("%s=%s,%s=true", appsv1alpha1.ContainerRecreateRequestNodeNameKey, d.NodeName, appsv1alpha1.ContainerRecreateRequestActiveKey)
-	factory := flotillainformers.NewSharedInformerFactoryWithOptions(d.Client, 0,
-		flotillainformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }),
-		flotillainformers.WithTransform(controller.StripManagedFields))
-	inf := factory.Apps().V1alpha1().ContainerRecreateRequests().Informer()
+	inf := d.RequestInformer
 	if err := inf.AddIndexers(cache.Indexers{podNameIndex: func(obj any) ([]string, error) {
 		if crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest); ok {
 			return []string{crr.Namespace + "/" + crr.Spec.PodName}, nil
@@ -91,17 +98,17 @@ func New(d Deps) (*Worker, error) {
 	}}); err != nil {
 		return nil, fmt.Errorf("%s: add index: %w", Name, err)
 	}
-	podInf := d.KubeInformers.Core().V1().Pods()
+	podInf := d.PodInformer
 	clk := d.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
 	w := &Worker{
-		client: d.Client, factory: factory, index: inf.GetIndexer(), pods: podInf.Lister(),
+		client: d.Requests, index: inf.GetIndexer(), pods: corelisters.NewPodLister(podInf.GetIndexer()),
 		runtime: d.Runtime, clock: clk, recorder: d.Recorder, http: d.HTTP,
 	}
 	w.Reconciler = controller.NewReconciler(Name, d.Queue, controller.QueueConfig{}, w.sync)
-	w.WaitFor(inf.HasSynced, podInf.Informer().HasSynced)
+	w.WaitFor(inf.HasSynced, podInf.HasSynced)
 	if _, err := inf.AddEventHandler(controller.OnEvery(func(obj any) {
 		if crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest); ok && crr.DeletionTimestamp == nil && crr.Status.CompletionTime == nil {
 			w.Queue.Enqueue(types.NamespacedName{Namespace: crr.Namespace, Name: crr.Spec.PodName})
@@ -111,9 +118,6 @@ func New(d Deps) (*Worker, error) {
 	}
 	return w, nil
 }
-
-// Factory is the worker's own informer factory (requests of its node), for the agent to start.
-func (w *Worker) Factory() flotillainformers.SharedInformerFactory { return w.factory }
 
 // requests returns the unfinished requests of the pod key names, in the order they are served.
 func (w *Worker) requests(key types.NamespacedName) ([]*appsv1alpha1.ContainerRecreateRequest, error) {

@@ -21,6 +21,7 @@ import (
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol/podclient"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
@@ -67,7 +68,7 @@ func New(d Deps) (*Controller, error) {
 		return nil, fmt.Errorf("pod owner index: %w", err)
 	}
 	c := &Controller{
-		podControl: podcontrol.Or(d.PodControl, d.Kube),
+		podControl: podclient.Or(d.PodControl, d.Kube),
 		client:     d.Client,
 		pubs:       pubInf.Lister(),
 		pubIdx:     pubInf.Informer().GetIndexer(),

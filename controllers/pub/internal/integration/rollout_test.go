@@ -16,6 +16,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
+	"github.com/flotilla-dev/flotilla/kit/inplace/inplaceclient"
 	"github.com/flotilla-dev/flotilla/kit/testenv"
 )
 
@@ -63,8 +64,8 @@ func TestInPlaceRolloutRespectsBudget(t *testing.T) {
 	h.waitMarked("roll")
 	w := h.watchAvailability("roll")
 
-	ctl := inplace.NewControl(h.Env.Kube, nil)
-	req := inplace.UpdateRequest{Revision: "roll-v2", Spec: inplace.Spec{ContainerImages: map[string]string{"main": imageV2}}}
+	ctl := inplaceclient.New(h.Env.Kube, nil)
+	req := inplaceclient.UpdateRequest{Revision: "roll-v2", Spec: inplace.Spec{ContainerImages: map[string]string{"main": imageV2}}}
 	ctx := context.Background()
 	var first atomic.Bool
 	first.Store(true)

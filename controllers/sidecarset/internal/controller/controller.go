@@ -33,7 +33,9 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol/podclient"
 	"github.com/flotilla-dev/flotilla/kit/revision"
+	"github.com/flotilla-dev/flotilla/kit/revision/revisionclient"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
@@ -106,14 +108,14 @@ func New(d Deps) (*Controller, error) {
 
 	c := &Controller{
 		kube:       d.Kube,
-		podControl: podcontrol.Or(d.PodControl, d.Kube),
+		podControl: podclient.Or(d.PodControl, d.Kube),
 		client:     d.Client,
 		sets:       setInf.Lister(),
 		pods:       podInf.GetIndexer(),
 		namespaces: nsInf.Lister(),
 		configMaps: corelisters.NewConfigMapLister(cmInf.GetIndexer()),
 		revisions:  sidecarcontrol.RevisionIndexer{Indexer: revInf.GetIndexer()},
-		revControl: revision.NewControl(d.Kube),
+		revControl: revisionclient.New(d.Kube),
 		systemNS:   d.SystemNamespace,
 		gates:      d.Gates,
 		clock:      d.Clock,

@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/inplace"
+	"github.com/flotilla-dev/flotilla/kit/inplace/inplaceclient"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
 	"github.com/flotilla-dev/flotilla/kit/podutil"
@@ -118,7 +119,7 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, p *corev1
 	if ru := st.set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.InPlaceUpdateStrategy != nil {
 		grace = ru.InPlaceUpdateStrategy.GracePeriodSeconds
 	}
-	return c.UpdateInPlace(ctx, st.set, p, inplace.UpdateRequest{
+	return c.UpdateInPlace(ctx, st.set, p, inplaceclient.UpdateRequest{
 		Revision:           st.Update.Name,
 		Spec:               spec,
 		Labels:             map[string]string{pub.ControllerRevisionHashLabelKey: st.Update.Name},

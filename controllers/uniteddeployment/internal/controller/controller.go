@@ -27,6 +27,7 @@ import (
 	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/revision"
+	"github.com/flotilla-dev/flotilla/kit/revision/revisionclient"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
@@ -109,7 +110,7 @@ func New(d wiring.Deps, sub SubsetInformers, kinds []Kind) (*Controller, error) 
 	}
 	c := &Controller{
 		kube: d.Kube, client: d.Client, uds: udInf.Lister(),
-		revisions: revision.NewLister(revInf.GetIndexer()), revCtl: revision.NewControl(d.Kube),
+		revisions: revision.NewLister(revInf.GetIndexer()), revCtl: revisionclient.New(d.Kube),
 		pods: podInf.GetIndexer(), kinds: map[Kind]workloads{}, clock: clk, recorder: d.Recorder,
 		creates: expectations.NewNode[types.NamespacedName](opts...),
 		written: expectations.NewResourceVersion(opts...),

@@ -28,6 +28,7 @@ import (
 	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol/podclient"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
@@ -66,7 +67,7 @@ func New(d wiring.Deps) (*Controller, error) {
 		}
 	}
 	c := &Controller{
-		podControl: podcontrol.Or(d.PodControl, d.Kube),
+		podControl: podclient.Or(d.PodControl, d.Kube),
 		client:     d.Client,
 		spreads:    wsInf.Lister(),
 		targets: workload.Listers{Deployments: d.KubeInformers.Apps().V1().Deployments().Lister(), ReplicaSets: rsInf.Lister(),

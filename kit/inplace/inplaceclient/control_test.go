@@ -1,4 +1,4 @@
-package inplace
+package inplaceclient
 
 import (
 	"context"
@@ -20,7 +20,11 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
+	"github.com/flotilla-dev/flotilla/kit/inplace"
 )
+
+// t0 is the fixed clock of these tests.
+var t0 = time.Date(2022, 3, 22, 9, 6, 55, 0, time.UTC)
 
 const (
 	ctlOldRev = "web-5f7b8c9d4"
@@ -173,7 +177,7 @@ func image(p *corev1.Pod, name string) string {
 
 func decodeState(t *testing.T, p *corev1.Pod) *pub.InPlaceUpdateState {
 	t.Helper()
-	s, err := DecodeState(p)
+	s, err := inplace.DecodeState(p)
 	require.NoError(t, err)
 	require.NotNil(t, s, "no %s annotation", pub.InPlaceUpdateStateKey)
 	return s
@@ -209,7 +213,7 @@ func assertBatches(t *testing.T, got []pub.InPlaceUpdateContainerBatch, at time.
 func updateReq(grace int32) UpdateRequest {
 	return UpdateRequest{
 		Revision:           ctlNewRev,
-		Spec:               Spec{ContainerImages: map[string]string{"main": "nginx:1.28"}},
+		Spec:               inplace.Spec{ContainerImages: map[string]string{"main": "nginx:1.28"}},
 		Labels:             map[string]string{pub.ControllerRevisionHashLabelKey: ctlNewRev, pub.PodTemplateHashLabelKey: "6c8d9f7b5"},
 		Annotations:        map[string]string{"example.com/note": "updated"},
 		Mutate:             func(p *corev1.Pod) { p.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateUpdating) },
@@ -222,7 +226,7 @@ func TestControlUpdate(t *testing.T) {
 	cached := ctlPod()
 	before := cached.DeepCopy()
 	client := newClient(cached.DeepCopy())
-	ctl := NewControl(client, clocktesting.NewFakeClock(t0))
+	ctl := New(client, clocktesting.NewFakeClock(t0))
 
 	out, err := ctl.Update(ctx, cached, updateReq(0))
 	require.NoError(t, err)
@@ -243,7 +247,7 @@ func TestControlUpdate(t *testing.T) {
 	ipr := podCondition(st, pub.InPlaceUpdateReady)
 	require.NotNil(t, ipr)
 	assert.Equal(t, corev1.ConditionFalse, ipr.Status)
-	assert.Equal(t, ReasonStartInPlaceUpdate, ipr.Reason)
+	assert.Equal(t, inplace.ReasonStartInPlaceUpdate, ipr.Reason)
 	assertTime(t, t0, ipr.LastTransitionTime, "lastTransitionTime")
 	ready := podCondition(st, corev1.PodReady)
 	assert.Equal(t, corev1.ConditionFalse, ready.Status, "Ready must drop in the same write")
@@ -279,7 +283,7 @@ func TestControlUpdateWithoutGate(t *testing.T) {
 	cached.Spec.ReadinessGates = nil
 	cached.Status.Conditions = cached.Status.Conditions[:2]
 	client := newClient(cached.DeepCopy())
-	_, err := NewControl(client, clocktesting.NewFakeClock(t0)).Update(context.Background(), cached, updateReq(0))
+	_, err := New(client, clocktesting.NewFakeClock(t0)).Update(context.Background(), cached, updateReq(0))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"patch/"}, ctlVerbs(client), "no InPlaceUpdateReady condition without the gate")
 	p := stored(t, client)
@@ -299,7 +303,7 @@ func TestControlUpdateRetriesOnConflict(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	_, err := NewControl(client, clocktesting.NewFakeClock(t0)).Update(context.Background(), cached, updateReq(0))
+	_, err := New(client, clocktesting.NewFakeClock(t0)).Update(context.Background(), cached, updateReq(0))
 	require.NoError(t, err)
 	// The re-read pod already shows InPlaceUpdateReady=False: no second dry
 	// run or status write.
@@ -312,7 +316,7 @@ func TestControlGracePeriod(t *testing.T) {
 	cached := ctlPod()
 	client := newClient(cached.DeepCopy())
 	clk := clocktesting.NewFakeClock(t0)
-	ctl := NewControl(client, clk)
+	ctl := New(client, clk)
 
 	_, err := ctl.Update(ctx, cached, updateReq(30))
 	require.NoError(t, err)
@@ -325,9 +329,9 @@ func TestControlGracePeriod(t *testing.T) {
 	assert.Equal(t, string(pub.LifecycleStateUpdating), p.Labels[pub.LifecycleStateKey])
 	raw, ok := pub.GetInPlaceUpdateGrace(p)
 	require.True(t, ok, "grace annotation written")
-	g, err := DecodeGrace(raw)
+	g, err := inplace.DecodeGrace(raw)
 	require.NoError(t, err)
-	assert.Equal(t, GraceSpec{Revision: ctlNewRev, Spec: Spec{ContainerImages: map[string]string{"main": "nginx:1.28"}}, GraceSeconds: 30}, g)
+	assert.Equal(t, inplace.GraceSpec{Revision: ctlNewRev, Spec: inplace.Spec{ContainerImages: map[string]string{"main": "nginx:1.28"}}, GraceSeconds: 30}, g)
 	state := decodeState(t, p)
 	assert.Equal(t, ctlNewRev, state.Revision)
 	assertTime(t, t0, state.UpdateTimestamp, "updateTimestamp")
@@ -367,7 +371,7 @@ func TestControlRefreshMarksReady(t *testing.T) {
 	ctx := context.Background()
 	client := newClient(ctlPod())
 	clk := clocktesting.NewFakeClock(t0)
-	ctl := NewControl(client, clk)
+	ctl := New(client, clk)
 	_, err := ctl.Update(ctx, ctlPod(), updateReq(0))
 	require.NoError(t, err)
 	clk.SetTime(t0.Add(time.Minute))
@@ -434,12 +438,12 @@ func TestControlRefreshGraceFollowsPodLabel(t *testing.T) {
 			ctx := context.Background()
 			pod := ctlPod()
 			pod.Labels[pub.ControllerRevisionHashLabelKey] = tc.podLabel
-			state := NewState(ctlNewRev, Spec{ContainerImages: map[string]string{"main": "nginx:1.28"}}, t0)
-			v, err := EncodeState(&state)
+			state := inplace.NewState(ctlNewRev, inplace.Spec{ContainerImages: map[string]string{"main": "nginx:1.28"}}, t0)
+			v, err := inplace.EncodeState(&state)
 			require.NoError(t, err)
 			pod.Annotations = map[string]string{pub.InPlaceUpdateStateKey: v, pub.InPlaceUpdateGraceKey: tc.grace}
 			client := newClient(pod.DeepCopy())
-			ctl := NewControl(client, clocktesting.NewFakeClock(t0.Add(time.Hour))) // grace long over
+			ctl := New(client, clocktesting.NewFakeClock(t0.Add(time.Hour))) // grace long over
 
 			res, err := ctl.Refresh(ctx, pod)
 			require.NoError(t, err)
@@ -455,7 +459,7 @@ func TestControlRefreshGraceFollowsPodLabel(t *testing.T) {
 
 func TestControlRefreshWithoutUpdate(t *testing.T) {
 	client := newClient(ctlPod())
-	res, err := NewControl(client, clocktesting.NewFakeClock(t0)).Refresh(context.Background(), ctlPod())
+	res, err := New(client, clocktesting.NewFakeClock(t0)).Refresh(context.Background(), ctlPod())
 	require.NoError(t, err)
 	assert.False(t, res.Written)
 	assert.Zero(t, res.RequeueAfter)
@@ -471,7 +475,7 @@ func strandedPod() *corev1.Pod {
 		if c := &p.Status.Conditions[i]; c.Type == pub.InPlaceUpdateReady || c.Type == corev1.PodReady {
 			c.Status, c.LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(t0)
 			if c.Type == pub.InPlaceUpdateReady {
-				c.Reason = ReasonStartInPlaceUpdate
+				c.Reason = inplace.ReasonStartInPlaceUpdate
 			}
 		}
 	}
@@ -484,7 +488,7 @@ func strandedPod() *corev1.Pod {
 func TestControlRefreshHealsStrandedGate(t *testing.T) {
 	ctx := context.Background()
 	client := newClient(strandedPod())
-	ctl := NewControl(client, clocktesting.NewFakeClock(t0.Add(time.Minute)))
+	ctl := New(client, clocktesting.NewFakeClock(t0.Add(time.Minute)))
 
 	res, err := ctl.Refresh(ctx, strandedPod())
 	require.NoError(t, err)
@@ -512,7 +516,7 @@ func TestControlRefreshHealsStrandedGate(t *testing.T) {
 	client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web-abcde", nil)
 	})
-	_, err = NewControl(client, clocktesting.NewFakeClock(t0)).Refresh(ctx, strandedPod())
+	_, err = New(client, clocktesting.NewFakeClock(t0)).Refresh(ctx, strandedPod())
 	assert.True(t, apierrors.IsConflict(err), "%v", err)
 	assert.Equal(t, []string{"patch/status"}, ctlVerbs(client))
 }
@@ -532,7 +536,7 @@ func TestControlUpdateInterruptedThenHealed(t *testing.T) {
 		return false, nil, nil
 	})
 	clk := clocktesting.NewFakeClock(t0)
-	ctl := NewControl(client, clk)
+	ctl := New(client, clk)
 	_, err := ctl.Update(ctx, ctlPod(), updateReq(0))
 	require.Error(t, err)
 	assert.Equal(t, []string{"dryrun-patch/", "patch/status", "patch/"}, ctlVerbs(client))
@@ -577,7 +581,7 @@ func TestControlUpdateRejectedWritesNothing(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	_, err := NewControl(client, clocktesting.NewFakeClock(t0)).Update(ctx, cached, updateReq(0))
+	_, err := New(client, clocktesting.NewFakeClock(t0)).Update(ctx, cached, updateReq(0))
 	require.Error(t, err)
 	assert.True(t, apierrors.IsForbidden(err), "the API error is kept: %v", err)
 	assert.Contains(t, err.Error(), "image nginx:1.28 is not allowed")
@@ -595,7 +599,7 @@ func TestControlUpdateRejectedWritesNothing(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	_, err = NewControl(client, clocktesting.NewFakeClock(t0)).Update(ctx, cached, updateReq(0))
+	_, err = New(client, clocktesting.NewFakeClock(t0)).Update(ctx, cached, updateReq(0))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"dryrun-patch/", "get/", "dryrun-patch/", "patch/status", "patch/"}, ctlVerbs(client))
 }
@@ -617,7 +621,7 @@ func TestControlUpdateGraceDryRunsTheImages(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	_, err := NewControl(client, clocktesting.NewFakeClock(t0)).Update(context.Background(), cached, updateReq(30))
+	_, err := New(client, clocktesting.NewFakeClock(t0)).Update(context.Background(), cached, updateReq(30))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "image nginx:1.28 is not allowed")
 	assert.Equal(t, []string{"dryrun-patch/"}, ctlVerbs(client), "nothing written")

@@ -1,4 +1,4 @@
-package app
+package shell
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,8 +61,8 @@ func (h *Health) AddReadyz(c Check) {
 	h.readyz = append(h.readyz, c)
 }
 
-// replaceReadyz replaces the readiness check named name by checks.
-func (h *Health) replaceReadyz(name string, checks []Check) {
+// ReplaceReadyz replaces the readiness check named name by checks.
+func (h *Health) ReplaceReadyz(name string, checks []Check) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]Check, 0, len(h.readyz)+len(checks))
@@ -127,31 +126,30 @@ func checksHandler(name string, list func() []Check) http.Handler {
 	})
 }
 
-// metricsMux serves /metrics and, with pprof, /debug/pprof/.
-func metricsMux(m *Metrics, withPProf bool) http.Handler {
+// MetricsMux serves /metrics and what pprof (nil: nothing) registers:
+// kit/app's /debug/pprof/. This package does not link net/http/pprof: a
+// binary without it (the node agent) runs with the runtime's memory
+// profiling off, which saves it the profiler's tables.
+func MetricsMux(m *Metrics, pprof func(*http.ServeMux)) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
-	if withPProf {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if pprof != nil {
+		pprof(mux)
 	}
 	return mux
 }
 
-// server is a started HTTP server.
-type server struct {
+// Server is a started HTTP server.
+type Server struct {
 	name string
 	addr net.Addr
 	srv  *http.Server
 	done chan error
 }
 
-// startServer listens on addr and serves h in the background. addr "0" or
+// StartServer listens on addr and serves h in the background. addr "0" or
 // "" returns nil (disabled).
-func startServer(logger logr.Logger, name, addr string, h http.Handler) (*server, error) {
+func StartServer(logger logr.Logger, name, addr string, h http.Handler) (*Server, error) {
 	if addr == "" || addr == "0" {
 		logger.Info("Server disabled", "server", name)
 		return nil, nil
@@ -160,7 +158,7 @@ func startServer(logger logr.Logger, name, addr string, h http.Handler) (*server
 	if err != nil {
 		return nil, fmt.Errorf("%s server: %w", name, err)
 	}
-	s := &server{
+	s := &Server{
 		name: name,
 		addr: ln.Addr(),
 		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
@@ -178,14 +176,15 @@ func startServer(logger logr.Logger, name, addr string, h http.Handler) (*server
 }
 
 // Addr returns the bound address (useful with port 0).
-func (s *server) Addr() string {
+func (s *Server) Addr() string {
 	if s == nil {
 		return ""
 	}
 	return s.addr.String()
 }
 
-func (s *server) shutdown(timeout time.Duration) error {
+// Shutdown stops the server, waiting at most timeout for open requests.
+func (s *Server) Shutdown(timeout time.Duration) error {
 	if s == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package app
+package shell
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"k8s.io/client-go/tools/leaderelection"
 	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -31,7 +30,10 @@ type Metrics struct {
 	restLatency     *prometheus.HistogramVec
 	restRateLimiter *prometheus.HistogramVec
 	restResult      *prometheus.CounterVec
-	leader          *prometheus.GaugeVec
+	// Leader is the leader_election_master_status gauge; kit/app points
+	// client-go's leader-election metric hook at it (this package does not
+	// link leader election: the node agent has none).
+	Leader *prometheus.GaugeVec
 }
 
 // NewMetrics creates a registry with the Go runtime and process collectors,
@@ -54,14 +56,14 @@ func NewMetrics() *Metrics {
 		Name: "rest_client_requests_total",
 		Help: "Number of HTTP requests, partitioned by status code, method, and host.",
 	}, []string{"code", "method", "host"})
-	m.leader = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	m.Leader = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "leader_election_master_status",
 		Help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
 	}, []string{"name"})
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.restLatency, m.restRateLimiter, m.restResult, m.leader,
+		m.restLatency, m.restRateLimiter, m.restResult, m.Leader,
 	)
 	m.queue.register(reg)
 	return m
@@ -77,37 +79,29 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // InstallClientGoProviders points client-go's process-global metric hooks
-// (REST client, workqueue default provider, leader election) at this
-// registry. client-go accepts only the first call per process, so Main calls
+// (REST client, workqueue default provider) at this registry. client-go accepts only the first call per process, so Main calls
 // this once; tests use the providers directly instead.
 func (m *Metrics) InstallClientGoProviders() {
 	clientmetrics.Register(clientmetrics.RegisterOpts{
-		RequestLatency:     latencyAdapter{m.restLatency},
-		RateLimiterLatency: latencyAdapter{m.restRateLimiter},
-		RequestResult:      resultAdapter{m.restResult},
+		RequestLatency:     LatencyAdapter{m.restLatency},
+		RateLimiterLatency: LatencyAdapter{m.restRateLimiter},
+		RequestResult:      ResultAdapter{m.restResult},
 	})
 	workqueue.SetProvider(m.queue)
-	leaderelection.SetProvider(leaderProvider{m.leader})
 }
 
-type latencyAdapter struct{ v *prometheus.HistogramVec }
+// LatencyAdapter and ResultAdapter feed client-go's REST metrics hooks.
+type LatencyAdapter struct{ v *prometheus.HistogramVec }
 
-func (a latencyAdapter) Observe(_ context.Context, verb string, u url.URL, latency time.Duration) {
+func (a LatencyAdapter) Observe(_ context.Context, verb string, u url.URL, latency time.Duration) {
 	a.v.WithLabelValues(verb, u.Host).Observe(latency.Seconds())
 }
 
-type resultAdapter struct{ v *prometheus.CounterVec }
+type ResultAdapter struct{ v *prometheus.CounterVec }
 
-func (a resultAdapter) Increment(_ context.Context, code, method, host string) {
+func (a ResultAdapter) Increment(_ context.Context, code, method, host string) {
 	a.v.WithLabelValues(code, method, host).Inc()
 }
-
-type leaderProvider struct{ v *prometheus.GaugeVec }
-
-func (p leaderProvider) NewLeaderMetric() leaderelection.LeaderMetric { return p }
-func (p leaderProvider) On(name string)                               { p.v.WithLabelValues(name).Set(1) }
-func (p leaderProvider) Off(name string)                              { p.v.WithLabelValues(name).Set(0) }
-func (p leaderProvider) SlowpathExercised(string)                     {}
 
 // queueMetricsProvider implements workqueue.MetricsProvider with the same
 // metric names as k8s.io/component-base/metrics/prometheus/workqueue.

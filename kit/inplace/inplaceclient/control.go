@@ -1,4 +1,4 @@
-package inplace
+package inplaceclient
 
 import (
 	"context"
@@ -13,34 +13,35 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
-	"github.com/flotilla-dev/flotilla/kit/podcontrol"
+	"github.com/flotilla-dev/flotilla/kit/inplace"
+	"github.com/flotilla-dev/flotilla/kit/podcontrol/podclient"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
 	"github.com/flotilla-dev/flotilla/kit/revision"
 )
 
 // Control performs in-place updates through the API server: the client half
-// of this package, shared by the workloads. Pods handed to it (typically from
+// of kit/inplace, shared by the workloads. Pods handed to it (typically from
 // an informer cache) are never modified; every write is a patch of the
 // difference between the pod and a modified deep copy (so pods from a slimmed
 // cache can be written, see kit/controller.SlimPod) and carries the pod's
 // resourceVersion, so a concurrent change makes it fail with Conflict, after
 // which the pod is read again and the change recomputed.
 type Control struct {
-	podcontrol.Clocked
+	podclient.Clocked
 }
 
-// NewControl returns a Control writing through client; clk stamps states and
+// New returns a Control writing through client; clk stamps states and
 // conditions (nil: the real clock).
-func NewControl(client kubernetes.Interface, clk clock.PassiveClock) *Control {
-	return &Control{Clocked: podcontrol.NewClocked(client, clk)}
+func New(client kubernetes.Interface, clk clock.PassiveClock) *Control {
+	return &Control{Clocked: podclient.NewClocked(client, clk)}
 }
 
 // UpdateRequest is one in-place update of a pod.
 type UpdateRequest struct {
 	// Revision is the name of the revision the pod moves to.
 	Revision string
-	// Spec is Diff(old, new) of the pod's revision and Revision.
-	Spec Spec
+	// Spec is inplace.Diff(old, new) of the pod's revision and Revision.
+	Spec inplace.Spec
 	// Labels are set on the pod in the same write (e.g. the revision hash
 	// labels and the lifecycle state).
 	Labels map[string]string
@@ -120,11 +121,11 @@ func (c *Control) Update(ctx context.Context, pod *corev1.Pod, req UpdateRequest
 // startConditions returns the pod's conditions with InPlaceUpdateReady=False
 // and Ready recomputed, or nil when the pod has no gate or already shows it.
 func (c *Control) startConditions(pod *corev1.Pod) []corev1.PodCondition {
-	if !HasReadinessGate(pod) {
+	if !inplace.HasReadinessGate(pod) {
 		return nil
 	}
 	now := c.Clock.Now()
-	conds, changed := StartConditions(pod, now)
+	conds, changed := inplace.StartConditions(pod, now)
 	if !changed {
 		return nil
 	}
@@ -155,12 +156,12 @@ func (c *Control) updatedPod(pod *corev1.Pod, req UpdateRequest) (*corev1.Pod, e
 	now := c.Clock.Now()
 	var next *corev1.Pod
 	if req.GracePeriodSeconds > 0 {
-		state := NewState(req.Revision, req.Spec, now)
-		v, err := EncodeState(&state)
+		state := inplace.NewState(req.Revision, req.Spec, now)
+		v, err := inplace.EncodeState(&state)
 		if err != nil {
 			return nil, err
 		}
-		g, err := EncodeGrace(GraceSpec{Revision: req.Revision, Spec: req.Spec, GraceSeconds: req.GracePeriodSeconds})
+		g, err := inplace.EncodeGrace(inplace.GraceSpec{Revision: req.Revision, Spec: req.Spec, GraceSeconds: req.GracePeriodSeconds})
 		if err != nil {
 			return nil, err
 		}
@@ -168,9 +169,9 @@ func (c *Control) updatedPod(pod *corev1.Pod, req UpdateRequest) (*corev1.Pod, e
 		setAnnotation(next, pub.InPlaceUpdateStateKey, v)
 		setAnnotation(next, pub.InPlaceUpdateGraceKey, g)
 	} else {
-		state, batch := Start(pod, req.Revision, req.Spec, now)
+		state, batch := inplace.Start(pod, req.Revision, req.Spec, now)
 		var err error
-		if next, err = ApplyToPod(pod, batch, &state); err != nil {
+		if next, err = inplace.ApplyToPod(pod, batch, &state); err != nil {
 			return nil, err
 		}
 	}
@@ -222,7 +223,7 @@ type RefreshResult struct {
 //     for the version judged.
 func (c *Control) Refresh(ctx context.Context, pod *corev1.Pod) (RefreshResult, error) {
 	now := c.Clock.Now()
-	state, err := DecodeState(pod)
+	state, err := inplace.DecodeState(pod)
 	if err != nil {
 		return RefreshResult{Pod: pod}, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -230,18 +231,18 @@ func (c *Control) Refresh(ctx context.Context, pod *corev1.Pod) (RefreshResult, 
 		return c.finishGrace(ctx, pod, state, raw, now)
 	}
 	if state != nil {
-		if st, batch, ok := NextBatch(pod, state, now); ok {
-			next, err := ApplyToPod(pod, batch, &st)
+		if st, batch, ok := inplace.NextBatch(pod, state, now); ok {
+			next, err := inplace.ApplyToPod(pod, batch, &st)
 			if err != nil {
 				return RefreshResult{Pod: pod}, err
 			}
 			return c.writePod(ctx, pod, next)
 		}
 	}
-	if !MarkReady(pod, state) {
+	if !inplace.MarkReady(pod, state) {
 		return RefreshResult{Pod: pod}, nil
 	}
-	conds, changed := CompletedConditions(pod, now)
+	conds, changed := inplace.CompletedConditions(pod, now)
 	if !changed {
 		return RefreshResult{Pod: pod}, nil
 	}
@@ -254,13 +255,13 @@ func (c *Control) Refresh(ctx context.Context, pod *corev1.Pod) (RefreshResult, 
 	}
 	if state == nil {
 		klog.FromContext(ctx).Info("InPlaceUpdateReady was False with no in-place update in flight; set it True again",
-			"pod", klog.KObj(pod), "reason", Condition(pod).Reason)
+			"pod", klog.KObj(pod), "reason", inplace.Condition(pod).Reason)
 	}
 	return RefreshResult{Pod: out, Written: true}, nil
 }
 
 func (c *Control) finishGrace(ctx context.Context, pod *corev1.Pod, state *pub.InPlaceUpdateState, raw string, now time.Time) (RefreshResult, error) {
-	g, err := DecodeGrace(raw)
+	g, err := inplace.DecodeGrace(raw)
 	if err != nil || state == nil || !revision.HashMatches(pod.Labels[pub.ControllerRevisionHashLabelKey], g.Revision) {
 		// Unreadable, or parked for a revision that is no longer wanted: drop
 		// it; the workload's update step will start afresh.
@@ -268,11 +269,11 @@ func (c *Control) finishGrace(ctx context.Context, pod *corev1.Pod, state *pub.I
 		delete(cp.Annotations, pub.InPlaceUpdateGraceKey)
 		return c.writePod(ctx, pod, cp)
 	}
-	if d := GraceRemaining(state, g.GraceSeconds, now); d > 0 {
+	if d := inplace.GraceRemaining(state, g.GraceSeconds, now); d > 0 {
 		return RefreshResult{Pod: pod, RequeueAfter: d}, nil
 	}
-	st, batch := PlanBatch(pod, state, g.Spec, now)
-	next, err := ApplyToPod(pod, batch, &st)
+	st, batch := inplace.PlanBatch(pod, state, g.Spec, now)
+	next, err := inplace.ApplyToPod(pod, batch, &st)
 	if err != nil {
 		return RefreshResult{Pod: pod}, err
 	}

@@ -1,4 +1,4 @@
-package app
+package shell
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// waitFor polls cond every 100ms until it is true or ctx ends.
-func waitFor(ctx context.Context, cond func() bool) error {
+// WaitFor polls cond every 100ms until it is true or ctx ends.
+func WaitFor(ctx context.Context, cond func() bool) error {
 	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
 		return cond(), nil
 	})
