@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/flotilla-dev/flotilla/controllers/launchpriority/internal/barrier"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
 )
 
 // act carries out p for pod. A barrier the cache does not hold but the API server does (one made by
@@ -66,8 +67,11 @@ func (c *Controller) createBarrier(ctx context.Context, pod *corev1.Pod, key str
 		Data: map[string]string{key: "true"},
 	}
 	klog.FromContext(ctx).V(2).Info("Creating barrier", "pod", klog.KObj(pod), "key", key)
+	podKey := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	c.creates.Expect(podKey, expectations.Create, cm.Name)
 	out, err := c.kube.CoreV1().ConfigMaps(pod.Namespace).Create(ctx, cm, metav1.CreateOptions{})
 	if err != nil {
+		c.creates.Observe(podKey, expectations.Create, cm.Name) // nothing to wait for
 		return nil, fmt.Errorf("create barrier of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return out, nil

@@ -40,7 +40,12 @@ type Controller struct {
 	pc       podcontrol.PodControl
 	// written holds the resourceVersions of our own barrier and pod writes until the caches show them, so
 	// that a sync never repeats a write on a stale copy.
-	written  *expectations.ResourceVersion
+	written *expectations.ResourceVersion
+	// creates holds, per pod, the barrier this controller created and the
+	// cache does not show yet: written cannot tell (it knows an object by
+	// UID, and the cache has no copy to look it up by), and a sync then
+	// would create it again.
+	creates  *expectations.Scale[types.NamespacedName]
 	clock    clock.PassiveClock
 	recorder record.EventRecorder
 	*controller.Reconciler[types.NamespacedName]
@@ -76,6 +81,7 @@ func New(d wiring.Deps) (*Controller, error) {
 		barriers: corelisters.NewConfigMapLister(cmInf.GetIndexer()),
 		pc:       podclient.Or(d.PodControl, d.Kube),
 		written:  d.ResourceVersionExpectations(),
+		creates:  expectations.NewScale[types.NamespacedName](expectations.WithClock(d.PassiveClock())),
 		clock:    d.PassiveClock(),
 		recorder: d.Recorder,
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/controllers/launchpriority/internal/barrier"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/expectations"
 )
 
 // addHandlers maps events to pod keys: a pod in scope (added or updated) is enqueued; a deleted pod's
@@ -21,13 +22,14 @@ func (c *Controller) addHandlers(pods, barriers cache.SharedIndexInformer) error
 		DeleteFunc: func(obj any) {
 			if o, ok := controller.ObjectOf(obj); ok {
 				c.written.Delete(o.GetUID())
+				c.creates.Delete(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
 			}
 		},
 	}); err != nil {
 		return fmt.Errorf("watch pods: %w", err)
 	}
 	if _, err := barriers.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueOwner,
+		AddFunc:    c.barrierAdded,
 		UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },
 		DeleteFunc: func(obj any) {
 			if o, ok := controller.ObjectOf(obj); ok {
@@ -46,6 +48,19 @@ func (c *Controller) enqueuePod(obj any, initial bool) {
 		return
 	}
 	c.Queue.EnqueueEvent(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, initial)
+}
+
+// barrierAdded settles the create expectation of the barrier's pod, now that the cache shows the barrier, and
+// enqueues the pod.
+func (c *Controller) barrierAdded(obj any) {
+	if o, ok := controller.ObjectOf(obj); ok {
+		for _, ref := range o.GetOwnerReferences() {
+			if ref.Kind == "Pod" && ref.APIVersion == "v1" {
+				c.creates.Observe(types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}, expectations.Create, o.GetName())
+			}
+		}
+	}
+	c.enqueueOwner(obj)
 }
 
 // enqueueOwner enqueues the pod a barrier ConfigMap belongs to.

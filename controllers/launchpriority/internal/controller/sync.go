@@ -15,6 +15,13 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if err != nil || !found || pod.DeletionTimestamp != nil || !barrier.InScope(pod) {
 		return err
 	}
+	// A barrier we created and the cache does not show yet would be created again. Asked before the cache is
+	// read: the informer stores the barrier before its handler settles the expectation, so the other order
+	// could find neither.
+	if ok, d := c.creates.Satisfied(key); !ok {
+		c.Queue.AddAfter(key, c.creates.Timeout()-d)
+		return nil
+	}
 	cm, found, err := controller.Lookup("ConfigMap", types.NamespacedName{Namespace: key.Namespace, Name: barrier.Name(key.Name)},
 		c.barriers.ConfigMaps(key.Namespace).Get)
 	if err != nil {
