@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,11 +125,11 @@ func (c *Controller) provision(ctx context.Context, ud *appsv1alpha1.UnitedDeplo
 		obj, err := w.create(ctx, Desired{UD: ud, Subset: s, Revision: rev, Replicas: next[s.Name], Partition: partitions[s.Name]})
 		switch {
 		case err == nil:
-			c.creates.Expect(key, ud.UID, s.Name, obj.GetName())
+			c.creates.Expect(key, ud.UID, s.Name, expectedWorkload(w.kind(), obj.GetName()))
 			created++
 		case apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err):
 			// The create may have happened: wait for it rather than risk a second workload.
-			c.creates.Expect(key, ud.UID, s.Name, "")
+			c.creates.Expect(key, ud.UID, s.Name, expectedWorkload(w.kind(), ""))
 		default:
 			errs = append(errs, fmt.Errorf("fail to create Subset (%s) %s: %w", w.kind(), s.Name, err))
 		}
@@ -153,6 +154,23 @@ func (c *Controller) provision(ctx context.Context, ud *appsv1alpha1.UnitedDeplo
 		c.recorder.Event(ud, corev1.EventTypeWarning, reasonFailedSubsets, err.Error())
 	}
 	return created > 0 || len(removed) > 0, err
+}
+
+// expectedWorkload is what a create expectation records: the created workload's kind and name ("" when the
+// create's outcome is unknown). The kind is kept because the template's kind can change before the cache shows
+// the workload, and only the informer of its own kind ever will.
+func expectedWorkload(k Kind, name string) string { return string(k) + "/" + name }
+
+// createSettled reports whether the create recorded as expected (by expectedWorkload) needs no more waiting,
+// the template's kind being now: a workload of another kind is stale (deleted once it is seen) and cannot stand
+// for its subset, so the subset's new workload need not wait for it; one of this kind is settled when the cache
+// holds it, and a create of unknown outcome only by its expectation's timeout.
+func (c *Controller) createSettled(namespace string, now Kind, expected string) bool {
+	k, name, _ := strings.Cut(expected, "/")
+	if Kind(k) != now {
+		return true
+	}
+	return name != "" && c.kinds[now] != nil && c.kinds[now].cached(namespace, name)
 }
 
 // updateSubsets rewrites the existing subset workloads of the topology that NeedsUpdate.

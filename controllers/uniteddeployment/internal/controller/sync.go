@@ -45,7 +45,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	}
 	// Expectations before the subset list: a created subset stored by the informer between the two reads would
 	// otherwise be in neither, and be created twice.
-	pending, pendingWait := c.creates.Pending(key, ud.UID, func(name string) bool { return w.cached(ud.Namespace, name) })
+	pending, pendingWait := c.creates.Pending(key, ud.UID, func(created string) bool { return c.createSettled(ud.Namespace, kind, created) })
 	all, err := c.allSubsets(ud)
 	if err != nil || c.ownWritesPending(key, ud, all) {
 		return err
