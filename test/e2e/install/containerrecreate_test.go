@@ -2,6 +2,7 @@ package install
 
 import (
 	"context"
+	"encoding/json"
 	"os/exec"
 	"strings"
 	"testing"
@@ -95,7 +96,45 @@ func containerRecreate(t *testing.T, in *installer) {
 		assert.NoError(t, err, "probe's policy %s is kept", p)
 	}
 	in.assertKept(others)
+	in.assertAgentReleasedPages()
 	in.uninstall("probe")
+}
+
+// assertAgentReleasedPages checks that the installed node agent, with the overlay's settings, released its start-up
+// pages (--release-startup-pages-after, 30 s after its caches synced): its log reports the heap's and the
+// executable's pages, and the executable's resident pages fell.
+func (in *installer) assertAgentReleasedPages() {
+	ctx := context.Background()
+	var line map[string]any
+	testenv.Eventually(in.t, 2*time.Minute, func() (bool, error) {
+		list, err := in.env.Kube.CoreV1().Pods(agentNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=probe-agent"})
+		if err != nil || len(list.Items) == 0 {
+			return false, err
+		}
+		raw, err := in.env.Kube.CoreV1().Pods(agentNamespace).GetLogs(list.Items[0].Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		if err != nil {
+			return false, nil // the container may not be serving logs yet
+		}
+		heap := false
+		for _, l := range strings.Split(string(raw), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) != nil {
+				continue
+			}
+			switch m["msg"] {
+			case "Released the heap's free start-up pages":
+				heap = true
+			case "Released the executable's start-up pages":
+				line = m
+			}
+		}
+		return heap && line != nil, nil
+	})
+	before, _ := line["rssFileKiBBefore"].(float64)
+	after, _ := line["rssFileKiBAfter"].(float64)
+	assert.Positive(in.t, before, "RssFile before the release: %v", line)
+	assert.Less(in.t, after, before, "the executable's resident pages fell: %v", line)
+	in.t.Logf("installed probe-agent released its start-up pages: RssFile %.0f → %.0f KiB", before, after)
 }
 
 // present lists (kubectl's "kind/name") the objects of the feature's pinned overlay found on the cluster.

@@ -86,6 +86,8 @@ type Agent struct {
 
 	writes atomic.Int64 // status updates sent, for tests and the footprint bench
 
+	sched *scheduler // runs the workers' probes
+
 	mu      sync.Mutex
 	workers map[workerKey]*worker
 	results map[resultKey]result
@@ -108,6 +110,7 @@ func New(d Deps) (*Agent, error) {
 	if a.clock == nil {
 		a.clock = clock.RealClock{}
 	}
+	a.sched = newScheduler(a.clock)
 	if a.prober == nil {
 		a.prober = NewProber(limitExecs(d.Exec, d.MaxConcurrentExecs))
 	}
@@ -134,7 +137,7 @@ func New(d Deps) (*Agent, error) {
 func (a *Agent) Name() string { return "probe-agent" }
 
 // Run syncs workers on NodePodProbe changes and writes results until ctx
-// ends. workers is ignored: there is one goroutine per probe.
+// ends. workers is ignored: the probes run on the scheduler, each in a goroutine of its own while it runs.
 func (a *Agent) Run(ctx context.Context, _ int) error {
 	logger := klog.FromContext(ctx).WithValues("node", a.node)
 	ctx = klog.NewContext(ctx, logger)
@@ -142,7 +145,9 @@ func (a *Agent) Run(ctx context.Context, _ int) error {
 		return fmt.Errorf("probe-agent: caches of node %s did not sync", a.node)
 	}
 	logger.Info("Probe agent started")
-	defer a.stopWorkers()
+	scheduled := make(chan struct{})
+	go func() { defer close(scheduled); a.sched.run(ctx) }()
+	defer func() { a.stopWorkers(); <-scheduled }()
 	signal(a.syncCh)
 	for {
 		select {
@@ -210,7 +215,7 @@ func (a *Agent) syncWorkers(ctx context.Context) {
 				}
 				w := newWorker(a, k, pp.IP, p.Probe.Probe, seed)
 				a.workers[k] = w
-				go w.run(ctx)
+				a.sched.add(w)
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,12 +21,11 @@ type workerKey struct {
 	UID, Namespace, Pod, Container, Probe string
 }
 
-// worker runs one probe every periodSeconds.
+// worker is one probe, run every periodSeconds by the agent's scheduler.
 type worker struct {
-	agent  *Agent
-	key    workerKey
-	stopCh chan struct{}
-	once   sync.Once
+	agent   *Agent
+	key     workerKey
+	stopped atomic.Bool
 
 	mu   sync.Mutex
 	ip   string
@@ -34,16 +34,19 @@ type worker struct {
 	seed    *appsv1alpha1.ContainerProbeState // status entry to resume from, until the first probe
 	started bool                              // tracker initialised (false again after a handler change)
 
-	// Owned by the worker's goroutine.
+	// Owned by the worker's run in flight (the scheduler runs one at a time).
 	tracker     tracker
 	containerID string
 }
 
 func newWorker(a *Agent, k workerKey, ip string, spec corev1.Probe, seed *appsv1alpha1.ContainerProbeState) *worker {
-	return &worker{agent: a, key: k, stopCh: make(chan struct{}), ip: ip, spec: spec, seed: seed}
+	return &worker{agent: a, key: k, ip: ip, spec: spec, seed: seed}
 }
 
-func (w *worker) stop() { w.once.Do(func() { close(w.stopCh) }) }
+// stop ends the worker's probes: the scheduler drops it.
+func (w *worker) stop() { w.stopped.Store(true) }
+
+func (w *worker) isStopped() bool { return w.stopped.Load() }
 
 // update takes a new spec; a changed handler starts the probe over, as in
 // OpenKruise (thresholds and timings apply from the next probe).
@@ -72,27 +75,7 @@ func (w *worker) current() (ip string, spec corev1.Probe, initialised bool, seed
 	return w.ip, w.spec, initialised, seed
 }
 
-func (w *worker) run(ctx context.Context) {
-	period := w.period()
-	ticker := w.agent.clock.NewTicker(period)
-	defer func() { ticker.Stop() }()
-	for {
-		w.probeOnce(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.stopCh:
-			return
-		case <-ticker.C():
-		}
-		// A new periodSeconds applies from the next tick.
-		if p := w.period(); p != period {
-			ticker.Stop()
-			period, ticker = p, w.agent.clock.NewTicker(p)
-		}
-	}
-}
-
+// period is the wait between two probes; a new periodSeconds applies from the next one.
 func (w *worker) period() time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -125,39 +125,3 @@ func TestWorkerZeroTimings(t *testing.T) {
 		}
 	}
 }
-
-// TestWorkerPeriodChange: a new periodSeconds applies from the next tick.
-func TestWorkerPeriodChange(t *testing.T) {
-	started := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	w, clk, pr := workerFixture(t, started.Add(-time.Hour), corev1.Probe{PeriodSeconds: 10}, ok)
-	clk.SetTime(started)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go w.run(ctx)
-	expectProbe := func(what string) {
-		t.Helper()
-		select {
-		case <-pr.calls:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no probe: %s", what)
-		}
-	}
-	waitTicker := func() {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !clk.HasWaiters() {
-			if time.Now().After(deadline) {
-				t.Fatal("worker not waiting on its ticker")
-			}
-			time.Sleep(time.Millisecond) // poll for the goroutine to reach its select
-		}
-	}
-	expectProbe("first probe at start")
-	waitTicker()
-	w.update("", corev1.Probe{PeriodSeconds: 2, ProbeHandler: w.spec.ProbeHandler})
-	clk.Step(10 * time.Second) // the old ticker fires once more
-	expectProbe("old period")
-	waitTicker()
-	clk.Step(2 * time.Second)
-	expectProbe("new period of 2s")
-}

@@ -61,7 +61,7 @@ func Binary() shell.Binary {
 			fs.StringVar(&o.criSocket, "cri-socket", o.criSocket, "CRI runtime endpoint for exec probes and container recreation (e.g. unix:///run/containerd/containerd.sock); empty: exec probes are reported Unknown and ContainerRecreateRequests are not served.")
 			fs.IntVar(&o.maxExecs, "max-concurrent-execs", o.maxExecs, "At most this many exec probes run at once on the node (each is a process in a container); an exec probe that finds no free slot within its timeoutSeconds is skipped, its state unchanged. 0: no limit.")
 			fs.IntVar(&o.maxPulls, "max-concurrent-pulls", o.maxPulls, "With ImagePullJobGate, at most this many NodeImage image pulls run at once on the node; the others wait (phase Waiting).")
-			fs.DurationVar(&o.releasePagesAfter, "release-startup-pages-after", o.releasePagesAfter, "This long after its caches synced, the agent unmaps the pages of its own executable that start-up made resident (madvise MADV_DONTNEED on the read-only mappings; pages used again come back from the page cache). 0: never.")
+			fs.DurationVar(&o.releasePagesAfter, "release-startup-pages-after", o.releasePagesAfter, "This long after its caches synced, the agent returns the heap's free pages to the system and unmaps the pages of its own executable that start-up made resident (madvise MADV_DONTNEED on the read-only mappings; pages used again come back from the page cache). 0: never.")
 			// Every node runs its own agent: no Lease to win, and the shell
 			// has no leader election. The shared flag stays accepted (false,
 			// its default here) so manifests that pass it keep working;
@@ -127,8 +127,8 @@ func setup(ctx context.Context, env *shell.Env, o *options) error {
 	return nil
 }
 
-// pageReleaser releases the executable's start-up pages (internal/memtrim)
-// once: the shell starts it with the other controllers, once the caches
+// pageReleaser releases the heap's free pages and the executable's start-up
+// pages (internal/memtrim) once: the shell starts it with the other controllers, once the caches
 // synced, and it waits after a delay for the first round of probes and
 // requests, whose code then stays resident or comes back at once. It is not
 // a reconciler: it then only waits for shutdown, and a failure is logged,
@@ -147,6 +147,8 @@ func (p pageReleaser) Run(ctx context.Context, _ int) error {
 		return nil
 	case <-p.clock.After(p.after):
 	}
+	anonBefore, anonAfter := memtrim.ReleaseHeap()
+	logger.Info("Released the heap's free start-up pages", "rssAnonKiBBefore", anonBefore, "rssAnonKiBAfter", anonAfter)
 	before, after, err := memtrim.DropExecutablePages()
 	if err != nil {
 		logger.Error(err, "Cannot release the executable's start-up pages")

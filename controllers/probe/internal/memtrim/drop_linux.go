@@ -24,20 +24,13 @@ func DropExecutablePages() (before, after int64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	before = rssFile()
+	before, _ = selfResident()
 	for _, r := range ranges {
 		if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, r.Start, r.Size(), syscall.MADV_DONTNEED); errno != 0 {
-			return before, rssFile(), fmt.Errorf("madvise %#x-%#x: %w", r.Start, r.End, errno)
+			after, _ = selfResident()
+			return before, after, fmt.Errorf("madvise %#x-%#x: %w", r.Start, r.End, errno)
 		}
 	}
-	return before, rssFile(), nil
-}
-
-func rssFile() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	f, _ := Resident(string(b))
-	return f
+	after, _ = selfResident()
+	return before, after, nil
 }

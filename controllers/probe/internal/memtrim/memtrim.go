@@ -1,5 +1,5 @@
-// Package memtrim gives back the resident pages of the agent's own
-// executable that only its start-up used.
+// Package memtrim gives back the resident pages that only the agent's
+// start-up used: those of its own executable, and the Go heap's free ones.
 //
 // Why: after start-up most of the executable's code and read-only data
 // (client-go, the API types, gRPC, …) is resident, because package
@@ -15,6 +15,8 @@ package memtrim
 import (
 	"bufio"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 )
@@ -74,4 +76,28 @@ func Resident(status string) (file, anon int64) {
 		}
 	}
 	return file, anon
+}
+
+// ReleaseHeap returns the Go heap's free pages to the operating system (a
+// garbage collection, then every free page released) and reports RssAnon
+// (kB) before and after (-1 where /proc is not there). Why: the pages
+// start-up filled (the first lists of the API, decoding buffers) are free
+// once it is over, but the runtime's background scavenger gives back only a
+// little at a time and keeps dense chunks, so they would stay resident for
+// good (bench/RESULTS.md, issue 28). The heap then grows back only to what
+// the agent at rest uses.
+func ReleaseHeap() (before, after int64) {
+	_, before = selfResident()
+	debug.FreeOSMemory()
+	_, after = selfResident()
+	return before, after
+}
+
+// selfResident is Resident of this process (-1, -1 without /proc).
+func selfResident() (file, anon int64) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1, -1
+	}
+	return Resident(string(b))
 }
