@@ -11,18 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/launchpriority/internal/barrier"
-	"github.com/flotilla-dev/flotilla/kit/controller"
-	"github.com/flotilla-dev/flotilla/kit/wiring"
+	"github.com/flotilla-dev/flotilla/kit/wiring/wiringtest"
 )
 
 // orderedPod is an Ordered pod of two containers as the webhook leaves it: container i waits on key p_-i of its
@@ -43,59 +36,43 @@ func orderedPod(name string) *corev1.Pod {
 	return p
 }
 
-// writes returns the write actions kube recorded since the last call, as "verb resource".
-func writes(kube *kubefake.Clientset) []string {
-	var out []string
-	for _, a := range kube.Actions() {
-		if v := a.GetVerb(); v != "get" && v != "list" && v != "watch" {
-			out = append(out, v+" "+a.GetResource().Resource)
-		}
-	}
-	kube.ClearActions()
-	return out
-}
-
 // A barrier this controller created and the cache does not show yet is not created again: the next sync waits
 // for the cache (the create expectation), and goes on once the barrier's informer event settled it. The
 // expectation is asked before the cache is read, so a barrier arriving between the two reads is never missed.
 func TestSyncCreatedBarrierNotCreatedAgain(t *testing.T) {
 	pod := orderedPod("web")
-	kube := kubefake.NewClientset(pod)
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	kubeInf := informers.NewSharedInformerFactory(kube, 0)
-	client := fake.NewClientset()
-	c, err := New(wiring.Deps{Kube: kube, Client: client, KubeInformers: kubeInf, Informers: flotillainformers.NewSharedInformerFactory(client, 0),
-		Clock: clk, Recorder: record.NewFakeRecorder(10), QueueOptions: controller.DefaultQueueOptions(),
-		QueueConfig: controller.QueueConfig{Clock: clk}})
+	f := wiringtest.New(t, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), pod)
+	c, err := New(f.Deps())
 	require.NoError(t, err)
 	t.Cleanup(c.Queue.ShutDown)
-	require.NoError(t, kubeInf.Core().V1().Pods().Informer().GetIndexer().Add(pod))
+	f.Cache(pod)
 	key := types.NamespacedName{Namespace: "ns", Name: "web"}
+	writes := func() []string { defer f.Clear(); return f.Writes() }
 
 	require.NoError(t, c.sync(context.Background(), key))
-	assert.Equal(t, []string{"create configmaps"}, writes(kube), "the barrier, with the first key")
+	assert.Equal(t, []string{"create configmaps " + barrier.Name("web")}, writes(), "the barrier, with the first key")
 
 	// The barrier is not in the cache yet: before the fix this sync created it a second time.
 	require.NoError(t, c.sync(context.Background(), key))
-	assert.Empty(t, writes(kube), "no second create while the cache is behind our own")
+	assert.Empty(t, writes(), "no second create while the cache is behind our own")
 
 	// The informer stores the barrier, then its handler settles the expectation.
-	cm, err := kube.CoreV1().ConfigMaps("ns").Get(context.Background(), barrier.Name("web"), metav1.GetOptions{})
+	cm, err := f.Kube.CoreV1().ConfigMaps("ns").Get(context.Background(), barrier.Name("web"), metav1.GetOptions{})
 	require.NoError(t, err)
-	kube.ClearActions()
-	require.NoError(t, kubeInf.Core().V1().ConfigMaps().Informer().GetIndexer().Add(cm))
+	f.Clear()
+	f.Cache(cm)
 	c.barrierAdded(cm)
 	require.NoError(t, c.sync(context.Background(), key))
-	assert.Empty(t, writes(kube), "the barrier is there and no container is ready: nothing to write")
+	assert.Empty(t, writes(), "the barrier is there and no container is ready: nothing to write")
 	ok, _ := c.creates.Satisfied(key)
 	assert.True(t, ok)
 
 	// A failed create leaves nothing to wait for.
-	kube.PrependReactor("create", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+	f.Kube.PrependReactor("create", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, assert.AnError
 	})
 	other := orderedPod("other")
-	require.NoError(t, kubeInf.Core().V1().Pods().Informer().GetIndexer().Add(other))
+	f.Cache(other)
 	otherKey := types.NamespacedName{Namespace: "ns", Name: "other"}
 	require.Error(t, c.sync(context.Background(), otherKey))
 	ok, _ = c.creates.Satisfied(otherKey)

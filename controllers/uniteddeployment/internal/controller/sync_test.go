@@ -12,79 +12,50 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
-	"github.com/flotilla-dev/flotilla/kit/controller"
-	"github.com/flotilla-dev/flotilla/kit/wiring"
+	"github.com/flotilla-dev/flotilla/kit/wiring/wiringtest"
 )
 
 // fixture is a reconciler over fake clientsets whose caches the test fills by hand, so it decides when a write
 // reaches the cache.
 type fixture struct {
-	c      *Controller
-	client *fake.Clientset
-	udInf  flotillainformers.SharedInformerFactory
+	*wiringtest.Fakes
+	c *Controller
 }
 
 func newFixture(t *testing.T, ud *appsv1alpha1.UnitedDeployment) *fixture {
 	t.Helper()
-	kube := kubefake.NewClientset()
-	client := fake.NewSimpleClientset(ud) //nolint:staticcheck // NewClientset lacks the CRD schemas for its field manager
+	f := &fixture{Fakes: wiringtest.New(t, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), ud)}
 	// The fake tracker does not generate names; the API server would.
 	n := 0
-	client.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		obj := a.(k8stesting.CreateAction).GetObject()
-		if m, err := metaOf(obj); err == nil && m.GetName() == "" && m.GetGenerateName() != "" {
+	f.Client.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if m, ok := a.(k8stesting.CreateAction).GetObject().(metav1.Object); ok && m.GetName() == "" && m.GetGenerateName() != "" {
 			n++
 			m.SetName(fmt.Sprintf("%s%d", m.GetGenerateName(), n))
 		}
 		return false, nil, nil
 	})
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	f := &fixture{client: client, udInf: flotillainformers.NewSharedInformerFactory(client, 0)}
-	c, err := New(wiring.Deps{Kube: kube, Client: client, KubeInformers: informers.NewSharedInformerFactory(kube, 0),
-		Informers: f.udInf, Clock: clk, Recorder: record.NewFakeRecorder(100),
-		QueueOptions: controller.DefaultQueueOptions(), QueueConfig: controller.QueueConfig{Clock: clk}},
-		NewSubsetInformers(kube, client, ""), nil)
+	c, err := New(f.Deps(), SubsetInformers{Kube: f.KubeInformers, Flotilla: f.Informers}, nil)
 	require.NoError(t, err)
 	t.Cleanup(c.Queue.ShutDown)
 	f.c = c
-	f.setUD(t, ud)
+	f.Cache(ud)
 	return f
 }
 
-func metaOf(obj runtime.Object) (metav1.Object, error) {
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, fmt.Errorf("%T has no object meta", obj)
-	}
-	return m, nil
-}
-
-// setUD puts ud in the UnitedDeployment cache, as the informer would after a change.
-func (f *fixture) setUD(t *testing.T, ud *appsv1alpha1.UnitedDeployment) {
-	t.Helper()
-	require.NoError(t, f.udInf.Apps().V1alpha1().UnitedDeployments().Informer().GetIndexer().Update(ud))
-}
-
-// creates returns the kinds of the workloads the client was asked to create since the last call, by resource.
+// creates counts the creates the client was asked for since the last call, by resource.
 func (f *fixture) creates() map[string]int {
 	out := map[string]int{}
-	for _, a := range f.client.Actions() {
+	for _, a := range f.Actions() {
 		if a.GetVerb() == "create" {
 			out[a.GetResource().Resource]++
 		}
 	}
-	f.client.ClearActions()
+	f.Clear()
 	return out
 }
 
@@ -129,7 +100,7 @@ func TestSyncKindChangeWhileCreatesPending(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "mixed"}},
 		Spec:       appsv1beta1.StatefulSetSpec{Template: ud.Spec.Template.CloneSetTemplate.Spec.Template},
 	}}
-	f.setUD(t, next)
+	f.Cache(next)
 	require.NoError(t, f.c.sync(context.Background(), key))
 	assert.Equal(t, 2, f.creates()["statefulsets"], "one Advanced StatefulSet per subset, without waiting for the CloneSets")
 
