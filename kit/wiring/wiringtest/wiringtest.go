@@ -54,7 +54,7 @@ func New(t testing.TB, now time.Time, objs ...runtime.Object) *Fakes {
 			kube = append(kube, o)
 		}
 	}
-	f := &Fakes{t: t, Clock: clocktesting.NewFakeClock(now), Recorder: record.NewFakeRecorder(100)}
+	f := &Fakes{t: t, Clock: clocktesting.NewFakeClock(now), Recorder: record.NewFakeRecorder(1000)}
 	f.Kube = kubefake.NewClientset(kube...)
 	f.Client = flotillafake.NewSimpleClientset(flotilla...) //nolint:staticcheck // NewClientset lacks the CRD schemas for its field manager
 	f.KubeInformers = informers.NewSharedInformerFactory(f.Kube, 0)

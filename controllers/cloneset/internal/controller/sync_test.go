@@ -12,21 +12,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	flotillafake "github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
-	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/podcontrol"
 	"github.com/flotilla-dev/flotilla/kit/revision"
-	"github.com/flotilla-dev/flotilla/kit/wiring"
+	"github.com/flotilla-dev/flotilla/kit/wiring/wiringtest"
 )
 
 // syncFixture is CloneSet ns/web (testCloneSet) with its revisions and pods
@@ -41,12 +34,10 @@ type syncFixture struct {
 	// gone: the CloneSet is not in the cache (deleted).
 	gone bool
 
-	c      *Controller
-	kube   *kubefake.Clientset
-	client *flotillafake.Clientset
-	pc     *podcontrol.Fake
-	inf    flotillainformers.SharedInformerFactory
-	err    error
+	*wiringtest.Fakes // from the first run
+	c                 *Controller
+	pc                *podcontrol.Fake
+	err               error
 }
 
 func newSyncFixture(t *testing.T, replicas int32) *syncFixture {
@@ -88,42 +79,34 @@ func (f *syncFixture) pod(name string, owned bool, opts ...podOpt) *corev1.Pod {
 func (f *syncFixture) run() []string {
 	f.t.Helper()
 	if f.c == nil {
-		var kubeObjs []runtime.Object
+		objs := []runtime.Object{f.cs}
 		for _, p := range f.pods {
-			kubeObjs = append(kubeObjs, p)
+			objs = append(objs, p)
 		}
 		for _, r := range f.revs {
-			kubeObjs = append(kubeObjs, r)
+			objs = append(objs, r)
 		}
-		f.kube = kubefake.NewClientset(kubeObjs...)
-		f.client = flotillafake.NewSimpleClientset(f.cs)
+		f.Fakes = wiringtest.New(f.t, now, objs...)
 		f.pc = podcontrol.NewFake()
-		f.inf = flotillainformers.NewSharedInformerFactory(f.client, 0)
-		c, err := New(wiring.Deps{
-			Kube: f.kube, Client: f.client, PodControl: f.pc,
-			Gates: features.MustNewGate(features.CloneSetShortHash, features.CloneSetPartitionRollback,
-				features.PreDownloadImageForInPlaceUpdate, features.RecreatePodWhenChangeVCTInCloneSetGate),
-			KubeInformers: informers.NewSharedInformerFactory(f.kube, 0),
-			Informers:     f.inf,
-			Clock:         clocktesting.NewFakeClock(now),
-			Recorder:      record.NewFakeRecorder(1000),
-			QueueOptions:  kitcontroller.DefaultQueueOptions(),
-		})
+		d := f.Deps()
+		d.PodControl = f.pc
+		d.Gates = features.MustNewGate(features.CloneSetShortHash, features.CloneSetPartitionRollback,
+			features.PreDownloadImageForInPlaceUpdate, features.RecreatePodWhenChangeVCTInCloneSetGate)
+		c, err := New(d)
 		require.NoError(f.t, err)
 		f.c = c
 		f.t.Cleanup(c.Queue.ShutDown)
 	}
 	if !f.gone {
-		require.NoError(f.t, f.inf.Apps().V1alpha1().CloneSets().Informer().GetIndexer().Update(f.cs))
+		f.Cache(f.cs)
 	}
 	for _, p := range f.pods {
-		require.NoError(f.t, f.c.Pods.Update(p))
+		f.Cache(p)
 	}
 	for _, r := range f.revs {
-		require.NoError(f.t, f.c.RevisionInformer.GetIndexer().Update(r))
+		f.Cache(r)
 	}
-	f.kube.ClearActions()
-	f.client.ClearActions()
+	f.Clear()
 	f.pc.ClearActions()
 	f.err = f.c.sync(context.Background(), types.NamespacedName{Namespace: "ns", Name: "web"})
 	return f.writes()
@@ -131,7 +114,7 @@ func (f *syncFixture) run() []string {
 
 func (f *syncFixture) writes() []string {
 	out := []string{}
-	for _, a := range append(f.kube.Actions(), f.client.Actions()...) {
+	for _, a := range append(f.Kube.Actions(), f.Client.Actions()...) {
 		what := map[string]string{"pods": "pod", "controllerrevisions": "revision", "clonesets": "status"}[a.GetResource().Resource]
 		switch {
 		case a.GetVerb() == "update" && a.GetSubresource() == "status":
@@ -159,7 +142,7 @@ func (f *syncFixture) writes() []string {
 
 // status is the status the sync wrote (zero if none).
 func (f *syncFixture) status() appsv1alpha1.CloneSetStatus {
-	for _, a := range f.client.Actions() {
+	for _, a := range f.Client.Actions() {
 		if u, ok := a.(clienttesting.UpdateAction); ok && u.GetSubresource() == "status" {
 			return u.GetObject().(*appsv1alpha1.CloneSet).Status
 		}

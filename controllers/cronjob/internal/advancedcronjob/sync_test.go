@@ -17,74 +17,41 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	flotillafake "github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/kit/controller"
-	"github.com/flotilla-dev/flotilla/kit/wiring"
+	"github.com/flotilla-dev/flotilla/kit/wiring/wiringtest"
 )
 
 // fixture is a Controller over fake clientsets whose caches are seeded by hand (never started), driven by a fake
 // clock: sync is called directly and the test asserts on the client actions, the events and the queue.
 type fixture struct {
-	t        *testing.T
-	kube     *kubefake.Clientset
-	client   *flotillafake.Clientset
-	clock    *clocktesting.FakeClock
-	recorder *record.FakeRecorder
-	c        *Controller
+	*wiringtest.Fakes
+	t *testing.T
+	c *Controller
 }
 
 const testNS = "ns"
 
 func newFixture(t *testing.T, now string, acj *appsv1alpha1.AdvancedCronJob, kids ...runtime.Object) *fixture {
 	t.Helper()
-	f := &fixture{t: t, clock: clocktesting.NewFakeClock(mustTime(t, now)), recorder: record.NewFakeRecorder(100)}
-	var kubeObjs, flotObjs []runtime.Object
-	flotObjs = append(flotObjs, acj)
-	for _, k := range kids {
-		if _, ok := k.(*batchv1.Job); ok {
-			kubeObjs = append(kubeObjs, k)
-		} else {
-			flotObjs = append(flotObjs, k)
-		}
-	}
-	f.kube = kubefake.NewClientset(kubeObjs...)
-	f.client = flotillafake.NewSimpleClientset(flotObjs...) //nolint:staticcheck // NewClientset lacks the CRD schemas for its field manager
-	kubeInf := informers.NewSharedInformerFactory(f.kube, 0)
-	flotInf := flotillainformers.NewSharedInformerFactory(f.client, 0)
-	c, err := New(wiring.Deps{
-		Kube: f.kube, Client: f.client, KubeInformers: kubeInf, Informers: flotInf, Clock: f.clock, Recorder: f.recorder,
-		QueueOptions: controller.DefaultQueueOptions(), QueueConfig: controller.QueueConfig{Clock: f.clock},
-	})
+	objs := append([]runtime.Object{acj}, kids...)
+	f := &fixture{Fakes: wiringtest.New(t, mustTime(t, now), objs...), t: t}
+	c, err := New(f.Deps())
 	require.NoError(t, err)
 	c.defaultLoc = time.UTC
 	f.c = c
 	t.Cleanup(c.Queue.ShutDown)
-	require.NoError(t, flotInf.Apps().V1alpha1().AdvancedCronJobs().Informer().GetIndexer().Add(acj))
-	for _, k := range kids {
-		switch o := k.(type) {
-		case *batchv1.Job:
-			require.NoError(t, c.jobs.Add(o))
-		case *appsv1alpha1.BroadcastJob:
-			require.NoError(t, c.bcjs.Add(o))
-		}
-	}
-	f.kube.ClearActions()
-	f.client.ClearActions()
+	f.Cache(objs...)
+	f.Clear()
 	return f
 }
 
 // sync runs one sync and fails the test on an error the loop would retry; it returns the error (nil or
-// permanent: reported, not retried).
+// permanent: reported, not retried). The writes it made add to those before (f.Clear forgets them).
 func (f *fixture) sync() error {
 	f.t.Helper()
 	err := f.c.sync(context.Background(), types.NamespacedName{Namespace: testNS, Name: "acj"})
@@ -92,38 +59,9 @@ func (f *fixture) sync() error {
 	return err
 }
 
-// writes returns the create/delete/patch actions of both clientsets as "verb resource name" strings.
-func (f *fixture) writes() []string {
-	var out []string
-	for _, a := range append(f.kube.Actions(), f.client.Actions()...) {
-		switch a := a.(type) {
-		case clienttesting.CreateAction:
-			o := a.GetObject().(metav1.Object)
-			out = append(out, fmt.Sprintf("create %s %s", a.GetResource().Resource, o.GetName()))
-		case clienttesting.DeleteAction:
-			out = append(out, fmt.Sprintf("delete %s %s", a.GetResource().Resource, a.GetName()))
-		case clienttesting.PatchAction:
-			out = append(out, fmt.Sprintf("patch %s/%s %s", a.GetResource().Resource, a.GetSubresource(), a.GetName()))
-		}
-	}
-	return out
-}
-
-func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
 func (f *fixture) status() appsv1alpha1.AdvancedCronJobStatus {
 	f.t.Helper()
-	got, err := f.client.AppsV1alpha1().AdvancedCronJobs(testNS).Get(context.Background(), "acj", metav1.GetOptions{})
+	got, err := f.Client.AppsV1alpha1().AdvancedCronJobs(testNS).Get(context.Background(), "acj", metav1.GetOptions{})
 	require.NoError(f.t, err)
 	return got.Status
 }
@@ -131,7 +69,7 @@ func (f *fixture) status() appsv1alpha1.AdvancedCronJobStatus {
 // queuedBy reports whether the key is (or becomes) ready in the queue once the fake clock reaches at. A negative
 // answer waits 300ms for the queue's delay loop; a positive one usually returns at once.
 func (f *fixture) queuedBy(at string) bool {
-	f.clock.SetTime(mustTime(f.t, at))
+	f.Clock.SetTime(mustTime(f.t, at))
 	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 300*time.Millisecond, true,
 		func(context.Context) (bool, error) { return f.c.Queue.Len() > 0, nil })
 	return err == nil
@@ -182,8 +120,8 @@ func TestSyncCreatesTheDueJob(t *testing.T) {
 	f.sync()
 
 	name := fmt.Sprintf("acj-%d", unix(t, "2026-03-01T10:01:00Z"))
-	assert.Equal(t, []string{"create jobs " + name, "patch advancedcronjobs/status acj"}, f.writes())
-	j, err := f.kube.BatchV1().Jobs(testNS).Get(context.Background(), name, metav1.GetOptions{})
+	assert.Equal(t, []string{"create jobs " + name, "patch advancedcronjobs/status acj"}, f.Writes())
+	j, err := f.Kube.BatchV1().Jobs(testNS).Get(context.Background(), name, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "2026-03-01T10:01:00Z", j.Annotations[pub.AdvancedCronJobScheduledAtAnnotation])
 	assert.Equal(t, "x", j.Annotations["note"])
@@ -200,7 +138,7 @@ func TestSyncCreatesTheDueJob(t *testing.T) {
 	require.Len(t, st.Active, 1)
 	assert.Equal(t, corev1.ObjectReference{Kind: "Job", APIVersion: "batch/v1", Namespace: testNS, Name: name}, st.Active[0])
 	assert.Equal(t, "2026-03-01T10:01:00Z", st.LastScheduleTime.UTC().Format(time.RFC3339))
-	assert.Equal(t, []string{"Normal SuccessfulCreate Created Job " + name}, f.events())
+	assert.Equal(t, []string{"Normal SuccessfulCreate Created Job " + name}, f.Events())
 
 	// The template in the cache is untouched.
 	assert.Empty(t, acj.Spec.Template.JobTemplate.Annotations[pub.AdvancedCronJobScheduledAtAnnotation])
@@ -212,7 +150,7 @@ func TestSyncCreatesTheDueJob(t *testing.T) {
 func TestSyncNothingDue(t *testing.T) {
 	f := newFixture(t, "2026-03-01T10:00:30Z", newACJ("2026-03-01T10:00:10Z"))
 	f.sync()
-	assert.Equal(t, []string{"patch advancedcronjobs/status acj"}, f.writes(), "only status.type is written")
+	assert.Equal(t, []string{"patch advancedcronjobs/status acj"}, f.Writes(), "only status.type is written")
 	assert.Nil(t, f.status().LastScheduleTime)
 	assert.True(t, f.queuedBy("2026-03-01T10:01:00Z"))
 }
@@ -241,7 +179,7 @@ func TestSyncConcurrencyPolicy(t *testing.T) {
 			})
 			f := newFixture(t, "2026-03-01T10:02:01Z", acj, job(acj, "2026-03-01T10:01:00Z", ""))
 			f.sync()
-			assert.Equal(t, tc.want, f.writes())
+			assert.Equal(t, tc.want, f.Writes())
 		})
 	}
 }
@@ -252,8 +190,8 @@ func TestSyncTooManyMissedStartsTheMostRecent(t *testing.T) {
 	f := newFixture(t, "2026-03-01T13:00:30Z", newACJ("2026-03-01T10:00:10Z"))
 	f.sync()
 	assert.Equal(t, []string{fmt.Sprintf("create jobs acj-%d", unix(t, "2026-03-01T13:00:00Z")),
-		"patch advancedcronjobs/status acj"}, f.writes())
-	ev := f.events()
+		"patch advancedcronjobs/status acj"}, f.Writes())
+	ev := f.Events()
 	require.NotEmpty(t, ev)
 	assert.True(t, strings.HasPrefix(ev[0], "Warning TooManyMissedTimes More than 100 start times missed"), ev[0])
 	assert.Contains(t, ev[0], "only the most recent, 2026-03-01T13:00:00Z")
@@ -267,8 +205,8 @@ func TestSyncStartingDeadline(t *testing.T) {
 	acj := newACJ("2026-03-01T10:00:10Z", func(a *appsv1alpha1.AdvancedCronJob) { a.Spec.StartingDeadlineSeconds = ptr.To[int64](10) })
 	f := newFixture(t, "2026-03-01T10:01:30Z", acj)
 	f.sync()
-	assert.Equal(t, []string{"patch advancedcronjobs/status acj"}, f.writes(), "the 10:01 run is 30s late: skipped")
-	ev := f.events()
+	assert.Equal(t, []string{"patch advancedcronjobs/status acj"}, f.Writes(), "the 10:01 run is 30s late: skipped")
+	ev := f.Events()
 	require.Len(t, ev, 1)
 	assert.True(t, strings.HasPrefix(ev[0], "Warning MissSchedule"), ev[0])
 
@@ -276,7 +214,7 @@ func TestSyncStartingDeadline(t *testing.T) {
 		a.Spec.StartingDeadlineSeconds = ptr.To[int64](10)
 	}))
 	f.sync()
-	assert.Contains(t, f.writes(), fmt.Sprintf("create jobs acj-%d", unix(t, "2026-03-01T10:01:00Z")), "9s late: still runs")
+	assert.Contains(t, f.Writes(), fmt.Sprintf("create jobs acj-%d", unix(t, "2026-03-01T10:01:00Z")), "9s late: still runs")
 }
 
 func TestSyncPaused(t *testing.T) {
@@ -284,7 +222,7 @@ func TestSyncPaused(t *testing.T) {
 		a.Spec.Paused = ptr.To(true)
 	}))
 	f.sync()
-	assert.Equal(t, []string{"patch advancedcronjobs/status acj"}, f.writes())
+	assert.Equal(t, []string{"patch advancedcronjobs/status acj"}, f.Writes())
 	assert.False(t, f.queuedBy("2026-03-01T11:00:00Z"), "a paused AdvancedCronJob is not requeued")
 }
 
@@ -297,8 +235,8 @@ func TestSyncUnusableSpecWarnsOnce(t *testing.T) {
 		t.Run(reason, func(t *testing.T) {
 			f := newFixture(t, "2026-03-01T10:05:00Z", newACJ("2026-03-01T10:00:10Z", mutate))
 			assert.True(t, controller.IsPermanent(f.sync()), "returned as permanent: logged, not retried")
-			assert.Equal(t, []string{"patch advancedcronjobs/status acj"}, f.writes(), "no child")
-			ev := f.events()
+			assert.Equal(t, []string{"patch advancedcronjobs/status acj"}, f.Writes(), "no child")
+			ev := f.Events()
 			require.Len(t, ev, 1)
 			assert.True(t, strings.HasPrefix(ev[0], "Warning "+reason), ev[0])
 			assert.False(t, f.queuedBy("2026-03-02T10:00:00Z"), "no retry, no requeue: only a spec change helps")
@@ -312,7 +250,7 @@ func TestSyncDerivesLastScheduleFromChildren(t *testing.T) {
 	acj := newACJ("2026-03-01T10:00:10Z")
 	f := newFixture(t, "2026-03-01T10:01:40Z", acj, job(acj, "2026-03-01T10:01:00Z", batchv1.JobComplete))
 	f.sync()
-	assert.Equal(t, []string{"patch advancedcronjobs/status acj"}, f.writes())
+	assert.Equal(t, []string{"patch advancedcronjobs/status acj"}, f.Writes())
 	assert.Equal(t, "2026-03-01T10:01:00Z", f.status().LastScheduleTime.UTC().Format(time.RFC3339))
 	assert.Empty(t, f.status().Active)
 }
@@ -322,18 +260,17 @@ func TestSyncDerivesLastScheduleFromChildren(t *testing.T) {
 func TestSyncAlreadyExistsIsNotADuplicate(t *testing.T) {
 	acj := newACJ("2026-03-01T10:00:10Z")
 	f := newFixture(t, "2026-03-01T10:01:05Z", acj)
-	_, err := f.kube.BatchV1().Jobs(testNS).Create(context.Background(), job(acj, "2026-03-01T10:01:00Z", ""), metav1.CreateOptions{})
+	_, err := f.Kube.BatchV1().Jobs(testNS).Create(context.Background(), job(acj, "2026-03-01T10:01:00Z", ""), metav1.CreateOptions{})
 	require.NoError(t, err)
-	f.kube.ClearActions()
+	f.Kube.ClearActions()
 	f.sync()
-	jobs, err := f.kube.BatchV1().Jobs(testNS).List(context.Background(), metav1.ListOptions{})
+	jobs, err := f.Kube.BatchV1().Jobs(testNS).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Len(t, jobs.Items, 1)
 	assert.Equal(t, "2026-03-01T10:01:00Z", f.status().LastScheduleTime.UTC().Format(time.RFC3339))
-	f.kube.ClearActions()
-	f.client.ClearActions()
+	f.Clear()
 	f.sync() // the cache still lacks the child: the remembered slot keeps it from being tried again
-	assert.NotContains(t, strings.Join(f.writes(), ","), "create")
+	assert.NotContains(t, strings.Join(f.Writes(), ","), "create")
 }
 
 func TestSyncHistoryLimits(t *testing.T) {
@@ -357,7 +294,7 @@ func TestSyncHistoryLimits(t *testing.T) {
 		"delete jobs " + n("2026-03-01T10:01:00Z"),
 		"delete jobs " + n("2026-03-01T10:02:00Z"),
 		"patch advancedcronjobs/status acj",
-	}, f.writes())
+	}, f.Writes())
 }
 
 func TestSyncBroadcastJobTemplate(t *testing.T) {
@@ -371,7 +308,7 @@ func TestSyncBroadcastJobTemplate(t *testing.T) {
 	f := newFixture(t, "2026-03-01T10:01:05Z", acj)
 	f.sync()
 	name := fmt.Sprintf("acj-%d", unix(t, "2026-03-01T10:01:00Z"))
-	assert.Equal(t, []string{"create broadcastjobs " + name, "patch advancedcronjobs/status acj"}, f.writes())
+	assert.Equal(t, []string{"create broadcastjobs " + name, "patch advancedcronjobs/status acj"}, f.Writes())
 	st := f.status()
 	assert.Equal(t, appsv1alpha1.BroadcastJobTemplate, st.Type)
 	require.Len(t, st.Active, 1)
@@ -392,11 +329,11 @@ func TestStatusPatchShape(t *testing.T) {
 // is not recorded as run.
 func TestSyncRejectedChildIsNotRetried(t *testing.T) {
 	f := newFixture(t, "2026-03-01T10:01:05Z", newACJ("2026-03-01T10:00:10Z"))
-	f.kube.PrependReactor("create", "jobs", func(clienttesting.Action) (bool, runtime.Object, error) {
+	f.Kube.PrependReactor("create", "jobs", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInvalid(batchv1.SchemeGroupVersion.WithKind("Job").GroupKind(), "x", nil)
 	})
 	assert.True(t, controller.IsPermanent(f.sync()), "a retry cannot help")
-	ev := f.events()
+	ev := f.Events()
 	require.Len(t, ev, 1)
 	assert.True(t, strings.HasPrefix(ev[0], "Warning FailedCreate"), ev[0])
 	assert.Nil(t, f.status().LastScheduleTime)

@@ -15,59 +15,44 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
-	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
-	"github.com/flotilla-dev/flotilla/kit/wiring"
+	"github.com/flotilla-dev/flotilla/kit/wiring/wiringtest"
 )
 
 // fixture is a Controller over fake clientsets whose caches the test seeds directly (informers never start), with
 // a fake clock driving time and the queue's delays.
 type fixture struct {
-	t        *testing.T
-	kube     *kubefake.Clientset
-	client   *fake.Clientset
-	clock    *clocktesting.FakeClock
-	recorder *record.FakeRecorder
-	c        *Controller
-	kubeInf  informers.SharedInformerFactory
-	flotInf  flotillainformers.SharedInformerFactory
-	job      *appsv1alpha1.BroadcastJob
+	*wiringtest.Fakes
+	t   *testing.T
+	c   *Controller
+	job *appsv1alpha1.BroadcastJob
 }
 
 var start = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 
 func newFixture(t *testing.T, job *appsv1alpha1.BroadcastJob, nodes ...*corev1.Node) *fixture {
-	f := &fixture{t: t, kube: kubefake.NewClientset(), client: fake.NewClientset(job), clock: clocktesting.NewFakeClock(start),
-		recorder: record.NewFakeRecorder(100), job: job}
+	f := &fixture{Fakes: wiringtest.New(t, start, job), t: t, job: job}
+	// The fake clientset does not fill in generateName as the API server does.
 	var n atomic.Int32
-	f.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	f.Kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		pod := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
 		if pod.Name == "" {
 			pod.Name = fmt.Sprintf("%s%d", pod.GenerateName, n.Add(1))
 		}
 		return false, nil, nil
 	})
-	f.kubeInf = informers.NewSharedInformerFactory(f.kube, 0)
-	f.flotInf = flotillainformers.NewSharedInformerFactory(f.client, 0)
-	c, err := New(wiring.Deps{Kube: f.kube, Client: f.client, KubeInformers: f.kubeInf, Informers: f.flotInf, Clock: f.clock,
-		Recorder: f.recorder, QueueOptions: controller.DefaultQueueOptions(), QueueConfig: controller.QueueConfig{Clock: f.clock}})
+	c, err := New(f.Deps())
 	require.NoError(t, err)
 	f.c = c
 	t.Cleanup(c.Queue.ShutDown)
 	f.setJob(job)
 	for _, nd := range nodes {
-		require.NoError(t, f.kubeInf.Core().V1().Nodes().Informer().GetIndexer().Add(nd))
+		f.Cache(nd)
 	}
 	return f
 }
@@ -79,25 +64,19 @@ func (f *fixture) key() types.NamespacedName {
 // setJob puts job into the cache (as the informer would after a write).
 func (f *fixture) setJob(job *appsv1alpha1.BroadcastJob) {
 	f.job = job
-	require.NoError(f.t, f.flotInf.Apps().V1alpha1().BroadcastJobs().Informer().GetIndexer().Update(job))
+	f.Cache(job)
 }
 
 func (f *fixture) addPod(p *corev1.Pod) {
 	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(f.job, controllerKind)}
-	require.NoError(f.t, f.c.PodInformer.GetIndexer().Update(p))
+	f.Cache(p)
 }
 
 // sync runs one sync and returns the write actions it made (reads are not interesting), then forgets them.
 func (f *fixture) sync() ([]k8stesting.Action, error) {
 	err := f.c.sync(context.Background(), f.key())
-	var out []k8stesting.Action
-	for _, a := range append(f.kube.Actions(), f.client.Actions()...) {
-		if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
-			out = append(out, a)
-		}
-	}
-	f.kube.ClearActions()
-	f.client.ClearActions()
+	out := f.Actions()
+	f.Clear()
 	return out, err
 }
 
@@ -164,7 +143,7 @@ func TestSyncOnePodPerEligibleNodeAndNoDuplicateOnStaleCache(t *testing.T) {
 	assert.Empty(t, verbs(actions))
 
 	// An expectation whose pod never shows up expires, and the node gets a pod again.
-	f.clock.Step(ExpectationTTL)
+	f.Clock.Step(ExpectationTTL)
 	actions, err = f.sync()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"create pods", "create pods"}, verbs(actions))
@@ -195,10 +174,10 @@ func TestSyncPodArrivingMidSyncGetsNoTwin(t *testing.T) {
 	f.setJob(actions[2].(k8stesting.UpdateAction).GetObject().(*appsv1alpha1.BroadcastJob))
 
 	real := f.c.Pods
-	created, err := f.kube.CoreV1().Pods(f.job.Namespace).List(context.Background(), metav1.ListOptions{})
+	created, err := f.Kube.CoreV1().Pods(f.job.Namespace).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, created.Items, 2)
-	f.kube.ClearActions()
+	f.Kube.ClearActions()
 	f.c.Pods = &arrivingPods{Indexer: real, arrive: func() {
 		for i := range created.Items {
 			require.NoError(t, real.Add(&created.Items[i]))
@@ -228,7 +207,7 @@ func TestSyncParallelismAndCompletion(t *testing.T) {
 
 	f.addPod(jobPod("bcj-2", "n2", corev1.PodSucceeded, true))
 	f.addPod(jobPod("bcj-3", "n3", corev1.PodSucceeded, true))
-	f.clock.Step(time.Minute)
+	f.Clock.Step(time.Minute)
 	actions, err = f.sync()
 	require.NoError(t, err)
 	st := lastStatus(t, actions)
@@ -238,7 +217,7 @@ func TestSyncParallelismAndCompletion(t *testing.T) {
 	assert.Equal(t, start.Add(time.Minute), st.CompletionTime.Time.UTC())
 	require.Len(t, st.Conditions, 1)
 	assert.Equal(t, appsv1alpha1.JobComplete, st.Conditions[0].Type)
-	assert.Contains(t, <-f.recorder.Events, "Normal SuccessfulCreate")
+	assert.Contains(t, <-f.Recorder.Events, "Normal SuccessfulCreate")
 }
 
 func TestSyncDeadlineRequeuesOnTheClockAndFails(t *testing.T) {
@@ -252,7 +231,7 @@ func TestSyncDeadlineRequeuesOnTheClockAndFails(t *testing.T) {
 	f.addPod(jobPod("bcj-2", "n2", corev1.PodSucceeded, true))
 	assert.Zero(t, f.c.Queue.Len())
 
-	f.clock.Step(60 * time.Second)
+	f.Clock.Step(60 * time.Second)
 	require.Eventually(t, func() bool { return f.c.Queue.Len() == 1 }, 5*time.Second, 10*time.Millisecond, "requeued at the deadline")
 	actions, err = f.sync()
 	require.NoError(t, err)
@@ -281,17 +260,17 @@ func TestSyncPauseOnFailureLeavesSpecAlone(t *testing.T) {
 	assert.Equal(t, appsv1alpha1.PhasePaused, st.Phase)
 	assert.Equal(t, int32(1), st.Failed)
 	assert.False(t, lastJob(actions).Spec.Paused)
-	assert.True(t, strings.HasPrefix(<-f.recorder.Events, "Warning Paused"))
+	assert.True(t, strings.HasPrefix(<-f.Recorder.Events, "Warning Paused"))
 	f.setJob(lastJob(actions))
 
 	// Still held on the next sync; no second event.
 	actions, err = f.sync()
 	require.NoError(t, err)
 	assert.Empty(t, actions)
-	assert.Empty(t, f.recorder.Events)
+	assert.Empty(t, f.Recorder.Events)
 
 	// The failed pod is deleted: the job runs again and n1 and n3 get a pod.
-	require.NoError(t, f.c.PodInformer.GetIndexer().Delete(jobPod("bcj-1", "n1", corev1.PodFailed, true)))
+	f.Uncache(jobPod("bcj-1", "n1", corev1.PodFailed, true))
 	actions, err = f.sync()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"create pods", "create pods", "update broadcastjobs/status"}, verbs(actions))
@@ -402,7 +381,7 @@ func TestSyncResourceFit(t *testing.T) {
 	pod.Spec.NodeName = "big"
 	pod.Status.Phase = corev1.PodRunning
 	f.addPod(pod)
-	require.NoError(t, f.kubeInf.Core().V1().Nodes().Informer().GetIndexer().Update(withAllocatable(node("big", nil), corev1.ResourceCPU, "2")))
+	f.Cache(withAllocatable(node("big", nil), corev1.ResourceCPU, "2"))
 	actions, err = f.sync()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"delete pods", "update broadcastjobs/status"}, verbs(actions))
@@ -417,13 +396,13 @@ func TestSyncInvalidSpecFailsOnceWithoutPods(t *testing.T) {
 	st := lastStatus(t, actions)
 	assert.Equal(t, ReasonInvalidSpec, st.Conditions[0].Reason)
 	assert.Contains(t, st.Conditions[0].Message, "restartPolicy")
-	assert.True(t, strings.HasPrefix(<-f.recorder.Events, "Warning InvalidSpec"))
+	assert.True(t, strings.HasPrefix(<-f.Recorder.Events, "Warning InvalidSpec"))
 	f.setJob(lastJob(actions))
 
 	actions, err = f.sync()
 	require.NoError(t, err)
 	assert.Empty(t, actions, "nothing more to do, nothing written")
-	assert.Empty(t, f.recorder.Events, "no repeated event")
+	assert.Empty(t, f.Recorder.Events, "no repeated event")
 }
 
 func TestSyncTTLDeletesTheJob(t *testing.T) {
@@ -439,7 +418,7 @@ func TestSyncTTLDeletesTheJob(t *testing.T) {
 	actions, err = f.sync()
 	require.NoError(t, err)
 	assert.Empty(t, actions)
-	f.clock.Step(30 * time.Second)
+	f.Clock.Step(30 * time.Second)
 	actions, err = f.sync()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"delete broadcastjobs"}, verbs(actions))

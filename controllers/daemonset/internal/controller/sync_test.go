@@ -16,35 +16,26 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	flotillafake "github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/nodeplacement"
 	"github.com/flotilla-dev/flotilla/kit/revision"
-	"github.com/flotilla-dev/flotilla/kit/wiring"
+	"github.com/flotilla-dev/flotilla/kit/wiring/wiringtest"
 )
 
 // syncFixture is one DaemonSet "ds" in namespace "ns" over nodes and pods
 // as the caches show them; sync runs the controller's sync once and returns
 // the pod writes it made ("create <node>", "delete <pod>").
 type syncFixture struct {
-	t          *testing.T
-	ds         *appsv1alpha1.DaemonSet
-	nodes      []*corev1.Node
-	pods       []*corev1.Pod
-	c          *Controller
-	kube       *kubefake.Clientset
-	clock      *clocktesting.FakeClock
-	podIndexer cache.Indexer
-	dsIndexer  cache.Indexer
+	*wiringtest.Fakes // from start
+	t                 *testing.T
+	ds                *appsv1alpha1.DaemonSet
+	nodes             []*corev1.Node
+	pods              []*corev1.Pod
+	c                 *Controller
 }
 
 func newSyncFixture(t *testing.T, nodes ...string) *syncFixture {
@@ -78,35 +69,17 @@ func (f *syncFixture) addPod(name, node string) {
 
 // start builds the controller over fake clients holding the fixture.
 func (f *syncFixture) start() {
-	objs := []runtime.Object{}
+	objs := []runtime.Object{f.ds}
 	for _, n := range f.nodes {
 		objs = append(objs, n)
 	}
 	for _, p := range f.pods {
 		objs = append(objs, p)
 	}
-	f.kube = kubefake.NewClientset(objs...)
-	f.clock = clocktesting.NewFakeClock(t0.Add(time.Hour))
-	client := flotillafake.NewSimpleClientset(f.ds)
-	d := wiring.Deps{
-		Kube: f.kube, Client: client,
-		KubeInformers: informers.NewSharedInformerFactory(f.kube, 0),
-		Informers:     flotillainformers.NewSharedInformerFactory(client, 0),
-		Clock:         f.clock,
-		Recorder:      record.NewFakeRecorder(1000),
-		QueueOptions:  kitcontroller.DefaultQueueOptions(),
-	}
-	c, err := New(d)
+	f.Fakes = wiringtest.New(f.t, t0.Add(time.Hour), objs...)
+	c, err := New(f.Deps())
 	require.NoError(f.t, err)
-	f.dsIndexer = d.Informers.Apps().V1alpha1().DaemonSets().Informer().GetIndexer()
-	require.NoError(f.t, f.dsIndexer.Add(f.ds))
-	for _, n := range f.nodes {
-		require.NoError(f.t, d.KubeInformers.Core().V1().Nodes().Informer().GetIndexer().Add(n))
-	}
-	f.podIndexer = d.KubeInformers.InformerFor(&corev1.Pod{}, nil).GetIndexer()
-	for _, p := range f.pods {
-		require.NoError(f.t, f.podIndexer.Add(p))
-	}
+	f.Cache(objs...)
 	f.c = c
 }
 
@@ -120,10 +93,10 @@ func (f *syncFixture) sync() []string {
 // syncErr is sync for a sync that may fail.
 func (f *syncFixture) syncErr() ([]string, error) {
 	f.t.Helper()
-	f.kube.ClearActions()
+	f.Kube.ClearActions() // Client's actions add up: TestSyncStatusCountersPaced counts them across syncs
 	err := f.c.sync(context.Background(), types.NamespacedName{Namespace: "ns", Name: "ds"})
 	out := []string{}
-	for _, a := range f.kube.Actions() {
+	for _, a := range f.Kube.Actions() {
 		if a.GetResource().Resource != "pods" || a.GetSubresource() != "" {
 			continue
 		}
@@ -198,13 +171,13 @@ func TestSyncFailedPodBackoff(t *testing.T) {
 	assert.Equal(t, []string{"delete p1"}, f.sync())
 
 	// The cache shows the deletion and a second failed pod.
-	require.NoError(t, f.podIndexer.Delete(f.pods[0]))
+	f.Uncache(f.pods[0])
 	f.c.deletes.Delete(types.NamespacedName{Namespace: "ns", Name: "ds"})
 	f.addPod("p2", "a")
 	failed(f.pods[1])
-	require.NoError(t, f.podIndexer.Add(f.pods[1]))
+	f.Cache(f.pods[1])
 	assert.Empty(t, f.sync(), "within the back-off")
-	f.clock.Step(2 * time.Second)
+	f.Clock.Step(2 * time.Second)
 	assert.Equal(t, []string{"delete p2"}, f.sync(), "after it")
 }
 
@@ -233,13 +206,13 @@ func TestSyncCreationObservedMidSync(t *testing.T) {
 	f.start()
 	assert.Equal(t, []string{"create a"}, f.sync())
 	var created *corev1.Pod
-	for _, a := range f.kube.Actions() {
+	for _, a := range f.Kube.Actions() {
 		if c, ok := a.(clienttesting.CreateAction); ok && a.GetResource().Resource == "pods" {
 			created = c.GetObject().(*corev1.Pod)
 		}
 	}
 	require.NotNil(t, created)
-	f.c.Pods = &racingIndexer{Indexer: f.podIndexer, arrive: created}
+	f.c.Pods = &racingIndexer{Indexer: f.Informer(created).GetIndexer(), arrive: created}
 	assert.Empty(t, f.sync(), "no second pod on a")
 }
 
@@ -249,7 +222,7 @@ func TestSyncCreationObservedMidSync(t *testing.T) {
 func TestSyncRejectedTemplateNotRetried(t *testing.T) {
 	f := newSyncFixture(t, "a", "b")
 	f.start()
-	f.kube.PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+	f.Kube.PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "x", field.ErrorList{field.Invalid(field.NewPath("spec", "containers").Index(0).Child("name"), "Bad_Name", "bad")})
 	})
 	writes, err := f.syncErr()
@@ -262,7 +235,7 @@ func TestSyncRejectedTemplateNotRetried(t *testing.T) {
 
 	next := f.ds.DeepCopy()
 	next.Generation++
-	require.NoError(t, f.dsIndexer.Update(next))
+	f.Cache(next)
 	writes, _ = f.syncErr()
 	assert.Equal(t, []string{"create a"}, writes, "a new generation is tried")
 }
@@ -276,7 +249,7 @@ func TestSyncStatusCountersPaced(t *testing.T) {
 	f.addPod("pa", "a")
 	f.addPod("pb", "b")
 	f.start()
-	client := f.c.client.(*flotillafake.Clientset)
+	client := f.Client
 	statusWrites := func() int {
 		n := 0
 		for _, a := range client.Actions() {
@@ -290,17 +263,17 @@ func TestSyncStatusCountersPaced(t *testing.T) {
 	require.Equal(t, 1, statusWrites(), "first status: written at once")
 	written, err := client.AppsV1alpha1().DaemonSets("ns").Get(context.Background(), "ds", metav1.GetOptions{})
 	require.NoError(t, err)
-	require.NoError(t, f.dsIndexer.Update(written))
+	f.Cache(written)
 	assert.Equal(t, int32(2), written.Status.NumberReady)
 
 	pb := f.pods[1].DeepCopy()
 	notReady(pb)
-	require.NoError(t, f.podIndexer.Update(pb))
-	f.clock.Step(300 * time.Millisecond)
+	f.Cache(pb)
+	f.Clock.Step(300 * time.Millisecond)
 	assert.Empty(t, f.sync())
 	assert.Equal(t, 1, statusWrites(), "numberReady 2 → 1 alone is held back")
 
-	f.clock.Step(statusInterval)
+	f.Clock.Step(statusInterval)
 	assert.Empty(t, f.sync())
 	require.Equal(t, 2, statusWrites(), "written once the interval has passed")
 	written, err = client.AppsV1alpha1().DaemonSets("ns").Get(context.Background(), "ds", metav1.GetOptions{})
@@ -314,7 +287,7 @@ func TestSyncNameCollisionRetried(t *testing.T) {
 	f := newSyncFixture(t, "a")
 	f.start()
 	var names []string
-	f.kube.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	f.Kube.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		p := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod)
 		names = append(names, p.Name)
 		if len(names) == 1 {
@@ -325,22 +298,10 @@ func TestSyncNameCollisionRetried(t *testing.T) {
 	assert.Equal(t, []string{"create a", "create a"}, f.sync())
 	require.Len(t, names, 2)
 	assert.NotEqual(t, names[0], names[1], "a second name")
-	for _, e := range drain(f.c.Recorder.(*record.FakeRecorder).Events) {
+	for _, e := range f.Events() {
 		assert.NotContains(t, e, "Warning", "no FailedCreate for a name collision")
 	}
 	assert.Empty(t, f.sync(), "the created pod is expected: no third create")
-}
-
-func drain(ch chan string) []string {
-	var out []string
-	for {
-		select {
-		case e := <-ch:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
 }
 
 // TestSyncSlowStartResumes: a DaemonSet whose creates succeeded begins its
@@ -355,7 +316,7 @@ func TestSyncSlowStartResumes(t *testing.T) {
 	assert.Len(t, f.sync(), 8, "batches 1, 2, 4, then 1 of a batch of 8")
 	assert.Equal(t, 8, f.c.batches.First(key))
 
-	f.kube.PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+	f.Kube.PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("exceeded quota"))
 	})
 	writes, err := f.syncErr()

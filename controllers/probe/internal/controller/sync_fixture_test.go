@@ -2,7 +2,7 @@ package controller
 
 import (
 	"context"
-	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,17 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	flotillafake "github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
-	"github.com/flotilla-dev/flotilla/kit/controller"
-	"github.com/flotilla-dev/flotilla/kit/wiring"
+	"github.com/flotilla-dev/flotilla/kit/wiring/wiringtest"
 )
 
 // Fixture-and-actions tests of both syncs, sample-controller style: the
@@ -31,96 +24,46 @@ import (
 // writes recorded.
 
 type probeFixture struct {
-	t      *testing.T
-	kube   *kubefake.Clientset
-	client *flotillafake.Clientset
-	c      *Controller
+	*wiringtest.Fakes
+	t *testing.T
+	c *Controller
 }
 
 func newProbeFixture(t *testing.T, objs ...runtime.Object) *probeFixture {
 	t.Helper()
-	var kubeObjs, flotObjs []runtime.Object
-	for _, o := range objs {
-		switch o.(type) {
-		case *corev1.Pod, *corev1.Node:
-			kubeObjs = append(kubeObjs, o)
-		default:
-			flotObjs = append(flotObjs, o)
-		}
-	}
-	f := &probeFixture{t: t}
-	f.kube = kubefake.NewClientset(kubeObjs...)
-	f.client = flotillafake.NewSimpleClientset(flotObjs...) //nolint:staticcheck // NewClientset lacks the CRD schemas for its field manager
-	kubeInf := informers.NewSharedInformerFactory(f.kube, 0)
-	flotInf := flotillainformers.NewSharedInformerFactory(f.client, 0)
-	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
-	c, err := New(wiring.Deps{Kube: f.kube, Client: f.client, KubeInformers: kubeInf, Informers: flotInf, Clock: clk,
-		Recorder: record.NewFakeRecorder(100), QueueOptions: controller.DefaultQueueOptions(), QueueConfig: controller.QueueConfig{Clock: clk}})
+	f := &probeFixture{Fakes: wiringtest.New(t, time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC), objs...), t: t}
+	c, err := New(f.Deps())
 	require.NoError(t, err)
 	t.Cleanup(c.nodeQueue.ShutDown)
 	t.Cleanup(c.ppmQueue.ShutDown)
-	for _, o := range objs {
-		var idx interface{ Add(any) error }
-		switch o.(type) {
-		case *corev1.Pod:
-			idx = c.podIndex
-		case *corev1.Node:
-			idx = kubeInf.Core().V1().Nodes().Informer().GetIndexer()
-		case *appsv1alpha1.PodProbeMarker:
-			idx = flotInf.Apps().V1alpha1().PodProbeMarkers().Informer().GetIndexer()
-		case *appsv1alpha1.NodePodProbe:
-			idx = flotInf.Apps().V1alpha1().NodePodProbes().Informer().GetIndexer()
-		}
-		require.NoError(t, idx.Add(o))
-	}
+	f.Cache(objs...)
 	f.c = c
 	return f
 }
 
 func (f *probeFixture) syncNode(node string) {
 	f.t.Helper()
-	f.clear()
+	f.Clear()
 	require.NoError(f.t, f.c.syncNode(context.Background(), node))
 }
 
 func (f *probeFixture) syncMarker(name string) {
 	f.t.Helper()
-	f.clear()
+	f.Clear()
 	require.NoError(f.t, f.c.syncMarker(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}))
 }
 
-func (f *probeFixture) clear() {
-	f.kube.ClearActions()
-	f.client.ClearActions()
-}
-
-// writes are every write sent to either clientset, "verb resource[/sub]
-// name"; a pod update or patch is a "write" (how a pod is written is
-// kit/podcontrol's business, what lands on it is asserted on the pod).
+// writes are f.Writes with a pod update or patch listed as a "write" (how a
+// pod is written is kit/podcontrol's business, what lands on it is asserted
+// on the pod).
 func (f *probeFixture) writes() []string {
 	var out []string
-	for _, a := range append(f.kube.Actions(), f.client.Actions()...) {
-		verb := a.GetVerb()
-		switch verb {
-		case "get", "list", "watch":
-			continue
-		case "update", "patch":
-			if a.GetResource().Resource == "pods" {
-				verb = "write"
-			}
+	for _, a := range f.Actions() {
+		w := wiringtest.Describe(a)
+		if (a.GetVerb() == "update" || a.GetVerb() == "patch") && a.GetResource().Resource == "pods" {
+			w = "write" + strings.TrimPrefix(w, a.GetVerb())
 		}
-		r := a.GetResource().Resource
-		if a.GetSubresource() != "" {
-			r += "/" + a.GetSubresource()
-		}
-		name := ""
-		switch a := a.(type) {
-		case clienttesting.CreateAction:
-			name = a.GetObject().(metav1.Object).GetName()
-		case interface{ GetName() string }:
-			name = a.GetName()
-		}
-		out = append(out, fmt.Sprintf("%s %s %s", verb, r, name))
+		out = append(out, w)
 	}
 	return out
 }
@@ -130,7 +73,7 @@ func (f *probeFixture) writes() []string {
 func written[T runtime.Object](f *probeFixture, verb, resource, sub string) T {
 	f.t.Helper()
 	var got []T
-	for _, a := range f.client.Actions() {
+	for _, a := range f.Client.Actions() {
 		if a.Matches(verb, resource) && a.GetSubresource() == sub {
 			got = append(got, a.(interface{ GetObject() runtime.Object }).GetObject().(T))
 		}
@@ -141,7 +84,7 @@ func written[T runtime.Object](f *probeFixture, verb, resource, sub string) T {
 
 func (f *probeFixture) pod(name string) *corev1.Pod {
 	f.t.Helper()
-	p, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), name, metav1.GetOptions{})
+	p, err := f.Kube.CoreV1().Pods("ns").Get(context.Background(), name, metav1.GetOptions{})
 	require.NoError(f.t, err)
 	return p
 }
@@ -236,7 +179,7 @@ func TestSyncNodeDeletesNodePodProbeOfGoneNode(t *testing.T) {
 	f := newProbeFixture(t, npp)
 	f.syncNode("n1")
 	assert.Equal(t, []string{"delete nodepodprobes n1"}, f.writes())
-	for _, a := range f.client.Actions() {
+	for _, a := range f.Client.Actions() {
 		if d, ok := a.(clienttesting.DeleteAction); ok {
 			require.NotNil(t, d.GetDeleteOptions().Preconditions)
 			assert.Equal(t, types.UID("npp-uid"), *d.GetDeleteOptions().Preconditions.UID)

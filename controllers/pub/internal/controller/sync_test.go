@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -14,20 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/apis/policy/v1alpha1"
-	flotillafake "github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/pub/internal/workload"
-	"github.com/flotilla-dev/flotilla/kit/controller"
-	"github.com/flotilla-dev/flotilla/kit/wiring"
+	"github.com/flotilla-dev/flotilla/kit/wiring/wiringtest"
 )
 
 // Fixture-and-actions tests of sync, sample-controller style: the
@@ -54,83 +46,44 @@ func (f fakeFinder) TopLevel(_ context.Context, ref *metav1.OwnerReference, _ st
 }
 
 type syncFixture struct {
-	t        *testing.T
-	kube     *kubefake.Clientset
-	client   *flotillafake.Clientset
-	recorder *record.FakeRecorder
-	clock    *clocktesting.FakeClock
-	c        *Controller
+	*wiringtest.Fakes
+	t *testing.T
+	c *Controller
 }
 
 // newSyncFixture builds the controller through New over fake clientsets
 // holding pubs and pods, and seeds its caches with the same objects.
 func newSyncFixture(t *testing.T, finder workload.Finder, pubs []*policyv1alpha1.PodUnavailableBudget, pods ...*corev1.Pod) *syncFixture {
 	t.Helper()
-	var kubeObjs, flotObjs []runtime.Object
+	var objs []runtime.Object
 	for _, p := range pods {
-		kubeObjs = append(kubeObjs, p)
+		objs = append(objs, p)
 	}
 	for _, p := range pubs {
-		flotObjs = append(flotObjs, p)
+		objs = append(objs, p)
 	}
-	f := &syncFixture{t: t, recorder: record.NewFakeRecorder(100)}
-	f.kube = kubefake.NewClientset(kubeObjs...)
-	f.client = flotillafake.NewSimpleClientset(flotObjs...) //nolint:staticcheck // NewClientset lacks the CRD schemas for its field manager
-	kubeInf := informers.NewSharedInformerFactory(f.kube, 0)
-	flotInf := flotillainformers.NewSharedInformerFactory(f.client, 0)
-	clk := clocktesting.NewFakeClock(syncNow)
-	f.clock = clk
-	c, err := New(Deps{Deps: wiring.Deps{
-		Kube: f.kube, Client: f.client, KubeInformers: kubeInf, Informers: flotInf, Clock: clk, Recorder: f.recorder,
-		QueueOptions: controller.DefaultQueueOptions(), QueueConfig: controller.QueueConfig{Clock: clk},
-	}, Finder: finder})
+	f := &syncFixture{Fakes: wiringtest.New(t, syncNow, objs...), t: t}
+	c, err := New(Deps{Deps: f.Deps(), Finder: finder})
 	require.NoError(t, err)
 	t.Cleanup(c.Queue.ShutDown)
-	for _, p := range pubs {
-		require.NoError(t, flotInf.Policy().V1alpha1().PodUnavailableBudgets().Informer().GetIndexer().Add(p))
-	}
-	for _, p := range pods {
-		require.NoError(t, c.pods.Add(p))
-	}
+	f.Cache(objs...)
 	f.c = c
 	return f
 }
 
 func (f *syncFixture) sync(name string) {
 	f.t.Helper()
-	f.kube.ClearActions()
-	f.client.ClearActions()
+	f.Clear()
 	require.NoError(f.t, f.c.sync(context.Background(), types.NamespacedName{Namespace: syncNS, Name: name}))
 }
 
 // patchedPods are the pods sync patched, in order.
 func (f *syncFixture) patchedPods() []string {
 	var out []string
-	for _, a := range f.kube.Actions() {
+	for _, a := range f.Kube.Actions() {
 		if a.Matches("patch", "pods") {
 			out = append(out, a.(clienttesting.PatchAction).GetName())
 		}
-	}
-	return out
-}
-
-// writes are every write sync sent to either clientset, "verb resource[/sub] name".
-func (f *syncFixture) writes() []string {
-	var out []string
-	for _, a := range append(f.kube.Actions(), f.client.Actions()...) {
-		switch a.GetVerb() {
-		case "get", "list", "watch":
-			continue
-		}
-		r := a.GetResource().Resource
-		if a.GetSubresource() != "" {
-			r += "/" + a.GetSubresource()
-		}
-		name := ""
-		if n, ok := a.(interface{ GetName() string }); ok {
-			name = n.GetName()
-		}
-		out = append(out, fmt.Sprintf("%s %s %s", a.GetVerb(), r, name))
 	}
 	return out
 }
@@ -139,7 +92,7 @@ func (f *syncFixture) writes() []string {
 func (f *syncFixture) statusWritten() policyv1alpha1.PodUnavailableBudgetStatus {
 	f.t.Helper()
 	var got []policyv1alpha1.PodUnavailableBudgetStatus
-	for _, a := range f.client.Actions() {
+	for _, a := range f.Client.Actions() {
 		if a.Matches("update", "podunavailablebudgets") && a.GetSubresource() == "status" {
 			got = append(got, a.(clienttesting.UpdateAction).GetObject().(*policyv1alpha1.PodUnavailableBudget).Status)
 		}
@@ -150,21 +103,9 @@ func (f *syncFixture) statusWritten() policyv1alpha1.PodUnavailableBudgetStatus 
 
 func (f *syncFixture) annotations(name string) map[string]string {
 	f.t.Helper()
-	p, err := f.kube.CoreV1().Pods(syncNS).Get(context.Background(), name, metav1.GetOptions{})
+	p, err := f.Kube.CoreV1().Pods(syncNS).Get(context.Background(), name, metav1.GetOptions{})
 	require.NoError(f.t, err)
 	return p.Annotations
-}
-
-func (f *syncFixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
 }
 
 type podSpec struct {
@@ -250,7 +191,7 @@ func TestSyncSteadyStateWritesNothing(t *testing.T) {
 		mkPod(podSpec{name: "web-2", ready: true, owner: webSet, labels: webLabels, marked: "web"}),
 	)
 	f.sync("web")
-	assert.Empty(t, f.writes())
+	assert.Empty(t, f.Writes())
 }
 
 // A targetRef budget: the workload's pods by owner, expected from its
@@ -314,11 +255,11 @@ func TestSyncGoneOrDeletingBudget(t *testing.T) {
 
 	f := newSyncFixture(t, webFinder, nil, pods...)
 	f.sync("web")
-	assert.Empty(t, f.writes(), "no budget")
+	assert.Empty(t, f.Writes(), "no budget")
 
 	f = newSyncFixture(t, webFinder, []*policyv1alpha1.PodUnavailableBudget{deleting}, pods...)
 	f.sync("web")
-	assert.Empty(t, f.writes(), "budget being deleted")
+	assert.Empty(t, f.Writes(), "budget being deleted")
 }
 
 // No pod matches: a NoPods event, and the status written with zero counts
@@ -328,7 +269,7 @@ func TestSyncNoPods(t *testing.T) {
 	p.Status.CurrentAvailable = 4
 	f := newSyncFixture(t, webFinder, []*policyv1alpha1.PodUnavailableBudget{p})
 	f.sync("web")
-	assert.Equal(t, []string{"Normal NoPods No matching pods found"}, f.events())
+	assert.Equal(t, []string{"Normal NoPods No matching pods found"}, f.Events())
 	assert.Empty(t, f.patchedPods())
 	s := f.statusWritten()
 	assert.Equal(t, int32(0), s.CurrentAvailable)
@@ -348,10 +289,10 @@ func TestSyncRequeuesAtRecordExpiry(t *testing.T) {
 		mkPod(podSpec{name: "web-2", ready: true, owner: webSet, labels: webLabels, marked: "web"}),
 	)
 	f.sync("web")
-	assert.Empty(t, f.writes(), "status unchanged while web-0 is recorded")
+	assert.Empty(t, f.Writes(), "status unchanged while web-0 is recorded")
 	assert.Equal(t, 0, f.c.Queue.Len(), "not due yet")
 	// The record expires DeletionTimeout after it was taken: 10s from now.
-	clk := f.clock
+	clk := f.Clock
 	clk.Step(9 * time.Second)
 	assert.Equal(t, 0, f.c.Queue.Len(), "not due before the expiry")
 	clk.Step(2 * time.Second)

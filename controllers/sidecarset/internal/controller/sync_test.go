@@ -13,64 +13,45 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/sidecarset/internal/sidecarcontrol"
-	"github.com/flotilla-dev/flotilla/kit/controller"
-	"github.com/flotilla-dev/flotilla/kit/wiring"
+	"github.com/flotilla-dev/flotilla/kit/wiring/wiringtest"
 )
 
 type fixture struct {
-	c      *Controller
-	kube   *kubefake.Clientset
-	client *fake.Clientset
+	*wiringtest.Fakes
+	c *Controller
 }
 
 // newFixture builds the controller over fake clients whose caches hold set
 // and pods (informers not started: the test seeds their indexers).
 func newFixture(t *testing.T, set *appsv1alpha1.SidecarSet, pods []*corev1.Pod) *fixture {
 	t.Helper()
-	var kubeObjs []runtime.Object
+	objs := []runtime.Object{set}
 	for _, p := range pods {
-		kubeObjs = append(kubeObjs, p)
+		objs = append(objs, p)
 	}
-	f := &fixture{kube: kubefake.NewSimpleClientset(kubeObjs...), client: fake.NewSimpleClientset(set)}
-	d := Deps{SystemNamespace: "sys", Deps: wiring.Deps{
-		Kube: f.kube, Client: f.client,
-		KubeInformers: informers.NewSharedInformerFactory(f.kube, 0),
-		Informers:     flotillainformers.NewSharedInformerFactory(f.client, 0),
-		Clock:         clocktesting.NewFakeClock(now),
-		Recorder:      record.NewFakeRecorder(100),
-		QueueOptions:  controller.DefaultQueueOptions(),
-	}}
-	c, err := New(d)
+	f := &fixture{Fakes: wiringtest.New(t, now, objs...)}
+	c, err := New(Deps{SystemNamespace: "sys", Deps: f.Deps()})
 	require.NoError(t, err)
-	require.NoError(t, d.Informers.Apps().V1alpha1().SidecarSets().Informer().GetIndexer().Add(set))
-	for _, p := range pods {
-		require.NoError(t, c.pods.Add(p))
-	}
+	f.Cache(objs...)
 	// The fake tracker keeps resourceVersions; the API server bumps them on
-	// every write, which is what resource-version expectations rely on.
-	f.kube.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		handled, obj, err := k8stesting.ObjectReaction(f.kube.Tracker())(a)
+	// every write, which is what resource-version expectations rely on
+	// (BumpResourceVersions leaves patches alone).
+	f.Kube.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		handled, obj, err := k8stesting.ObjectReaction(f.Kube.Tracker())(a)
 		if err != nil || !handled {
 			return handled, obj, err
 		}
 		p := obj.(*corev1.Pod)
 		p.ResourceVersion = "2"
-		return true, p, f.kube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, p.Namespace)
+		return true, p, f.Kube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, p.Namespace)
 	})
 	f.c = c
-	f.kube.ClearActions()
-	f.client.ClearActions()
+	f.Clear()
 	return f
 }
 
@@ -126,11 +107,11 @@ func TestSyncUpgradesOnceUntilCacheCatchesUp(t *testing.T) {
 	f := newFixture(t, v2, pods)
 
 	require.NoError(t, f.c.sync(context.Background(), "s"))
-	revs := writes(f.kube.Actions(), "controllerrevisions")
+	revs := writes(f.Kube.Actions(), "controllerrevisions")
 	require.Len(t, revs, 1)
 	assert.Equal(t, "create", revs[0].GetVerb())
 	assert.Equal(t, "sys", revs[0].GetNamespace(), "revisions live in the controller's namespace")
-	podWrites := writes(f.kube.Actions(), "pods")
+	podWrites := writes(f.Kube.Actions(), "pods")
 	require.Len(t, podWrites, 2, "maxUnavailable 1: one upgrade and its SidecarSetUpgradable condition")
 	require.True(t, isUpgrade(podWrites[0]))
 	updated := patched(t, pods, podWrites[0])
@@ -139,7 +120,7 @@ func TestSyncUpgradesOnceUntilCacheCatchesUp(t *testing.T) {
 	assert.Equal(t, []string{"status", updated.Name}, []string{cond.GetSubresource(), cond.GetName()})
 	assert.Contains(t, string(cond.GetPatch()), `"reason":"AllSidecarsetUpgradable"`)
 	assert.Contains(t, string(cond.GetPatch()), `"message":"{\"s\":true}"`)
-	status := writes(f.client.Actions(), "sidecarsets")
+	status := writes(f.Client.Actions(), "sidecarsets")
 	require.Len(t, status, 1)
 	st := status[0].(k8stesting.UpdateAction).GetObject().(*appsv1alpha1.SidecarSet).Status
 	assert.Equal(t, int32(3), st.MatchedPods)
@@ -147,10 +128,9 @@ func TestSyncUpgradesOnceUntilCacheCatchesUp(t *testing.T) {
 	assert.NotEmpty(t, st.LatestRevision)
 
 	// The fake API server bumped the pod's resourceVersion; the cache did not.
-	f.kube.ClearActions()
-	f.client.ClearActions()
+	f.Clear()
 	require.NoError(t, f.c.sync(context.Background(), "s"))
-	assert.Empty(t, writes(f.kube.Actions(), "pods"), "no second write from a stale cache")
+	assert.Empty(t, writes(f.Kube.Actions(), "pods"), "no second write from a stale cache")
 }
 
 // Issue 26 item 13: what the plan cannot read is reported, not dropped: a
@@ -168,12 +148,12 @@ func TestSyncReportsUnreadable(t *testing.T) {
 	pods[0].Annotations[sidecarcontrol.WorkingHotUpgradeContainer] = "not json"
 	f := newFixture(t, v2, pods)
 	require.NoError(t, f.c.sync(context.Background(), "s"))
-	events := drain(f.c.recorder.(*record.FakeRecorder))
+	events := f.Events()
 	assert.Contains(t, events, "Warning CorruptPodAnnotation 1 pod(s) left alone, their sidecar upgrade state unreadable; first ns/p0: annotation "+
 		sidecarcontrol.WorkingHotUpgradeContainer+": invalid character 'o' in literal null (expecting 'u')")
 	assert.Contains(t, events, "Warning CorruptPodAnnotation sidecarset s does not upgrade this pod: annotation "+
 		sidecarcontrol.WorkingHotUpgradeContainer+": invalid character 'o' in literal null (expecting 'u') (remove the annotation to let the controller start over)")
-	for _, w := range writes(f.kube.Actions(), "pods") {
+	for _, w := range writes(f.Kube.Actions(), "pods") {
 		if isUpgrade(w) {
 			assert.NotEqual(t, "p0", w.(k8stesting.PatchAction).GetName(), "the unreadable pod is not upgraded")
 		}
@@ -183,21 +163,9 @@ func TestSyncReportsUnreadable(t *testing.T) {
 	bad.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("half"))
 	f = newFixture(t, bad, pods[1:])
 	require.NoError(t, f.c.sync(context.Background(), "s"))
-	assert.Contains(t, drain(f.c.recorder.(*record.FakeRecorder)),
+	assert.Contains(t, f.Events(),
 		"Warning InvalidUpdateStrategy not upgrading any pod: spec.updateStrategy.maxUnavailable: invalid value for IntOrString: invalid type: string is not a percentage")
-	for _, w := range writes(f.kube.Actions(), "pods") {
+	for _, w := range writes(f.Kube.Actions(), "pods") {
 		assert.False(t, isUpgrade(w), "no upgrade under an unreadable maxUnavailable")
-	}
-}
-
-func drain(r *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-r.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
 	}
 }

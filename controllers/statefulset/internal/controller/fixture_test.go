@@ -14,23 +14,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/featuregate"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
 	flotillafake "github.com/flotilla-dev/flotilla/client/clientset/versioned/fake"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
-	kitcontroller "github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/features"
 	"github.com/flotilla-dev/flotilla/kit/revision"
-	"github.com/flotilla-dev/flotilla/kit/wiring"
+	"github.com/flotilla-dev/flotilla/kit/wiring/wiringtest"
 )
 
 // syncFixture is one Advanced StatefulSet "web" in namespace "ns" with its
@@ -52,7 +47,7 @@ type syncFixture struct {
 	// prepare, if set, adds reactors to the Kubernetes client before the sync.
 	prepare func(*kubefake.Clientset)
 
-	// After run: the clients and what the sync recorded.
+	// After run: the fake clients (wiringtest's) and what the sync recorded.
 	kube   *kubefake.Clientset
 	client *flotillafake.Clientset
 	events []string
@@ -159,8 +154,9 @@ func (f *syncFixture) pod(ordinal int) *corev1.Pod {
 // (pods/status), "patch web-3".
 func (f *syncFixture) run() []string {
 	f.t.Helper()
-	f.kube = kubefake.NewClientset(append(objects(f.pods), objects(f.revs)...)...)
-	f.client = flotillafake.NewSimpleClientset(append([]runtime.Object{f.set}, f.extra...)...)
+	objs := append(append([]runtime.Object{f.set}, objects(f.pods)...), objects(f.revs)...)
+	fakes := wiringtest.New(f.t, t0, append(objs, f.extra...)...)
+	f.kube, f.client = fakes.Kube, fakes.Client
 	if f.prepare != nil {
 		f.prepare(f.kube)
 	}
@@ -171,39 +167,19 @@ func (f *syncFixture) run() []string {
 	}
 	_, err := features.Resolve(gate)
 	require.NoError(f.t, err)
-	recorder := record.NewFakeRecorder(4 * burstReplicas) // room for a burst of creations; a full recorder blocks
-	d := wiring.Deps{
-		Kube:          f.kube,
-		Client:        f.client,
-		KubeInformers: informers.NewSharedInformerFactory(f.kube, 0),
-		Informers:     flotillainformers.NewSharedInformerFactory(f.client, 0),
-		Gates:         gate,
-		Clock:         clocktesting.NewFakeClock(t0),
-		Recorder:      recorder,
-		QueueOptions:  kitcontroller.DefaultQueueOptions(),
-	}
+	fakes.Recorder = record.NewFakeRecorder(4 * burstReplicas) // room for a burst of creations; a full recorder blocks
+	d := fakes.Deps()
+	d.Gates = gate
 	c, err := New(d)
 	require.NoError(f.t, err)
-	seed := func(inf cache.SharedIndexInformer, objs ...runtime.Object) {
-		for _, o := range objs {
-			require.NoError(f.t, inf.GetIndexer().Add(o))
-		}
-	}
-	seed(d.Informers.Apps().V1beta1().StatefulSets().Informer(), f.set)
-	seed(d.KubeInformers.InformerFor(&corev1.Pod{}, nil), objects(f.pods)...)
-	seed(d.KubeInformers.Apps().V1().ControllerRevisions().Informer(), objects(f.revs)...)
+	fakes.Cache(objs...)
 	if f.gates[features.PreDownloadImageForInPlaceUpdate] {
-		seed(d.Informers.Apps().V1alpha1().ImagePullJobs().Informer(), f.extra...)
+		fakes.Cache(f.extra...) // their informer is requested only under the gate
 	}
-	f.kube.ClearActions()
-	f.client.ClearActions()
+	fakes.Clear()
 
 	f.err = c.sync(context.Background(), types.NamespacedName{Namespace: "ns", Name: "web"})
-	close(recorder.Events)
-	f.events = nil
-	for e := range recorder.Events {
-		f.events = append(f.events, e)
-	}
+	f.events = fakes.Events()
 	return podWrites(f.kube.Actions())
 }
 
