@@ -201,3 +201,19 @@ func Describe(a k8stesting.Action) string {
 	}
 	return fmt.Sprintf("%s %s %s", a.GetVerb(), r, name)
 }
+
+// OnlyUpdate is the object of the one update of resource (of its subresource sub; "" for the object itself) both
+// clientsets recorded since the last Clear; it fails the test unless there is exactly one.
+func OnlyUpdate[T runtime.Object](f *Fakes, resource, sub string) T {
+	f.t.Helper()
+	var got []T
+	for _, a := range f.Actions() {
+		if u, ok := a.(k8stesting.UpdateAction); ok && a.GetResource().Resource == resource && a.GetSubresource() == sub {
+			obj, ok := u.GetObject().(T)
+			require.True(f.t, ok, "update of %s carries a %T", resource, u.GetObject())
+			got = append(got, obj)
+		}
+	}
+	require.Len(f.t, got, 1, "updates of %s/%s", resource, sub)
+	return got[0]
+}

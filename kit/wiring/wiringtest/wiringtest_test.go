@@ -47,6 +47,7 @@ func TestFakes(t *testing.T) {
 	_, err = f.Client.AppsV1alpha1().CloneSets("ns").UpdateStatus(context.Background(), cs, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"delete pods p", "update clonesets/status web"}, f.Writes())
+	assert.Equal(t, "web", OnlyUpdate[*appsv1alpha1.CloneSet](f, "clonesets", "status").Name, "the one status update")
 	f.Clear()
 	assert.Empty(t, f.Writes())
 }

@@ -75,15 +75,7 @@ func (f *syncFixture) writtenNodeImages() map[string]*appsv1beta1.NodeImage {
 
 // statusWritten is the status of the one status update of the last sync.
 func (f *syncFixture) statusWritten() appsv1beta1.ImagePullJobStatus {
-	f.t.Helper()
-	var got []appsv1beta1.ImagePullJobStatus
-	for _, a := range f.Client.Actions() {
-		if a.Matches("update", "imagepulljobs") && a.GetSubresource() == "status" {
-			got = append(got, a.(k8stesting.UpdateAction).GetObject().(*appsv1beta1.ImagePullJob).Status)
-		}
-	}
-	require.Len(f.t, got, 1, "status writes")
-	return got[0]
+	return wiringtest.OnlyUpdate[*appsv1beta1.ImagePullJob](f.Fakes, "imagepulljobs", "status").Status
 }
 
 // settle makes the caches show what the fake API server holds now, as the informers would after the writes.

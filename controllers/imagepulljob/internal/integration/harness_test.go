@@ -17,6 +17,7 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
+	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/controllers/imagepulljob/internal/imagepulljob"
 	"github.com/flotilla-dev/flotilla/controllers/imagepulljob/internal/nodeimage"
 	"github.com/flotilla-dev/flotilla/controllers/imagepulljob/internal/scope"
@@ -40,6 +41,8 @@ type harness struct {
 	agentNS string
 	jobs    *testenv.Objects[*appsv1beta1.ImagePullJob]
 	nis     *testenv.Objects[*appsv1beta1.NodeImage]
+	// cached lists the NodeImages in the running controllers' cache (nil before startController).
+	cached appslisters.NodeImageLister
 }
 
 // newHarness creates n kwok nodes of the test's own, a second namespace standing for the agent's, and the
@@ -90,6 +93,7 @@ func (h *harness) startController() (stop func()) {
 	require.NoError(h.T, err)
 	job, err := imagepulljob.NewWithOptions(d, o)
 	require.NoError(h.T, err)
+	h.cached = d.Informers.Apps().V1beta1().NodeImages().Lister()
 	return h.Start(both{ni, job}, 2, d)
 }
 
@@ -153,10 +157,19 @@ func (h *harness) waitStatus(name, what string, cond func(*appsv1beta1.ImagePull
 	return h.jobs.WaitFor(name, what, func(j *appsv1beta1.ImagePullJob) bool { return cond(&j.Status) })
 }
 
-// waitNodeImages waits until every test node has its NodeImage.
+// waitNodeImages waits until every test node has its NodeImage, on the API server and in the running controllers' cache.
 func (h *harness) waitNodeImages() {
 	h.T.Helper()
 	for _, n := range h.nodes {
 		h.nis.WaitFor(n, "created", func(*appsv1beta1.NodeImage) bool { return true })
+		if h.cached == nil {
+			continue
+		}
+		// And in the controllers' cache: a job synced before it would select no node, and a job of
+		// completionPolicy Always with no node completes at once (CI saw TestImagePullJobTTLAndCleanup lose its job so).
+		testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
+			_, err := h.cached.Get(n)
+			return err == nil, nil
+		})
 	}
 }

@@ -63,15 +63,7 @@ func (f *ppsFixture) sync(name string) {
 
 // statusWritten is the status of the one status update sync sent.
 func (f *ppsFixture) statusWritten() appsv1alpha1.PersistentPodStateStatus {
-	f.t.Helper()
-	var got []appsv1alpha1.PersistentPodStateStatus
-	for _, a := range f.Client.Actions() {
-		if a.Matches("update", "persistentpodstates") && a.GetSubresource() == "status" {
-			got = append(got, a.(clienttesting.UpdateAction).GetObject().(*appsv1alpha1.PersistentPodState).Status)
-		}
-	}
-	require.Len(f.t, got, 1, "status writes")
-	return got[0]
+	return wiringtest.OnlyUpdate[*appsv1alpha1.PersistentPodState](f.Fakes, "persistentpodstates", "status").Status
 }
 
 var (

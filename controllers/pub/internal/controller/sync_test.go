@@ -90,15 +90,7 @@ func (f *syncFixture) patchedPods() []string {
 
 // statusWritten is the status of the one status update sync sent.
 func (f *syncFixture) statusWritten() policyv1alpha1.PodUnavailableBudgetStatus {
-	f.t.Helper()
-	var got []policyv1alpha1.PodUnavailableBudgetStatus
-	for _, a := range f.Client.Actions() {
-		if a.Matches("update", "podunavailablebudgets") && a.GetSubresource() == "status" {
-			got = append(got, a.(clienttesting.UpdateAction).GetObject().(*policyv1alpha1.PodUnavailableBudget).Status)
-		}
-	}
-	require.Len(f.t, got, 1, "status writes")
-	return got[0]
+	return wiringtest.OnlyUpdate[*policyv1alpha1.PodUnavailableBudget](f.Fakes, "podunavailablebudgets", "status").Status
 }
 
 func (f *syncFixture) annotations(name string) map[string]string {

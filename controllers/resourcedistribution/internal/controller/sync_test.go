@@ -108,15 +108,7 @@ func (f *rdFixture) written(verb, ns string) *corev1.Secret {
 
 // status is the status of the one status update sync sent.
 func (f *rdFixture) status() appsv1alpha1.ResourceDistributionStatus {
-	f.t.Helper()
-	var got []appsv1alpha1.ResourceDistributionStatus
-	for _, a := range f.Client.Actions() {
-		if a.Matches("update", "resourcedistributions") && a.GetSubresource() == "status" {
-			got = append(got, a.(clienttesting.UpdateAction).GetObject().(*appsv1alpha1.ResourceDistribution).Status)
-		}
-	}
-	require.Len(f.t, got, 1, "status writes")
-	return got[0]
+	return wiringtest.OnlyUpdate[*appsv1alpha1.ResourceDistribution](f.Fakes, "resourcedistributions", "status").Status
 }
 
 // condition returns st's condition of type ct.

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
@@ -69,15 +68,7 @@ func (f *wsFixture) podWrites(verb string) []string {
 
 // statusWritten is the status of the one status update sync sent.
 func (f *wsFixture) statusWritten() appsv1alpha1.WorkloadSpreadStatus {
-	f.t.Helper()
-	var got []appsv1alpha1.WorkloadSpreadStatus
-	for _, a := range f.Client.Actions() {
-		if a.Matches("update", "workloadspreads") && a.GetSubresource() == "status" {
-			got = append(got, a.(clienttesting.UpdateAction).GetObject().(*appsv1alpha1.WorkloadSpread).Status)
-		}
-	}
-	require.Len(f.t, got, 1, "status writes")
-	return got[0]
+	return wiringtest.OnlyUpdate[*appsv1alpha1.WorkloadSpread](f.Fakes, "workloadspreads", "status").Status
 }
 
 // cost is the deletion cost pod carries in the fake API ("" when none).
