@@ -30,6 +30,13 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		return c.accept(ctx, crr, pod)
 	}
 	msg, next := expiry(crr, pod, c.clock.Now())
+	if msg == msgPodGone {
+		// The cache may trail the API server (the pod accepted was read live): gone is confirmed there.
+		if pod, err = c.livePod(ctx, crr); err != nil {
+			return err
+		}
+		msg, next = expiry(crr, pod, c.clock.Now())
+	}
 	if msg != "" {
 		return c.complete(ctx, crr, msg)
 	}
@@ -71,23 +78,34 @@ func (c *Controller) cleanUp(ctx context.Context, crr *appsv1alpha1.ContainerRec
 	return c.delete(ctx, crr)
 }
 
-// accept stamps a new request, or completes it with the reason it cannot be carried out. A pod missing from the
-// cache is looked up on the API server first: the request may follow its pod's creation closely.
+// accept stamps a new request, or completes it with the reason it cannot be carried out. A refusal is
+// confirmed on the pod as the API server has it: the cache may trail a request that follows its pod's creation,
+// binding or start closely (a pod not cached yet, or cached before its containers had IDs).
 func (c *Controller) accept(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, pod *corev1.Pod) error {
-	if pod == nil {
-		live, err := c.kube.CoreV1().Pods(crr.Namespace).Get(ctx, crr.Spec.PodName, getOptions)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("get pod %s/%s: %w", crr.Namespace, crr.Spec.PodName, err)
-		}
-		if err == nil {
-			pod = live
-		}
-	}
 	out, msg := stamp(crr, pod)
+	if msg != "" {
+		live, err := c.livePod(ctx, crr)
+		if err != nil {
+			return err
+		}
+		out, msg = stamp(crr, live)
+	}
 	if msg != "" {
 		return c.complete(ctx, crr, msg)
 	}
 	return c.update(ctx, out, "stamp")
+}
+
+// livePod reads the request's pod from the API server, nil when it does not exist.
+func (c *Controller) livePod(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest) (*corev1.Pod, error) {
+	pod, err := c.kube.CoreV1().Pods(crr.Namespace).Get(ctx, crr.Spec.PodName, getOptions)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get pod %s/%s: %w", crr.Namespace, crr.Spec.PodName, err)
+	}
+	return pod, nil
 }
 
 // pod returns the request's pod from the cache, nil when it does not exist.

@@ -165,6 +165,40 @@ func TestSyncStampsNewRequest(t *testing.T) {
 	}
 }
 
+// The cache may trail the API server: a request created as soon as its pod started finds the cached pod without
+// container IDs (or not cached at all once accepted). sync confirms such a refusal on the live pod and stamps the
+// request, or keeps it running, instead of ending it for what the cache alone said.
+func TestSyncConfirmsRefusalOnLivePod(t *testing.T) {
+	t.Run("cached before its containers started", func(t *testing.T) {
+		crr := testCRR("app")
+		crr.ResourceVersion = "7"
+		f := newCRRFixture(t, crr, testPod(), podCached, time.Second)
+		stale := testPod()
+		stale.Spec.RestartPolicy, stale.Spec.DNSPolicy, stale.Spec.SchedulerName = corev1.RestartPolicyAlways, corev1.DNSClusterFirst, corev1.DefaultSchedulerName
+		stale.Status.ContainerStatuses[0].ContainerID = ""
+		slim, err := slimPod(stale)
+		require.NoError(t, err)
+		f.Cache(slim.(*corev1.Pod))
+		f.sync()
+		assert.Equal(t, []string{"update containerrecreaterequests r"}, f.Writes(), "stamped, not completed")
+		assert.Equal(t, "containerd://a1", f.updated("").Spec.Containers[0].StatusContext.ContainerID, "the live pod's container")
+	})
+	t.Run("accepted, its pod not cached yet", func(t *testing.T) {
+		f := newCRRFixture(t, accepted(appsv1alpha1.ContainerRecreateRequestRecreating, "app"), testPod(), podInAPIOnly, 2*time.Second)
+		f.sync()
+		for _, w := range f.Writes() {
+			assert.NotEqual(t, "update containerrecreaterequests/status r", w, "not completed as gone")
+		}
+	})
+	t.Run("gone on the API server too", func(t *testing.T) {
+		f := newCRRFixture(t, accepted(appsv1alpha1.ContainerRecreateRequestRecreating, "app"), testPod(), podCached, 2*time.Second)
+		require.NoError(t, f.Kube.CoreV1().Pods("ns").Delete(context.Background(), "p", metav1.DeleteOptions{}))
+		f.Uncache(testPod())
+		f.sync()
+		assert.Equal(t, msgPodGone, f.updated("status").Status.Message)
+	})
+}
+
 // A request that cannot be carried out completes at once, with one status write (phase Completed, the
 // completion time from the clock, a message naming what is missing) and a Completed event.
 func TestSyncCompletesRequestItCannotCarryOut(t *testing.T) {

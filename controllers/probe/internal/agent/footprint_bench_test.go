@@ -36,15 +36,18 @@ func BenchmarkAgentFootprint(b *testing.B) {
 }
 
 // BenchmarkNodeAgentFootprint is issue 28's figure: the agent with its node
-// features on (every gate it accepts: KruiseDaemon, hence the
-// ContainerRecreateRequest worker with its informer, and
+// features on (every gate it accepts, as deploy/overlays/all ships it:
+// KruiseDaemon, hence the ContainerRecreateRequest worker with its informer,
+// ImagePullJobGate, hence the NodeImage puller, and
 // InPlaceUpdateEnvFromMetadata, connected to the real node's containerd
 // through --cri-socket) on a node with 100 pods and 300
 // probes (tcpSocket, httpGet, and a second httpGet on another path; exec
 // probes cannot run on a kwok pod). "At rest" is the probes' default period
 // (10 s) with no request to serve; the 1 s period is the same node under
 // load; features-off is the 10 s node with the probes alone. When the agent
-// gains a node feature gate, add it to nodeGates.
+// gains a node feature gate, add it to nodeGates. Run it on a cluster without
+// `make run`'s controllers (`make stop` first): it does not pass beside a
+// running probe-controller.
 func BenchmarkNodeAgentFootprint(b *testing.B) {
 	socket := realNodeCRISocket(b)
 	args := []string{"--feature-gates=" + nodeGates, "--cri-socket=" + socket}
@@ -61,7 +64,7 @@ func BenchmarkNodeAgentFootprint(b *testing.B) {
 
 // nodeGates turns on every node feature probe-agent has (agentapp.Gates; that
 // package imports this one, so the list is written out).
-const nodeGates = "KruiseDaemon=true,InPlaceUpdateEnvFromMetadata=true"
+const nodeGates = "KruiseDaemon=true,InPlaceUpdateEnvFromMetadata=true,ImagePullJobGate=true"
 
 // realNodeCRISocket is a real node's containerd socket of the local cluster
 // (hack/cluster: <cluster dir>/data/nodes/<i>/containerd.sock): the agent
