@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -17,6 +18,32 @@ type Request struct {
 
 // DecodeObject unmarshals the request's object (CREATE, UPDATE) into into.
 func (r Request) DecodeObject(into any) error { return r.decode(r.Object.Raw, "object", into) }
+
+// DecodeNamespacedObject unmarshals the request's object as DecodeObject does and gives it the request's namespace
+// when it carries none: a client may leave metadata.namespace out of what it creates in a namespace.
+func (r Request) DecodeNamespacedObject(into metav1.Object) error {
+	if err := r.DecodeObject(into); err != nil {
+		return err
+	}
+	if into.GetNamespace() == "" {
+		into.SetNamespace(r.Namespace)
+	}
+	return nil
+}
+
+// PodCreation decodes the pod of a pod creation (DecodeNamespacedObject). ok is false for any other request (another
+// operation, a subresource such as a binding) and for an object that does not decode; resp is then the answer:
+// allowed unchanged, or the decoding error.
+func PodCreation(req Request) (pod *corev1.Pod, resp Response, ok bool) {
+	if req.Operation != admissionv1.Create || req.SubResource != "" {
+		return nil, Allowed(), false
+	}
+	pod = &corev1.Pod{}
+	if err := req.DecodeNamespacedObject(pod); err != nil {
+		return nil, Errored(http.StatusBadRequest, err), false
+	}
+	return pod, Response{}, true
+}
 
 // DecodeOldObject unmarshals the request's old object (UPDATE, DELETE).
 func (r Request) DecodeOldObject(into any) error {

@@ -62,14 +62,8 @@ func Webhook(b WebhookBinary) kitapp.Binary {
 		}
 	}
 	setup := func(ctx context.Context, env *kitapp.Env) error {
-		if b.Off != nil {
-			if why := b.Off(env.Gates); why != "" {
-				env.Logger.Info(why + ": nothing to run")
-				return nil
-			}
-		}
-		cl, err := New(ctx, env)
-		if err != nil {
+		cl, err := clientsUnlessOff(ctx, env, b.Off)
+		if cl == nil || err != nil {
 			return err
 		}
 		if err := b.Reconcilers(env, cl); err != nil {

@@ -25,6 +25,18 @@ func CheckBinary(t *testing.T, newBinary func() kitapp.Binary) {
 	assert.Equal(t, kitapp.DefaultLeaseNamespace, p.Options.LeaseNamespace)
 }
 
+// CheckGateOffByDefault checks that gate, one of newBinary's, keeps its default (off: the binary runs nothing)
+// until --feature-gates turns it on.
+func CheckGateOffByDefault(t *testing.T, newBinary func() kitapp.Binary, gate featuregate.Feature) {
+	t.Helper()
+	p, err := kitapp.Parse(newBinary(), nil, io.Discard)
+	require.NoError(t, err)
+	assert.False(t, p.Gates.Enabled(gate), "%s off by default", gate)
+	p, err = kitapp.Parse(newBinary(), []string{"--feature-gates=" + string(gate) + "=true"}, io.Discard)
+	require.NoError(t, err)
+	assert.True(t, p.Gates.Enabled(gate), "%s=true turns it on", gate)
+}
+
 // CheckShellBinary is CheckBinary for a binary on kit/app/shell (the node agent): no Lease, leader election
 // off by default.
 func CheckShellBinary(t *testing.T, newBinary func() shell.Binary) {

@@ -3,8 +3,6 @@
 package app
 
 import (
-	"context"
-
 	"k8s.io/component-base/featuregate"
 
 	"github.com/flotilla-dev/flotilla/controllers/containerrecreate/internal/controller"
@@ -17,26 +15,18 @@ import (
 const Name = "containerrecreate-controller"
 
 // Gates are the feature gates containerrecreate-controller accepts in --feature-gates.
-func Gates() []featuregate.Feature {
-	return []featuregate.Feature{features.KruiseDaemon}
-}
+func Gates() []featuregate.Feature { return Binary().Gates }
 
-// Binary describes containerrecreate-controller to the kit/app shell.
+// Binary describes containerrecreate-controller to the kit/app shell. It runs the reconciler only with
+// KruiseDaemon on, as OpenKruise adds its ContainerRecreateRequest controller only then (a request needs a node
+// agent). The gate keeps its default (off); Flotilla's overlay and `make run` pass KruiseDaemon=true.
 func Binary() kitapp.Binary {
-	return kitapp.Binary{Name: Name, Gates: Gates(), Setup: setup}
-}
-
-// setup runs the reconciler only with KruiseDaemon on, as OpenKruise adds its ContainerRecreateRequest
-// controller only then (a request needs a node agent). The gate keeps its default (off); Flotilla's overlay and
-// `make run` pass KruiseDaemon=true.
-func setup(ctx context.Context, env *kitapp.Env) error {
-	if !env.Gates.Enabled(features.KruiseDaemon) {
-		env.Logger.Info("KruiseDaemon is off: nothing to run")
-		return nil
-	}
-	cl, err := wiring.New(ctx, env)
-	if err != nil {
-		return err
-	}
-	return wiring.AddReconciler(env, "ContainerRecreateRequest reconciler", controller.New, cl.Deps(env))
+	return wiring.Reconcilers(wiring.ReconcilerBinary{
+		Name:  Name,
+		Gates: []featuregate.Feature{features.KruiseDaemon},
+		Off:   wiring.OffUnless(features.KruiseDaemon),
+		Reconcilers: func(env *kitapp.Env, cl *wiring.Clients) error {
+			return wiring.AddReconciler(env, "ContainerRecreateRequest reconciler", controller.New, cl.Deps(env))
+		},
+	})
 }

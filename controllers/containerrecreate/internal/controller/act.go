@@ -30,20 +30,20 @@ func hasFinalizer(crr *appsv1alpha1.ContainerRecreateRequest) bool {
 func (c *Controller) complete(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, msg string) error {
 	klog.FromContext(ctx).Info("Completing ContainerRecreateRequest", "crr", klog.KObj(crr), "message", msg)
 	out := crr.DeepCopy()
-	now := metav1.NewTime(c.clock.Now())
+	now := metav1.NewTime(c.Clock.Now())
 	out.Status.Phase = appsv1alpha1.ContainerRecreateRequestCompleted
 	out.Status.CompletionTime = &now
 	out.Status.Message = msg
-	if _, err := c.client.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).UpdateStatus(ctx, out, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.Client.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).UpdateStatus(ctx, out, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("complete ContainerRecreateRequest %s/%s: %w", crr.Namespace, crr.Name, err)
 	}
-	c.recorder.Eventf(crr, corev1.EventTypeNormal, "Completed", "ContainerRecreateRequest completed: %s", msg)
+	c.Recorder.Eventf(crr, corev1.EventTypeNormal, "Completed", "ContainerRecreateRequest completed: %s", msg)
 	return nil
 }
 
 // update writes the object (labels, finalizers, spec); the resourceVersion it carries makes a stale copy fail.
 func (c *Controller) update(ctx context.Context, out *appsv1alpha1.ContainerRecreateRequest, what string) error {
-	if _, err := c.client.AppsV1alpha1().ContainerRecreateRequests(out.Namespace).Update(ctx, out, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.Client.AppsV1alpha1().ContainerRecreateRequests(out.Namespace).Update(ctx, out, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("%s ContainerRecreateRequest %s/%s: %w", what, out.Namespace, out.Name, err)
 	}
 	return nil
@@ -55,7 +55,7 @@ func (c *Controller) patchMeta(ctx context.Context, crr *appsv1alpha1.ContainerR
 	if err != nil {
 		return fmt.Errorf("patch ContainerRecreateRequest %s/%s: %w", crr.Namespace, crr.Name, err)
 	}
-	_, err = c.client.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Patch(ctx, crr.Name, types.MergePatchType, body, metav1.PatchOptions{})
+	_, err = c.Client.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Patch(ctx, crr.Name, types.MergePatchType, body, metav1.PatchOptions{})
 	if err != nil {
 		return fmt.Errorf("patch %s of ContainerRecreateRequest %s/%s: %w", field, crr.Namespace, crr.Name, err)
 	}
@@ -69,7 +69,7 @@ func (c *Controller) dropActive(ctx context.Context, crr *appsv1alpha1.Container
 func (c *Controller) delete(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest) error {
 	klog.FromContext(ctx).Info("Deleting ContainerRecreateRequest for ttlSecondsAfterFinished", "crr", klog.KObj(crr))
 	uid := crr.UID
-	err := c.client.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Delete(ctx, crr.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := c.Client.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Delete(ctx, crr.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete ContainerRecreateRequest %s/%s: %w", crr.Namespace, crr.Name, err)
 	}
@@ -100,11 +100,11 @@ func (c *Controller) acquireUnready(ctx context.Context, crr *appsv1alpha1.Conta
 			return fmt.Errorf("make pod %s/%s not ready: %w", pod.Namespace, pod.Name, err)
 		}
 	} else {
-		c.recorder.Eventf(crr, corev1.EventTypeWarning, "NoReadinessGate",
+		c.Recorder.Eventf(crr, corev1.EventTypeWarning, "NoReadinessGate",
 			"pod %s has no readinessGate %s: it stays Ready during unreadyGracePeriodSeconds", pod.Name, "KruisePodReady")
 	}
 	return c.patchMeta(ctx, crr, "annotations", map[string]any{
-		appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey: c.clock.Now().UTC().Format(time.RFC3339),
+		appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey: c.Clock.Now().UTC().Format(time.RFC3339),
 	})
 }
 

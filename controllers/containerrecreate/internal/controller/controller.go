@@ -11,17 +11,12 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
-	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/podreadiness"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
@@ -34,15 +29,12 @@ const podNameIndex = "podName"
 
 // Controller reconciles ContainerRecreateRequests.
 type Controller struct {
-	kube      kubernetes.Interface
-	client    versioned.Interface
+	// Core is the queue and loop (and Name and Run), the clientsets, the clock and the recorder.
+	wiring.Core[types.NamespacedName]
 	crrs      appslisters.ContainerRecreateRequestLister
 	crrIndex  cache.Indexer
 	pods      corelisters.PodLister
 	readiness *podreadiness.Writer
-	clock     clock.PassiveClock
-	recorder  record.EventRecorder
-	*controller.Reconciler[types.NamespacedName]
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -50,7 +42,9 @@ var _ kitapp.Controller = (*Controller)(nil)
 // New requests the ContainerRecreateRequest and pod informers from d's factories, registers the handlers and
 // returns the reconciler; nothing starts until the factories are started and Run is called.
 func New(d wiring.Deps) (*Controller, error) {
-	if err := d.Require(Name); err != nil {
+	c := &Controller{readiness: podreadiness.NewWriter(d.Kube, d.PassiveClock())}
+	var err error
+	if c.Core, err = wiring.NewCore(d, Name, c.sync); err != nil {
 		return nil, err
 	}
 	crrInf := d.Informers.Apps().V1alpha1().ContainerRecreateRequests()
@@ -61,17 +55,8 @@ func New(d wiring.Deps) (*Controller, error) {
 	if err := crrInf.Informer().AddIndexers(cache.Indexers{podNameIndex: indexByPodName}); err != nil {
 		return nil, fmt.Errorf("%s: add index: %w", Name, err)
 	}
-	c := &Controller{
-		kube:      d.Kube,
-		client:    d.Client,
-		crrs:      crrInf.Lister(),
-		crrIndex:  crrInf.Informer().GetIndexer(),
-		pods:      corelisters.NewPodLister(podInf.GetIndexer()),
-		readiness: podreadiness.NewWriter(d.Kube, d.PassiveClock()),
-		clock:     d.PassiveClock(),
-		recorder:  d.Recorder,
-	}
-	c.Reconciler = controller.NewReconciler(Name, d.QueueOptions, d.QueueConfig, c.sync)
+	c.crrs, c.crrIndex = crrInf.Lister(), crrInf.Informer().GetIndexer()
+	c.pods = corelisters.NewPodLister(podInf.GetIndexer())
 	c.WaitFor(crrInf.Informer().HasSynced, podInf.HasSynced)
 	if err := c.addHandlers(crrInf.Informer(), podInf); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)

@@ -29,13 +29,13 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if !stamped(crr) {
 		return c.accept(ctx, crr, pod)
 	}
-	msg, next := expiry(crr, pod, c.clock.Now())
+	msg, next := expiry(crr, pod, c.Clock.Now())
 	if msg == msgPodGone {
 		// The cache may trail the API server (the pod accepted was read live): gone is confirmed there.
 		if pod, err = c.livePod(ctx, crr); err != nil {
 			return err
 		}
-		msg, next = expiry(crr, pod, c.clock.Now())
+		msg, next = expiry(crr, pod, c.Clock.Now())
 	}
 	if msg != "" {
 		return c.complete(ctx, crr, msg)
@@ -67,7 +67,7 @@ func (c *Controller) cleanUp(ctx context.Context, crr *appsv1alpha1.ContainerRec
 	if _, ok := crr.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey]; ok {
 		return c.dropActive(ctx, crr)
 	}
-	left, ok := ttlLeft(crr, c.clock.Now())
+	left, ok := ttlLeft(crr, c.Clock.Now())
 	if !ok {
 		return nil
 	}
@@ -98,7 +98,7 @@ func (c *Controller) accept(ctx context.Context, crr *appsv1alpha1.ContainerRecr
 
 // livePod reads the request's pod from the API server, nil when it does not exist.
 func (c *Controller) livePod(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest) (*corev1.Pod, error) {
-	pod, err := c.kube.CoreV1().Pods(crr.Namespace).Get(ctx, crr.Spec.PodName, getOptions)
+	pod, err := c.Kube.CoreV1().Pods(crr.Namespace).Get(ctx, crr.Spec.PodName, getOptions)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

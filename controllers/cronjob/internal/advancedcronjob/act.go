@@ -26,9 +26,9 @@ func (c *Controller) createChild(ctx context.Context, acj *appsv1alpha1.Advanced
 	var err error
 	switch kind {
 	case appsv1alpha1.JobTemplate:
-		obj, err = c.kube.BatchV1().Jobs(acj.Namespace).Create(ctx, newJob(acj, t), metav1.CreateOptions{})
+		obj, err = c.Kube.BatchV1().Jobs(acj.Namespace).Create(ctx, newJob(acj, t), metav1.CreateOptions{})
 	case appsv1alpha1.BroadcastJobTemplate:
-		obj, err = c.client.AppsV1alpha1().BroadcastJobs(acj.Namespace).Create(ctx, newBroadcastJob(acj, t), metav1.CreateOptions{})
+		obj, err = c.Client.AppsV1alpha1().BroadcastJobs(acj.Namespace).Create(ctx, newBroadcastJob(acj, t), metav1.CreateOptions{})
 	default:
 		return nil, nil // no template: the API server's validation makes this unreachable
 	}
@@ -39,15 +39,15 @@ func (c *Controller) createChild(ctx context.Context, acj *appsv1alpha1.Advanced
 	case apierrors.IsInvalid(err):
 		// The API server rejects what the template makes (e.g. a Job name longer than 63 characters): a retry
 		// cannot help; the next start time tries again.
-		c.recorder.Eventf(acj, corev1.EventTypeWarning, "FailedCreate", "Error creating %s %s: %v", kind, name, err)
+		c.Recorder.Eventf(acj, corev1.EventTypeWarning, "FailedCreate", "Error creating %s %s: %v", kind, name, err)
 		return nil, controller.Permanent(fmt.Errorf("create %s %s/%s: %w", kind, acj.Namespace, name, err))
 	case err != nil:
-		c.recorder.Eventf(acj, corev1.EventTypeWarning, "FailedCreate", "Error creating %s %s: %v", kind, name, err)
+		c.Recorder.Eventf(acj, corev1.EventTypeWarning, "FailedCreate", "Error creating %s %s: %v", kind, name, err)
 		return nil, fmt.Errorf("create %s %s/%s: %w", kind, acj.Namespace, name, err)
 	}
 	created := summarize(kind, obj, running)
 	logger.Info("Created child", "kind", kind, "child", klog.KRef(acj.Namespace, name), "scheduled", t)
-	c.recorder.Eventf(acj, corev1.EventTypeNormal, "SuccessfulCreate", "Created %s %s", kind, name)
+	c.Recorder.Eventf(acj, corev1.EventTypeNormal, "SuccessfulCreate", "Created %s %s", kind, name)
 	return &created, nil
 }
 
@@ -61,18 +61,18 @@ func (c *Controller) deleteChild(ctx context.Context, acj *appsv1alpha1.Advanced
 	var err error
 	switch ch.Kind {
 	case appsv1alpha1.JobTemplate:
-		err = c.kube.BatchV1().Jobs(acj.Namespace).Delete(ctx, ch.Name, opts)
+		err = c.Kube.BatchV1().Jobs(acj.Namespace).Delete(ctx, ch.Name, opts)
 	case appsv1alpha1.BroadcastJobTemplate:
-		err = c.client.AppsV1alpha1().BroadcastJobs(acj.Namespace).Delete(ctx, ch.Name, opts)
+		err = c.Client.AppsV1alpha1().BroadcastJobs(acj.Namespace).Delete(ctx, ch.Name, opts)
 	}
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		return nil // already gone (or replaced by another object of that name)
 	case err != nil:
-		c.recorder.Eventf(acj, corev1.EventTypeWarning, "FailedDelete", "Error deleting %s %s: %v", ch.Kind, ch.Name, err)
+		c.Recorder.Eventf(acj, corev1.EventTypeWarning, "FailedDelete", "Error deleting %s %s: %v", ch.Kind, ch.Name, err)
 		return fmt.Errorf("delete %s %s/%s: %w", ch.Kind, acj.Namespace, ch.Name, err)
 	}
 	klog.FromContext(ctx).Info("Deleted child", "kind", ch.Kind, "child", klog.KRef(acj.Namespace, ch.Name), "why", why)
-	c.recorder.Eventf(acj, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted %s %s (%s)", ch.Kind, ch.Name, why)
+	c.Recorder.Eventf(acj, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted %s %s (%s)", ch.Kind, ch.Name, why)
 	return nil
 }

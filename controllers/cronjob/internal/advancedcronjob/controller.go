@@ -9,15 +9,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
-	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
@@ -26,15 +21,11 @@ const Name = "advancedcronjob"
 
 // Controller reconciles AdvancedCronJobs.
 type Controller struct {
-	kube     kubernetes.Interface
-	client   versioned.Interface
-	acjs     appslisters.AdvancedCronJobLister
-	jobs     cache.Indexer // batch/v1 Jobs, indexed by owner UID
-	bcjs     cache.Indexer // BroadcastJobs, indexed by owner UID
-	clock    clock.PassiveClock
-	recorder record.EventRecorder
-	// Reconciler is the queue and loop (and Name and Run).
-	*controller.Reconciler[types.NamespacedName]
+	// Core is the queue and loop (and Name and Run), the clientsets, the clock and the recorder.
+	wiring.Core[types.NamespacedName]
+	acjs appslisters.AdvancedCronJobLister
+	jobs cache.Indexer // batch/v1 Jobs, indexed by owner UID
+	bcjs cache.Indexer // BroadcastJobs, indexed by owner UID
 	// defaultLoc reads schedules without a time zone: the process's local zone, as OpenKruise does.
 	defaultLoc *time.Location
 	lastRuns   *lastRuns
@@ -45,7 +36,12 @@ var _ kitapp.Controller = (*Controller)(nil)
 // New requests the informers the reconciler needs from d's factories, registers its event handlers and returns
 // it. Nothing starts until the factories are started and Run is called.
 func New(d wiring.Deps) (*Controller, error) {
-	if err := d.Require(Name); err != nil {
+	c := &Controller{
+		defaultLoc: time.Local,
+		lastRuns:   &lastRuns{m: map[types.NamespacedName]lastRun{}},
+	}
+	var err error
+	if c.Core, err = wiring.NewCore(d, Name, c.sync); err != nil {
 		return nil, err
 	}
 	acjInf := d.Informers.Apps().V1alpha1().AdvancedCronJobs()
@@ -56,18 +52,7 @@ func New(d wiring.Deps) (*Controller, error) {
 			return nil, fmt.Errorf("advancedcronjob: add owner index: %w", err)
 		}
 	}
-	c := &Controller{
-		kube:       d.Kube,
-		client:     d.Client,
-		acjs:       acjInf.Lister(),
-		jobs:       jobInf.GetIndexer(),
-		bcjs:       bcjInf.GetIndexer(),
-		clock:      d.PassiveClock(),
-		recorder:   d.Recorder,
-		defaultLoc: time.Local,
-		lastRuns:   &lastRuns{m: map[types.NamespacedName]lastRun{}},
-	}
-	c.Reconciler = controller.NewReconciler(Name, d.QueueOptions, d.QueueConfig, c.sync)
+	c.acjs, c.jobs, c.bcjs = acjInf.Lister(), jobInf.GetIndexer(), bcjInf.GetIndexer()
 	c.WaitFor(acjInf.Informer().HasSynced, jobInf.HasSynced, bcjInf.HasSynced)
 	if err := c.addHandlers(acjInf.Informer(), jobInf, bcjInf); err != nil {
 		return nil, fmt.Errorf("advancedcronjob: %w", err)

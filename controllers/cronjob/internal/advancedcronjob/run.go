@@ -50,10 +50,10 @@ func (c *Controller) dueRun(ctx context.Context, key types.NamespacedName, acj *
 		if errors.As(err, &se) {
 			reason = se.Reason
 		}
-		c.recorder.Eventf(acj, corev1.EventTypeWarning, reason, "Not scheduling: %v", err)
+		c.Recorder.Eventf(acj, corev1.EventTypeWarning, reason, "Not scheduling: %v", err)
 		return time.Time{}
 	}
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	earliest := acj.CreationTimestamp.Time
 	if last := lastScheduled(acj, children, c.lastRuns.get(key, acj.UID)); !last.IsZero() {
 		earliest = last
@@ -65,11 +65,11 @@ func (c *Controller) dueRun(ctx context.Context, key types.NamespacedName, acj *
 	switch {
 	case plan.TooMany:
 		logger.Info("Too many missed start times: only the most recent is considered", "since", earliest, "mostRecent", plan.Scheduled)
-		c.recorder.Eventf(acj, corev1.EventTypeWarning, "TooManyMissedTimes",
+		c.Recorder.Eventf(acj, corev1.EventTypeWarning, "TooManyMissedTimes",
 			"More than %d start times missed since %s: only the most recent, %s, is considered for a run. Set or decrease startingDeadlineSeconds, or check clock skew",
 			maxMissedRuns, earliest.UTC().Format(time.RFC3339), plan.Scheduled.UTC().Format(time.RFC3339))
 	case plan.Skipped:
-		c.recorder.Eventf(acj, corev1.EventTypeWarning, "MissSchedule",
+		c.Recorder.Eventf(acj, corev1.EventTypeWarning, "MissSchedule",
 			"Missed start time(s) by more than startingDeadlineSeconds (%ds); next start at %s",
 			ptr.Deref(acj.Spec.StartingDeadlineSeconds, 0), plan.Next.UTC().Format(time.RFC3339))
 	}
@@ -78,7 +78,7 @@ func (c *Controller) dueRun(ctx context.Context, key types.NamespacedName, acj *
 	}
 	if acj.Spec.ConcurrencyPolicy == appsv1alpha1.ForbidConcurrent && len(active(children)) > 0 {
 		logger.V(2).Info("Not starting a run while another is active (concurrencyPolicy Forbid)", "scheduled", plan.Scheduled)
-		c.recorder.Eventf(acj, corev1.EventTypeNormal, "JobAlreadyActive",
+		c.Recorder.Eventf(acj, corev1.EventTypeNormal, "JobAlreadyActive",
 			"Not starting the run scheduled at %s: a previous run is still active and concurrencyPolicy is Forbid",
 			plan.Scheduled.UTC().Format(time.RFC3339))
 		return time.Time{}

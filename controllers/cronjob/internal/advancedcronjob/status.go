@@ -101,7 +101,7 @@ func (c *Controller) updateStatus(ctx context.Context, acj *appsv1alpha1.Advance
 	if err != nil {
 		return fmt.Errorf("encode status patch: %w", err)
 	}
-	_, err = c.client.AppsV1alpha1().AdvancedCronJobs(acj.Namespace).Patch(ctx, acj.Name, types.MergePatchType, data,
+	_, err = c.Client.AppsV1alpha1().AdvancedCronJobs(acj.Namespace).Patch(ctx, acj.Name, types.MergePatchType, data,
 		metav1.PatchOptions{}, "status")
 	if err != nil {
 		return fmt.Errorf("update status of AdvancedCronJob %s: %w", klog.KObj(acj), err)

@@ -55,7 +55,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 
 	// Status: active children, last scheduled time, child kind and whether the schedule is usable, written only
 	// if it changed.
-	st := calculateStatus(acj, children, c.lastRuns.get(key, acj.UID), schedErr, c.clock.Now())
+	st := calculateStatus(acj, children, c.lastRuns.get(key, acj.UID), schedErr, c.Clock.Now())
 	if err := c.updateStatus(ctx, acj, st); err != nil {
 		return err
 	}

@@ -50,12 +50,6 @@ func setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 	if err != nil {
 		return fmt.Errorf("build metadata client: %w", err)
 	}
-	c, err := kitwebhook.New(opts, env.KubeClient, env.Metrics, env.Clock,
-		kitwebhook.ConfigRef{Kind: kitwebhook.Validating, Name: protect.ConfigName})
-	if err != nil {
-		return err
-	}
-	(&protect.Webhook{Kube: cl.Kube, Metadata: meta, Gates: env.Gates}).Register(c.Server)
-	env.AddReplicaComponent(c.ReplicaComponent())
-	return nil
+	return kitwebhook.Serve(env, opts, []kitwebhook.ConfigRef{{Kind: kitwebhook.Validating, Name: protect.ConfigName}},
+		(&protect.Webhook{Kube: cl.Kube, Metadata: meta, Gates: env.Gates}).Register)
 }

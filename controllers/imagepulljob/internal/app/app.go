@@ -4,7 +4,6 @@
 package app
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/pflag"
@@ -23,26 +22,32 @@ import (
 const Name = "imagepulljob-controller"
 
 // Gates are the feature gates imagepulljob-controller accepts in --feature-gates.
-func Gates() []featuregate.Feature {
-	return []featuregate.Feature{features.KruiseDaemon}
-}
+func Gates() []featuregate.Feature { return Binary().Gates }
 
-// Binary describes imagepulljob-controller to the kit/app shell.
+// Binary describes imagepulljob-controller to the kit/app shell. It runs the reconcilers only with KruiseDaemon
+// on, as OpenKruise adds its NodeImage and ImagePullJob controllers only then (a pull needs a node agent). The gate
+// keeps its default (off); Flotilla's overlay and `make run` pass KruiseDaemon=true.
 func Binary() kitapp.Binary {
 	o := scope.DefaultOptions()
 	var nodeSelector string
-	return kitapp.Binary{Name: Name, Gates: Gates(), AddFlags: func(fs *pflag.FlagSet) {
-		addFlags(fs, &o)
-		fs.StringVar(&nodeSelector, "node-selector", "",
-			"Label selector narrowing the nodes (and their NodeImages) this controller handles; empty: all. For tests that share a cluster.")
-	}, Setup: func(ctx context.Context, env *kitapp.Env) error {
-		sel, err := labels.Parse(nodeSelector)
-		if err != nil {
-			return fmt.Errorf("--node-selector: %w", err)
-		}
-		o.NodeSelector = sel
-		return setup(ctx, env, o)
-	}}
+	return wiring.Reconcilers(wiring.ReconcilerBinary{
+		Name:  Name,
+		Gates: []featuregate.Feature{features.KruiseDaemon},
+		AddFlags: func(fs *pflag.FlagSet) {
+			addFlags(fs, &o)
+			fs.StringVar(&nodeSelector, "node-selector", "",
+				"Label selector narrowing the nodes (and their NodeImages) this controller handles; empty: all. For tests that share a cluster.")
+		},
+		Off: wiring.OffUnless(features.KruiseDaemon),
+		Reconcilers: func(env *kitapp.Env, cl *wiring.Clients) error {
+			sel, err := labels.Parse(nodeSelector)
+			if err != nil {
+				return fmt.Errorf("--node-selector: %w", err)
+			}
+			o.NodeSelector = sel
+			return addReconcilers(env, cl.Deps(env), o)
+		},
+	})
 }
 
 func addFlags(fs *pflag.FlagSet, o *scope.Options) {
@@ -52,19 +57,8 @@ func addFlags(fs *pflag.FlagSet, o *scope.Options) {
 		"How long after a node became Ready its NodeImage is created.")
 }
 
-// setup runs the reconcilers only with KruiseDaemon on, as OpenKruise adds its NodeImage and ImagePullJob
-// controllers only then (a pull needs a node agent). The gate keeps its default (off); Flotilla's overlay and
-// `make run` pass KruiseDaemon=true.
-func setup(ctx context.Context, env *kitapp.Env, o scope.Options) error {
-	if !env.Gates.Enabled(features.KruiseDaemon) {
-		env.Logger.Info("KruiseDaemon is off: nothing to run")
-		return nil
-	}
-	cl, err := wiring.New(ctx, env)
-	if err != nil {
-		return err
-	}
-	d := cl.Deps(env)
+// addReconcilers registers the NodeImage and the ImagePullJob reconcilers with options o.
+func addReconcilers(env *kitapp.Env, d wiring.Deps, o scope.Options) error {
 	if err := wiring.AddReconciler(env, "NodeImage reconciler", func(d wiring.Deps) (*nodeimage.Controller, error) {
 		return nodeimage.NewWithOptions(d, o)
 	}, d); err != nil {

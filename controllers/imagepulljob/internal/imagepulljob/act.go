@@ -36,7 +36,7 @@ func (c *Controller) removeFinalizer(ctx context.Context, job *appsv1beta1.Image
 
 // updateJob writes the job (finalizers); its resourceVersion makes a stale copy fail.
 func (c *Controller) updateJob(ctx context.Context, out *appsv1beta1.ImagePullJob, what string) error {
-	written, err := c.client.AppsV1beta1().ImagePullJobs(out.Namespace).Update(ctx, out, metav1.UpdateOptions{})
+	written, err := c.Client.AppsV1beta1().ImagePullJobs(out.Namespace).Update(ctx, out, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("%s ImagePullJob %s/%s: %w", what, out.Namespace, out.Name, err)
 	}
@@ -47,7 +47,7 @@ func (c *Controller) updateJob(ctx context.Context, out *appsv1beta1.ImagePullJo
 // delete removes a job whose TTL has passed (UID precondition: never a job recreated under the same name).
 func (c *Controller) delete(ctx context.Context, job *appsv1beta1.ImagePullJob) error {
 	klog.FromContext(ctx).Info("Deleting ImagePullJob: ttlSecondsAfterFinished passed", "imagePullJob", klog.KObj(job))
-	err := c.client.AppsV1beta1().ImagePullJobs(job.Namespace).Delete(ctx, job.Name,
+	err := c.Client.AppsV1beta1().ImagePullJobs(job.Namespace).Delete(ctx, job.Name,
 		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(job.UID)}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete ImagePullJob %s/%s: %w", job.Namespace, job.Name, err)
@@ -71,7 +71,7 @@ func (c *Controller) writeNodeImages(ctx context.Context, job *appsv1beta1.Image
 		if !addJobTag(ni, job, image, tag, secrets, policy.DeepCopy(), now) {
 			continue
 		}
-		out, err := c.client.AppsV1beta1().NodeImages().Update(ctx, ni, metav1.UpdateOptions{})
+		out, err := c.Client.AppsV1beta1().NodeImages().Update(ctx, ni, metav1.UpdateOptions{})
 		if err != nil {
 			return fmt.Errorf("write %s:%s of ImagePullJob %s/%s into NodeImage %s: %w", image, tag, job.Namespace, job.Name, n, err)
 		}
@@ -93,16 +93,16 @@ func (c *Controller) claimSecrets(ctx context.Context, job *appsv1beta1.ImagePul
 			refs = append(refs, appsv1beta1.ReferenceObject{Namespace: ns, Name: name})
 			continue
 		}
-		src, err := c.kube.CoreV1().Secrets(job.Namespace).Get(ctx, name, metav1.GetOptions{})
+		src, err := c.Kube.CoreV1().Secrets(job.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			c.recorder.Eventf(job, corev1.EventTypeWarning, "PullSecretNotFound", "spec.pullSecrets: secret %s/%s not found", job.Namespace, name)
+			c.Recorder.Eventf(job, corev1.EventTypeWarning, "PullSecretNotFound", "spec.pullSecrets: secret %s/%s not found", job.Namespace, name)
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("get pull secret %s/%s: %w", job.Namespace, name, err)
 		}
 		cpName := copyName(src.Namespace, src.Name)
-		cp, err := c.kube.CoreV1().Secrets(ns).Get(ctx, cpName, metav1.GetOptions{})
+		cp, err := c.Kube.CoreV1().Secrets(ns).Get(ctx, cpName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			cp, err = nil, nil
 		}
@@ -126,9 +126,9 @@ func (c *Controller) writeCopy(ctx context.Context, s *corev1.Secret, create boo
 	case s == nil:
 		return nil
 	case create:
-		_, err = c.kube.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
+		_, err = c.Kube.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
 	default:
-		_, err = c.kube.CoreV1().Secrets(s.Namespace).Update(ctx, s, metav1.UpdateOptions{})
+		_, err = c.Kube.CoreV1().Secrets(s.Namespace).Update(ctx, s, metav1.UpdateOptions{})
 	}
 	if err != nil {
 		return fmt.Errorf("write pull secret copy %s/%s: %w", s.Namespace, s.Name, err)
@@ -139,7 +139,7 @@ func (c *Controller) writeCopy(ctx context.Context, s *corev1.Secret, create boo
 // releaseSecrets drops the job from the copies it used, deleting those no job uses any more.
 func (c *Controller) releaseSecrets(ctx context.Context, job *appsv1beta1.ImagePullJob) error {
 	ns := c.opts.AgentNamespace
-	list, err := c.kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+	list, err := c.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("list pull secret copies in %s: %w", ns, err)
 	}
@@ -152,7 +152,7 @@ func (c *Controller) releaseSecrets(ctx context.Context, job *appsv1beta1.ImageP
 		out, remove := releaseCopy(s, key)
 		switch {
 		case remove:
-			err = c.kube.CoreV1().Secrets(ns).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(s.UID), ResourceVersion: ptr.To(s.ResourceVersion)}})
+			err = c.Kube.CoreV1().Secrets(ns).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(s.UID), ResourceVersion: ptr.To(s.ResourceVersion)}})
 			if apierrors.IsNotFound(err) {
 				err = nil
 			}

@@ -11,16 +11,11 @@ import (
 	"math/rand/v2"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/controllers/imagepulljob/internal/scope"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
-	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
@@ -34,20 +29,17 @@ const maxNodeImageWritesPerSync = 50
 
 // Controller reconciles ImagePullJobs.
 type Controller struct {
-	kube       kubernetes.Interface
-	client     versioned.Interface
+	// Core is the queue and loop (and Name and Run), the clientsets, the clock and the recorder.
+	wiring.Core[types.NamespacedName]
 	jobs       appslisters.ImagePullJobLister
 	nodeImages appslisters.NodeImageLister
 	pods       corelisters.PodLister
 	opts       scope.Options
-	clock      clock.PassiveClock
-	recorder   record.EventRecorder
 	// written holds the resourceVersions of our job writes, niWritten those of our NodeImage writes: a sync
 	// waits until the cache shows them, so that it never counts a node it just wrote as not started (and writes
 	// one node more than parallelism allows).
 	written, niWritten *expectations.ResourceVersion
 	jitter             func(n int32) int32
-	*controller.Reconciler[types.NamespacedName]
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -58,26 +50,20 @@ func New(d wiring.Deps) (*Controller, error) { return NewWithOptions(d, scope.De
 // NewWithOptions requests the ImagePullJob, NodeImage and pod informers from d's factories, registers the handlers
 // and returns the reconciler; nothing starts until the factories are started and Run is called.
 func NewWithOptions(d wiring.Deps, o scope.Options) (*Controller, error) {
-	if err := d.Require(Name); err != nil {
+	c := &Controller{
+		opts:      o,
+		written:   d.ResourceVersionExpectations(),
+		niWritten: d.ResourceVersionExpectations(),
+		jitter:    func(n int32) int32 { return rand.Int32N(n) },
+	}
+	var err error
+	if c.Core, err = wiring.NewCore(d, Name, c.sync); err != nil {
 		return nil, err
 	}
 	jobInf := d.Informers.Apps().V1beta1().ImagePullJobs()
 	niInf := o.NodeImages(d)
 	podInf := d.KubeInformers.Core().V1().Pods()
-	c := &Controller{
-		kube:       d.Kube,
-		client:     d.Client,
-		jobs:       jobInf.Lister(),
-		nodeImages: appslisters.NewNodeImageLister(niInf.GetIndexer()),
-		pods:       podInf.Lister(),
-		opts:       o,
-		clock:      d.PassiveClock(),
-		recorder:   d.Recorder,
-		written:    d.ResourceVersionExpectations(),
-		niWritten:  d.ResourceVersionExpectations(),
-		jitter:     func(n int32) int32 { return rand.Int32N(n) },
-	}
-	c.Reconciler = controller.NewReconciler(Name, d.QueueOptions, d.QueueConfig, c.sync)
+	c.jobs, c.nodeImages, c.pods = jobInf.Lister(), appslisters.NewNodeImageLister(niInf.GetIndexer()), podInf.Lister()
 	c.WaitFor(jobInf.Informer().HasSynced, niInf.HasSynced, podInf.Informer().HasSynced)
 	if err := c.addHandlers(jobInf.Informer(), niInf, podInf.Informer()); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)

@@ -147,7 +147,7 @@ func deadlineLeft(job *appsv1beta1.ImagePullJob, st *appsv1beta1.ImagePullJobSta
 
 // updateStatus writes st when it differs from the job's.
 func (c *Controller) updateStatus(ctx context.Context, job *appsv1beta1.ImagePullJob, st appsv1beta1.ImagePullJobStatus) error {
-	_, err := controller.WriteStatus(ctx, c.client.AppsV1beta1().ImagePullJobs(job.Namespace), job,
+	_, err := controller.WriteStatus(ctx, c.Client.AppsV1beta1().ImagePullJobs(job.Namespace), job,
 		func(j *appsv1beta1.ImagePullJob) *appsv1beta1.ImagePullJobStatus { return &j.Status }, st, c.written)
 	if err != nil {
 		return fmt.Errorf("update status of ImagePullJob %s/%s: %w", job.Namespace, job.Name, err)

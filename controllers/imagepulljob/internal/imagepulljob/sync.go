@@ -32,14 +32,14 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	}
 	name, tag, err := imageNameTag(job.Spec.Image)
 	if err != nil {
-		c.recorder.Event(job, corev1.EventTypeWarning, "InvalidImage", err.Error())
+		c.Recorder.Event(job, corev1.EventTypeWarning, "InvalidImage", err.Error())
 		return controller.Permanent(err)
 	}
 	if len(job.Spec.PullSecrets) > 0 && !hasFinalizer(job) {
 		// The finalizer guarantees the secret copies are released; the update event brings the job back.
 		return c.addFinalizer(ctx, job)
 	}
-	targets, err := c.gather(job)
+	targets, err := c.targets(ctx, job)
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	if err != nil {
 		return err
 	}
-	now := metav1.NewTime(c.clock.Now())
+	now := metav1.NewTime(c.Clock.Now())
 	st, notSynced := calculateStatus(job, targets, name, tag, secrets, now)
 	next, more := nextNodes(notSynced, int(st.Active), parallelism(&job.Spec, len(targets)), maxNodeImageWritesPerSync)
 	if err := c.writeNodeImages(ctx, job, next, name, tag, secrets, now); err != nil {
@@ -94,7 +94,7 @@ func (c *Controller) finish(ctx context.Context, job *appsv1beta1.ImagePullJob) 
 	if job.DeletionTimestamp != nil || job.Spec.CompletionPolicy.TTLSecondsAfterFinished == nil {
 		return nil
 	}
-	left := job.Status.CompletionTime.Add(time.Duration(*job.Spec.CompletionPolicy.TTLSecondsAfterFinished) * time.Second).Sub(c.clock.Now())
+	left := job.Status.CompletionTime.Add(time.Duration(*job.Spec.CompletionPolicy.TTLSecondsAfterFinished) * time.Second).Sub(c.Clock.Now())
 	if left > 0 {
 		c.Queue.AddAfter(types.NamespacedName{Namespace: job.Namespace, Name: job.Name}, left)
 		return nil
@@ -102,9 +102,36 @@ func (c *Controller) finish(ctx context.Context, job *appsv1beta1.ImagePullJob) 
 	return c.delete(ctx, job)
 }
 
-// gather reads the job's NodeImages from the caches.
-func (c *Controller) gather(job *appsv1beta1.ImagePullJob) ([]*appsv1beta1.NodeImage, error) {
-	all, err := c.nodeImages.List(labels.Everything())
+// targets returns the NodeImages of the nodes job pulls on, read from the cache. A job that would complete for
+// having none (completionPolicy Always) confirms that on the API server first: the cache may trail the nodes,
+// NodeImages or pods created just before the job, and a completed job is never reopened.
+func (c *Controller) targets(ctx context.Context, job *appsv1beta1.ImagePullJob) ([]*appsv1beta1.NodeImage, error) {
+	cached := func(ns string, sel labels.Selector) ([]*corev1.Pod, error) { return c.pods.Pods(ns).List(sel) }
+	out, err := gather(job, func() ([]*appsv1beta1.NodeImage, error) { return c.nodeImages.List(labels.Everything()) }, cached)
+	if err != nil || len(out) > 0 || job.Spec.CompletionPolicy.Type == appsv1beta1.Never {
+		return out, err
+	}
+	live := func(ns string, sel labels.Selector) ([]*corev1.Pod, error) {
+		l, err := c.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+		if err != nil {
+			return nil, err
+		}
+		return ptrs(l.Items), nil
+	}
+	return gather(job, func() ([]*appsv1beta1.NodeImage, error) {
+		l, err := c.Client.AppsV1beta1().NodeImages().List(ctx, c.opts.ListOptions())
+		if err != nil {
+			return nil, err
+		}
+		return ptrs(l.Items), nil
+	}, live)
+}
+
+// gather returns the NodeImages of the nodes job pulls on (the nodes its selector names, or those of its
+// podSelector's scheduled pods), from the NodeImages and pods the two functions list.
+func gather(job *appsv1beta1.ImagePullJob, nodeImages func() ([]*appsv1beta1.NodeImage, error),
+	pods func(namespace string, sel labels.Selector) ([]*corev1.Pod, error)) ([]*appsv1beta1.NodeImage, error) {
+	all, err := nodeImages()
 	if err != nil {
 		return nil, fmt.Errorf("list NodeImages: %w", err)
 	}
@@ -112,19 +139,28 @@ func (c *Controller) gather(job *appsv1beta1.ImagePullJob) ([]*appsv1beta1.NodeI
 	for _, ni := range all {
 		byName[ni.Name] = ni
 	}
-	var pods []*corev1.Pod
+	var selected []*corev1.Pod
 	if job.Spec.PodSelector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(&job.Spec.PodSelector.LabelSelector)
 		if err != nil {
 			return nil, controller.Permanent(fmt.Errorf("spec.podSelector: %w", err))
 		}
-		if pods, err = c.pods.Pods(job.Namespace).List(sel); err != nil {
+		if selected, err = pods(job.Namespace, sel); err != nil {
 			return nil, fmt.Errorf("list pods of ImagePullJob %s/%s: %w", job.Namespace, job.Name, err)
 		}
 	}
-	out, err := chooseNodeImages(&job.Spec, byName, pods)
+	out, err := chooseNodeImages(&job.Spec, byName, selected)
 	if err != nil {
 		return nil, controller.Permanent(err)
 	}
 	return out, nil
+}
+
+// ptrs returns pointers to the items of a list.
+func ptrs[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
 }

@@ -398,3 +398,35 @@ func TestSyncPullSecretsLifecycle(t *testing.T) {
 	assert.Empty(t, f.Client.Actions(), "gone: not even a read")
 	assert.Empty(t, f.Kube.Actions())
 }
+
+// A job (completionPolicy Always) whose selector finds no node in the cache completes only once the API server
+// confirms it has none: created right after its nodes, it would otherwise complete before the cache shows them, and
+// a completed job never pulls.
+func TestSyncNoTargetConfirmedOnAPIServer(t *testing.T) {
+	t.Run("a NodeImage not cached yet", func(t *testing.T) {
+		j := syncJob(nil)
+		f := newSyncFixture(t, j, nil)
+		_, err := f.Client.AppsV1beta1().NodeImages().Create(context.Background(), stored(nodeImage("n1", nil)), metav1.CreateOptions{})
+		require.NoError(t, err)
+		f.sync(j.Name)
+		assert.Equal(t, []string{"update imagepulljobs/status j-a"}, f.Writes(), "its tag is written once the cache shows it")
+		st := f.statusWritten()
+		assert.Nil(t, st.CompletionTime, "running, not completed")
+		assert.Equal(t, int32(1), st.Desired)
+	})
+	t.Run("none on the API server either", func(t *testing.T) {
+		j := syncJob(nil)
+		f := newSyncFixture(t, j, nil)
+		f.sync(j.Name)
+		assert.Equal(t, []string{"update imagepulljobs/status j-a"}, f.Writes())
+		assert.NotNil(t, f.statusWritten().CompletionTime, "completed: nothing to pull")
+	})
+	t.Run("completionPolicy Never: no live list", func(t *testing.T) {
+		j := syncJob(func(j *appsv1beta1.ImagePullJob) { j.Spec.CompletionPolicy.Type = appsv1beta1.Never })
+		f := newSyncFixture(t, j, nil)
+		f.sync(j.Name)
+		for _, a := range f.Client.Actions() {
+			assert.False(t, a.Matches("list", "nodeimages"), "the cache decides a job that never completes")
+		}
+	})
+}

@@ -11,15 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	appsv1beta1 "github.com/flotilla-dev/flotilla/apis/apps/v1beta1"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/controllers/imagepulljob/internal/scope"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
-	"github.com/flotilla-dev/flotilla/kit/controller"
 	"github.com/flotilla-dev/flotilla/kit/expectations"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
@@ -32,17 +28,15 @@ const jobUIDIndex = "imagePullJobUID"
 
 // Controller reconciles NodeImages; its keys are node names.
 type Controller struct {
-	client     versioned.Interface
+	// Core is the queue and loop (and Name and Run), the clientsets, the clock and the recorder.
+	wiring.Core[types.NamespacedName]
 	nodes      corelisters.NodeLister
 	nodeImages appslisters.NodeImageLister
 	niIndex    cache.Indexer
 	jobs       appslisters.ImagePullJobLister
 	opts       scope.Options
 	namespace  string // the jobs' namespace when the caches are limited to one (--namespace), else ""
-	clock      clock.PassiveClock
-	recorder   record.EventRecorder
 	written    *expectations.ResourceVersion
-	*controller.Reconciler[types.NamespacedName]
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -53,7 +47,9 @@ func New(d wiring.Deps) (*Controller, error) { return NewWithOptions(d, scope.De
 // NewWithOptions requests the Node, NodeImage and ImagePullJob informers from d's factories, registers the
 // handlers and returns the reconciler; nothing starts until the factories are started and Run is called.
 func NewWithOptions(d wiring.Deps, o scope.Options) (*Controller, error) {
-	if err := d.Require(Name); err != nil {
+	c := &Controller{opts: o, namespace: d.Namespace, written: d.ResourceVersionExpectations()}
+	var err error
+	if c.Core, err = wiring.NewCore(d, Name, c.sync); err != nil {
 		return nil, err
 	}
 	nodeInf := o.Nodes(d)
@@ -62,19 +58,8 @@ func NewWithOptions(d wiring.Deps, o scope.Options) (*Controller, error) {
 	if err := niInf.AddIndexers(cache.Indexers{jobUIDIndex: indexByJobUID}); err != nil {
 		return nil, fmt.Errorf("%s: add index: %w", Name, err)
 	}
-	c := &Controller{
-		client:     d.Client,
-		nodes:      corelisters.NewNodeLister(nodeInf.GetIndexer()),
-		nodeImages: appslisters.NewNodeImageLister(niInf.GetIndexer()),
-		niIndex:    niInf.GetIndexer(),
-		jobs:       jobInf.Lister(),
-		opts:       o,
-		namespace:  d.Namespace,
-		clock:      d.PassiveClock(),
-		recorder:   d.Recorder,
-		written:    d.ResourceVersionExpectations(),
-	}
-	c.Reconciler = controller.NewReconciler(Name, d.QueueOptions, d.QueueConfig, c.sync)
+	c.nodes, c.jobs = corelisters.NewNodeLister(nodeInf.GetIndexer()), jobInf.Lister()
+	c.nodeImages, c.niIndex = appslisters.NewNodeImageLister(niInf.GetIndexer()), niInf.GetIndexer()
 	c.WaitFor(nodeInf.HasSynced, niInf.HasSynced, jobInf.Informer().HasSynced)
 	if err := c.addHandlers(nodeInf, niInf, jobInf.Informer()); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)

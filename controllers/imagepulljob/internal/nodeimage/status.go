@@ -121,7 +121,7 @@ func recount(st *appsv1beta1.NodeImageStatus, inSpec map[string]bool) {
 
 // updateStatus writes st when it differs from the NodeImage's.
 func (c *Controller) updateStatus(ctx context.Context, ni *appsv1beta1.NodeImage, st appsv1beta1.NodeImageStatus) error {
-	_, err := controller.WriteStatus(ctx, c.client.AppsV1beta1().NodeImages(), ni,
+	_, err := controller.WriteStatus(ctx, c.Client.AppsV1beta1().NodeImages(), ni,
 		func(n *appsv1beta1.NodeImage) *appsv1beta1.NodeImageStatus { return &n.Status }, st, c.written)
 	if err != nil {
 		return fmt.Errorf("update status of NodeImage %s: %w", ni.Name, err)

@@ -39,7 +39,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 			return nil
 		}
 	}
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	switch lc, wait := planLifecycle(node, ni, c.opts.NodeImageCreationDelay, now); {
 	case wait > 0:
 		c.Queue.AddAfter(key, wait)
@@ -87,7 +87,7 @@ func (c *Controller) jobAlive(namespace, name string, uid types.UID) bool {
 
 func (c *Controller) create(ctx context.Context, node *corev1.Node) error {
 	ni := &appsv1beta1.NodeImage{ObjectMeta: metav1.ObjectMeta{Name: node.Name, Labels: maps.Clone(node.Labels)}}
-	out, err := c.client.AppsV1beta1().NodeImages().Create(ctx, ni, metav1.CreateOptions{})
+	out, err := c.Client.AppsV1beta1().NodeImages().Create(ctx, ni, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
@@ -101,7 +101,7 @@ func (c *Controller) create(ctx context.Context, node *corev1.Node) error {
 
 // delete removes the NodeImage of a node that is gone (UID precondition: never a newer one of the same name).
 func (c *Controller) delete(ctx context.Context, ni *appsv1beta1.NodeImage) error {
-	err := c.client.AppsV1beta1().NodeImages().Delete(ctx, ni.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(ni.UID)}})
+	err := c.Client.AppsV1beta1().NodeImages().Delete(ctx, ni.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(ni.UID)}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete NodeImage %s: %w", ni.Name, err)
 	}
@@ -110,7 +110,7 @@ func (c *Controller) delete(ctx context.Context, ni *appsv1beta1.NodeImage) erro
 }
 
 func (c *Controller) update(ctx context.Context, out *appsv1beta1.NodeImage, why []string) error {
-	written, err := c.client.AppsV1beta1().NodeImages().Update(ctx, out, metav1.UpdateOptions{})
+	written, err := c.Client.AppsV1beta1().NodeImages().Update(ctx, out, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("update NodeImage %s (%s): %w", out.Name, strings.Join(why, "; "), err)
 	}
@@ -122,6 +122,6 @@ func (c *Controller) update(ctx context.Context, out *appsv1beta1.NodeImage, why
 // reportFailures records OpenKruise's PullImageFailed Warning on the NodeImage for each tag failed here.
 func (c *Controller) reportFailures(ni *appsv1beta1.NodeImage, failed []failure) {
 	for _, f := range failed {
-		c.recorder.Eventf(ni, corev1.EventTypeWarning, "PullImageFailed", "Failed to pull image %v on node %v for %v", f.image, ni.Name, f.message)
+		c.Recorder.Eventf(ni, corev1.EventTypeWarning, "PullImageFailed", "Failed to pull image %v on node %v for %v", f.image, ni.Name, f.message)
 	}
 }

@@ -40,6 +40,13 @@ func DefaultOptions() Options {
 	return Options{AgentNamespace: DefaultAgentNamespace, NodeImageCreationDelay: 30 * time.Second}
 }
 
+// ListOptions are the options of a live list of the nodes (or NodeImages) this controller handles.
+func (o Options) ListOptions() metav1.ListOptions {
+	var lo metav1.ListOptions
+	o.tweak(&lo)
+	return lo
+}
+
 func (o Options) tweak(lo *metav1.ListOptions) {
 	if o.NodeSelector != nil && !o.NodeSelector.Empty() {
 		lo.LabelSelector = o.NodeSelector.String()

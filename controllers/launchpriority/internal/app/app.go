@@ -33,12 +33,5 @@ func setupWebhook(env *kitapp.Env, _ *wiring.Clients, opts kitwebhook.Options) e
 	if opts.Disabled {
 		return nil
 	}
-	c, err := kitwebhook.New(opts, env.KubeClient, env.Metrics, env.Clock,
-		kitwebhook.ConfigRef{Kind: kitwebhook.Mutating, Name: webhook.ConfigName})
-	if err != nil {
-		return err
-	}
-	webhook.Register(c.Server)
-	env.AddReplicaComponent(c.ReplicaComponent())
-	return nil
+	return kitwebhook.Serve(env, opts, []kitwebhook.ConfigRef{{Kind: kitwebhook.Mutating, Name: webhook.ConfigName}}, webhook.Register)
 }

@@ -32,7 +32,7 @@ func (c *Controller) act(ctx context.Context, pod *corev1.Pod, cm *corev1.Config
 	case p.Create:
 		created, err := c.createBarrier(ctx, pod, p.Open)
 		if apierrors.IsAlreadyExists(err) {
-			live, gerr := c.kube.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, barrier.Name(pod.Name), metav1.GetOptions{})
+			live, gerr := c.Kube.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, barrier.Name(pod.Name), metav1.GetOptions{})
 			if gerr != nil {
 				return fmt.Errorf("get barrier of pod %s/%s: %w", pod.Namespace, pod.Name, gerr)
 			}
@@ -69,7 +69,7 @@ func (c *Controller) createBarrier(ctx context.Context, pod *corev1.Pod, key str
 	klog.FromContext(ctx).V(2).Info("Creating barrier", "pod", klog.KObj(pod), "key", key)
 	podKey := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	c.creates.Expect(podKey, expectations.Create, cm.Name)
-	out, err := c.kube.CoreV1().ConfigMaps(pod.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+	out, err := c.Kube.CoreV1().ConfigMaps(pod.Namespace).Create(ctx, cm, metav1.CreateOptions{})
 	if err != nil {
 		c.creates.Observe(podKey, expectations.Create, cm.Name) // nothing to wait for
 		return nil, fmt.Errorf("create barrier of pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -88,7 +88,7 @@ func (c *Controller) openKey(ctx context.Context, cm *corev1.ConfigMap, key stri
 		return fmt.Errorf("encode barrier patch: %w", err)
 	}
 	klog.FromContext(ctx).V(2).Info("Opening barrier key", "configMap", klog.KObj(cm), "key", key)
-	out, err := c.kube.CoreV1().ConfigMaps(cm.Namespace).Patch(ctx, cm.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	out, err := c.Kube.CoreV1().ConfigMaps(cm.Namespace).Patch(ctx, cm.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		return fmt.Errorf("open key %s of barrier %s/%s: %w", key, cm.Namespace, cm.Name, err)
 	}
@@ -99,7 +99,7 @@ func (c *Controller) openKey(ctx context.Context, cm *corev1.ConfigMap, key stri
 // deleteStale deletes a barrier left by an earlier pod of the same name, on condition that it is still that one.
 func (c *Controller) deleteStale(ctx context.Context, cm *corev1.ConfigMap) error {
 	klog.FromContext(ctx).V(2).Info("Deleting the barrier of an earlier pod of the same name", "configMap", klog.KObj(cm))
-	err := c.kube.CoreV1().ConfigMaps(cm.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(cm.UID))})
+	err := c.Kube.CoreV1().ConfigMaps(cm.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(cm.UID))})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete stale barrier %s/%s: %w", cm.Namespace, cm.Name, err)
 	}

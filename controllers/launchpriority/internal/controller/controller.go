@@ -17,8 +17,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	"github.com/flotilla-dev/flotilla/controllers/launchpriority/internal/barrier"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
@@ -34,7 +32,8 @@ const Name = "launchpriority"
 
 // Controller reconciles the barriers of pods with container launch priorities.
 type Controller struct {
-	kube     kubernetes.Interface
+	// Core is the queue and loop (and Name and Run), the clientsets, the clock and the recorder.
+	wiring.Core[types.NamespacedName]
 	pods     corelisters.PodLister
 	barriers corelisters.ConfigMapLister
 	pc       podcontrol.PodControl
@@ -45,10 +44,7 @@ type Controller struct {
 	// cache does not show yet: written cannot tell (it knows an object by
 	// UID, and the cache has no copy to look it up by), and a sync then
 	// would create it again.
-	creates  *expectations.Scale[types.NamespacedName]
-	clock    clock.PassiveClock
-	recorder record.EventRecorder
-	*controller.Reconciler[types.NamespacedName]
+	creates *expectations.Scale[types.NamespacedName]
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -59,7 +55,13 @@ var _ kitapp.Controller = (*Controller)(nil)
 //     (barrier.InScope, slimmed by kit/controller.SlimPod) and reduces every other pod to a name-only stub;
 //   - ConfigMaps labelled barrier.Label (the barriers this controller made), listed server-side.
 func New(d wiring.Deps) (*Controller, error) {
-	if err := d.Require(Name); err != nil {
+	c := &Controller{
+		pc:      podclient.Or(d.PodControl, d.Kube),
+		written: d.ResourceVersionExpectations(),
+		creates: expectations.NewScale[types.NamespacedName](expectations.WithClock(d.PassiveClock())),
+	}
+	var err error
+	if c.Core, err = wiring.NewCore(d, Name, c.sync); err != nil {
 		return nil, err
 	}
 	podInf := d.KubeInformers.InformerFor(&corev1.Pod{}, func(k kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
@@ -75,17 +77,7 @@ func New(d wiring.Deps) (*Controller, error) {
 	if err := cmInf.SetTransform(controller.StripManagedFields); err != nil {
 		return nil, fmt.Errorf("launchpriority: set ConfigMap transform: %w", err)
 	}
-	c := &Controller{
-		kube:     d.Kube,
-		pods:     corelisters.NewPodLister(podInf.GetIndexer()),
-		barriers: corelisters.NewConfigMapLister(cmInf.GetIndexer()),
-		pc:       podclient.Or(d.PodControl, d.Kube),
-		written:  d.ResourceVersionExpectations(),
-		creates:  expectations.NewScale[types.NamespacedName](expectations.WithClock(d.PassiveClock())),
-		clock:    d.PassiveClock(),
-		recorder: d.Recorder,
-	}
-	c.Reconciler = controller.NewReconciler(Name, d.QueueOptions, d.QueueConfig, c.sync)
+	c.pods, c.barriers = corelisters.NewPodLister(podInf.GetIndexer()), corelisters.NewConfigMapLister(cmInf.GetIndexer())
 	c.WaitFor(podInf.HasSynced, cmInf.HasSynced)
 	if err := c.addHandlers(podInf, cmInf); err != nil {
 		return nil, fmt.Errorf("launchpriority: %w", err)

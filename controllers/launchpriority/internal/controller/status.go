@@ -19,13 +19,13 @@ func (c *Controller) reportMissing(ctx context.Context, pod *corev1.Pod) error {
 	next := pod.DeepCopy()
 	next.Status.Conditions = append(next.Status.Conditions, corev1.PodCondition{
 		Type: ConditionType, Status: corev1.ConditionFalse, Reason: ReasonNotInjected, Message: notInjectedMessage,
-		LastTransitionTime: metav1.NewTime(c.clock.Now()),
+		LastTransitionTime: metav1.NewTime(c.Clock.Now()),
 	})
 	out, err := c.pc.PatchStatus(ctx, pod, next)
 	if err != nil {
 		return fmt.Errorf("report missing barrier of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	c.written.Expect(out)
-	c.recorder.Event(pod, corev1.EventTypeWarning, ReasonNotInjected, notInjectedMessage)
+	c.Recorder.Event(pod, corev1.EventTypeWarning, ReasonNotInjected, notInjectedMessage)
 	return nil
 }

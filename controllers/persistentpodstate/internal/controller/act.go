@@ -22,7 +22,7 @@ const (
 // actGenerate carries out a planGenerate decision for the StatefulSet
 // owner (reported on in events).
 func (c *Controller) actGenerate(ctx context.Context, owner *workload, a genAction) error {
-	pps := c.client.AppsV1alpha1().PersistentPodStates(owner.meta.Namespace)
+	pps := c.Client.AppsV1alpha1().PersistentPodStates(owner.meta.Namespace)
 	logger := klog.FromContext(ctx)
 	switch a.verb {
 	case genCreate:
@@ -56,14 +56,14 @@ func (c *Controller) actGenerate(ctx context.Context, owner *workload, a genActi
 func (c *Controller) event(w *workload, eventType, reason, format string, args ...any) {
 	ref := &corev1.ObjectReference{APIVersion: w.apiVersion, Kind: "StatefulSet", Namespace: w.meta.Namespace,
 		Name: w.meta.Name, UID: w.meta.UID, ResourceVersion: w.meta.ResourceVersion}
-	c.recorder.Eventf(ref, eventType, reason, format, args...)
+	c.Recorder.Eventf(ref, eventType, reason, format, args...)
 }
 
 // reportMissed records a Warning event on pps for each pod created without
 // its recorded topology.
 func (c *Controller) reportMissed(pps *appsv1alpha1.PersistentPodState, missed []missedPod) {
 	for _, m := range missed {
-		c.recorder.Eventf(pps, corev1.EventTypeWarning, ReasonNotInjected,
+		c.Recorder.Eventf(pps, corev1.EventTypeWarning, ReasonNotInjected,
 			"pod %s was created without its recorded topology (the pod webhook was not called or failed): it runs on %s, recorded on %s",
 			m.Pod, m.Node, m.RecordedNode)
 	}

@@ -20,11 +20,8 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	ppslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
 	astslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1beta1"
 	"github.com/flotilla-dev/flotilla/controllers/persistentpodstate/internal/topology"
@@ -46,16 +43,14 @@ type Key struct {
 
 // Controller reconciles PersistentPodStates.
 type Controller struct {
-	client   versioned.Interface
+	// Core is the queue and loop (and Name and Run), the clientsets, the clock and the recorder.
+	wiring.Core[Key]
 	states   ppslisters.PersistentPodStateLister
 	statesIx cache.Indexer
 	pods     cache.Indexer
 	nodes    corelisters.NodeLister
 	sets     appslisters.StatefulSetLister
 	asts     astslisters.StatefulSetLister
-	clock    clock.PassiveClock
-	recorder record.EventRecorder
-	*controller.Reconciler[Key]
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -64,7 +59,9 @@ var _ kitapp.Controller = (*Controller)(nil)
 // the StatefulSet pod-name label, which both StatefulSet controllers set),
 // registers its handlers and returns it.
 func New(d wiring.Deps) (*Controller, error) {
-	if err := d.Require(Name); err != nil {
+	c := &Controller{}
+	var err error
+	if c.Core, err = wiring.NewCore(d, Name, c.sync); err != nil {
 		return nil, err
 	}
 	ppsInf := d.Informers.Apps().V1alpha1().PersistentPodStates()
@@ -84,18 +81,9 @@ func New(d wiring.Deps) (*Controller, error) {
 	if err := topology.AddStateIndex(ppsInf.Informer()); err != nil {
 		return nil, err
 	}
-	c := &Controller{
-		client:   d.Client,
-		states:   ppsInf.Lister(),
-		statesIx: ppsInf.Informer().GetIndexer(),
-		pods:     podInf.GetIndexer(),
-		nodes:    nodeInf.Lister(),
-		sets:     stsInf.Lister(),
-		asts:     astsInf.Lister(),
-		clock:    d.PassiveClock(),
-		recorder: d.Recorder,
-	}
-	c.Reconciler = controller.NewReconciler(Name, d.QueueOptions, d.QueueConfig, c.sync)
+	c.states, c.statesIx = ppsInf.Lister(), ppsInf.Informer().GetIndexer()
+	c.pods, c.nodes = podInf.GetIndexer(), nodeInf.Lister()
+	c.sets, c.asts = stsInf.Lister(), astsInf.Lister()
 	c.WaitFor(ppsInf.Informer().HasSynced, astsInf.Informer().HasSynced, stsInf.Informer().HasSynced,
 		nodeInf.Informer().HasSynced, podInf.HasSynced)
 	if err := c.addHandlers(ppsInf.Informer(), podInf, stsInf.Informer(), astsInf.Informer()); err != nil {

@@ -61,7 +61,7 @@ func (c *Controller) updateStatus(ctx context.Context, pps *appsv1alpha1.Persist
 	}
 	upd := pps.DeepCopy()
 	upd.Status = st
-	if _, err := c.client.AppsV1alpha1().PersistentPodStates(pps.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.Client.AppsV1alpha1().PersistentPodStates(pps.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("update status of PersistentPodState %s/%s: %w", pps.Namespace, pps.Name, err)
 	}
 	return nil

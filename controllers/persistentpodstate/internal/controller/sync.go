@@ -41,7 +41,7 @@ func (c *Controller) sync(ctx context.Context, key Key) error {
 	r := calculateRecords(recordInput{ppsName: pps.Name, spec: &pps.Spec, old: pps.Status.PodStates, pods: pods,
 		nodeLabels: c.nodeLabels, target: w})
 	c.reportMissed(pps, r.missed)
-	return c.updateStatus(ctx, pps, calculateStatus(&pps.Status, pps.Generation, r, metav1.NewTime(c.clock.Now())))
+	return c.updateStatus(ctx, pps, calculateStatus(&pps.Status, pps.Generation, r, metav1.NewTime(c.Clock.Now())))
 }
 
 // syncGenerated keeps the PersistentPodState a StatefulSet's annotations

@@ -2,14 +2,12 @@ package webhook
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -101,20 +99,14 @@ func NewPodScopeSyncer(kube kubernetes.Interface, client versioned.Interface, re
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return kitwebhook.NewScopeSyncer(kube, ref, PodWebhookName, func() (kitwebhook.Scope, error) {
-		if !synced() {
-			return kitwebhook.Scope{}, fmt.Errorf("persistentpodstate cache not synced yet")
+	var report func(context.Context, []*appsv1alpha1.PersistentPodState) error
+	if client != nil {
+		report = func(ctx context.Context, all []*appsv1alpha1.PersistentPodState) error {
+			return reportInScope(ctx, client, all, clk)
 		}
-		all, err := states.List(labels.Everything())
-		if err != nil {
-			return kitwebhook.Scope{}, err
-		}
-		scope := PodScope(all)
-		if client != nil {
-			scope.Applied = func(ctx context.Context) error { return reportInScope(ctx, client, all, clk) }
-		}
-		return scope, nil
-	})
+	}
+	scope := func(all []*appsv1alpha1.PersistentPodState) (kitwebhook.Scope, error) { return PodScope(all), nil }
+	return kitwebhook.NewScopeSyncer(kube, ref, PodWebhookName, kitwebhook.ListedScope("persistentpodstate", synced, states.List, scope, report))
 }
 
 // reportInScope writes the WebhookInScope condition of each

@@ -1,11 +1,8 @@
 package webhook
 
 import (
-	"fmt"
-
 	"k8s.io/client-go/tools/cache"
 
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	"github.com/flotilla-dev/flotilla/controllers/persistentpodstate/internal/topology"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
@@ -24,33 +21,17 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 		return nil
 	}
 	// --namespace narrows the webhook's PersistentPodStates as it does the reconciler's informers.
-	f := flotillainformers.NewSharedInformerFactoryWithOptions(cl.Client, 0, flotillainformers.WithTransform(controller.StripManagedFields),
-		flotillainformers.WithNamespace(env.Options.Namespace))
-	inf := f.Apps().V1alpha1().PersistentPodStates()
+	inf := cl.ReplicaInformers(env).Apps().V1alpha1().PersistentPodStates()
 	if err := topology.AddStateIndex(inf.Informer()); err != nil {
 		return err
 	}
-	env.AddReplicaInformerFactory(f)
-	c, err := kitwebhook.New(opts, env.KubeClient, env.Metrics, env.Clock, Refs()...)
-	if err != nil {
+	if err := kitwebhook.Serve(env, opts, Refs(), (&Handlers{States: inf.Informer().GetIndexer()}).Register); err != nil {
 		return err
 	}
-	(&Handlers{States: inf.Informer().GetIndexer()}).Register(c.Server)
-	env.AddReplicaComponent(c.ReplicaComponent())
 
 	ref := Refs()[0]
 	scope := NewPodScopeSyncer(cl.Kube, cl.Client, ref, inf.Lister(), inf.Informer().HasSynced, env.Clock)
-	if _, err := inf.Informer().AddEventHandler(TriggerOnChange(scope.Trigger)); err != nil {
-		return fmt.Errorf("persistentpodstate scope handler: %w", err)
-	}
-	watch, err := kitwebhook.WatchConfig(cl.Kube, ref, scope.Trigger)
-	if err != nil {
-		return err
-	}
-	env.AddReplicaInformerFactory(watch)
-	env.AddReplicaComponent(scope.ReplicaComponent()) // every replica widens
-	env.AddController(scope)                          // the leader narrows
-	return nil
+	return kitwebhook.RunScopeSyncers(env, cl.Kube, inf.Informer(), TriggerOnChange, []kitwebhook.ConfigRef{ref}, scope)
 }
 
 // TriggerOnChange calls trigger on every PersistentPodState add, delete and

@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"net/http"
 
-	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -52,17 +50,11 @@ func (h *Handlers) Register(s *kitwebhook.Server) {
 // MutatePod writes the recorded topology into a StatefulSet pod being
 // created under a recorded name; any other pod is allowed unchanged.
 func (h *Handlers) MutatePod(ctx context.Context, req kitwebhook.Request) kitwebhook.Response {
-	if req.Operation != admissionv1.Create || req.SubResource != "" {
-		return kitwebhook.Allowed()
+	pod, resp, ok := kitwebhook.PodCreation(req)
+	if !ok {
+		return resp
 	}
-	var pod corev1.Pod
-	if err := req.DecodeObject(&pod); err != nil {
-		return kitwebhook.Errored(http.StatusBadRequest, err)
-	}
-	if pod.Namespace == "" {
-		pod.Namespace = req.Namespace
-	}
-	t, ok := topology.OfPod(&pod)
+	t, ok := topology.OfPod(pod)
 	if !ok {
 		return kitwebhook.Allowed()
 	}
@@ -82,8 +74,8 @@ func (h *Handlers) MutatePod(ctx context.Context, req kitwebhook.Request) kitweb
 	if c.Empty() {
 		return kitwebhook.Allowed()
 	}
-	topology.Apply(&pod, pps.Name, c)
-	klog.FromContext(ctx).V(2).Info("Injecting persistent topology", "pod", klog.KObj(&pod), "persistentPodState", pps.Name,
+	topology.Apply(pod, pps.Name, c)
+	klog.FromContext(ctx).V(2).Info("Injecting persistent topology", "pod", klog.KObj(pod), "persistentPodState", pps.Name,
 		"nodeSelector", c.NodeSelector, "preferred", len(c.Preferred))
-	return kitwebhook.Patched(req.Object.Raw, &pod)
+	return kitwebhook.Patched(req.Object.Raw, pod)
 }

@@ -12,10 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	policylisters "github.com/flotilla-dev/flotilla/client/listers/policy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/controllers/pub/internal/workload"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
@@ -41,17 +38,14 @@ type Deps struct {
 
 // Controller reconciles PodUnavailableBudgets.
 type Controller struct {
+	// Core is the queue and loop (and Name and Run), the clientsets, the clock and the recorder.
+	wiring.Core[types.NamespacedName]
 	// podControl writes the pods (the related-pub annotation).
 	podControl podcontrol.PodControl
-	client     versioned.Interface
 	pubs       policylisters.PodUnavailableBudgetLister
 	pubIdx     cache.Indexer
 	pods       cache.Indexer
 	finder     workload.Finder
-	clock      clock.PassiveClock
-	recorder   record.EventRecorder
-	// Reconciler is the queue and loop (and Name and Run).
-	*controller.Reconciler[types.NamespacedName]
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -62,22 +56,17 @@ func New(d Deps) (*Controller, error) {
 	if d.Finder == nil {
 		return nil, fmt.Errorf("pub controller: a workload Finder is required")
 	}
+	c := &Controller{podControl: podclient.Or(d.PodControl, d.Kube), finder: d.Finder}
+	var err error
+	if c.Core, err = wiring.NewCore(d.Deps, Name, c.sync); err != nil {
+		return nil, err
+	}
 	pubInf := d.Informers.Policy().V1alpha1().PodUnavailableBudgets()
 	podInf := d.KubeInformers.Core().V1().Pods().Informer()
 	if err := controller.AddOwnerUIDIndex(podInf); err != nil {
 		return nil, fmt.Errorf("pod owner index: %w", err)
 	}
-	c := &Controller{
-		podControl: podclient.Or(d.PodControl, d.Kube),
-		client:     d.Client,
-		pubs:       pubInf.Lister(),
-		pubIdx:     pubInf.Informer().GetIndexer(),
-		pods:       podInf.GetIndexer(),
-		finder:     d.Finder,
-		clock:      d.PassiveClock(),
-		recorder:   d.Recorder,
-	}
-	c.Reconciler = controller.NewReconciler(Name, d.QueueOptions, d.QueueConfig, c.sync)
+	c.pubs, c.pubIdx, c.pods = pubInf.Lister(), pubInf.Informer().GetIndexer(), podInf.GetIndexer()
 	if _, err := pubInf.Informer().AddEventHandler(pubHandler{c}); err != nil {
 		return nil, fmt.Errorf("pub handler: %w", err)
 	}
@@ -102,4 +91,4 @@ func New(d Deps) (*Controller, error) {
 }
 
 // now is the controller's clock.
-func (c *Controller) now() time.Time { return c.clock.Now() }
+func (c *Controller) now() time.Time { return c.Clock.Now() }

@@ -14,6 +14,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/apis/policy/v1alpha1"
 	policylisters "github.com/flotilla-dev/flotilla/client/listers/policy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
 func handlerFixture(t *testing.T, pubs ...*policyv1alpha1.PodUnavailableBudget) *Controller {
@@ -24,7 +25,7 @@ func handlerFixture(t *testing.T, pubs ...*policyv1alpha1.PodUnavailableBudget) 
 	o := controller.DefaultQueueOptions()
 	o.DisableInitialDelay = true
 	return &Controller{pubs: policylisters.NewPodUnavailableBudgetLister(idx),
-		Reconciler: controller.NewReconciler[types.NamespacedName]("test", o, controller.QueueConfig{}, nil)}
+		Core: wiring.Core[types.NamespacedName]{Reconciler: controller.NewReconciler[types.NamespacedName]("test", o, controller.QueueConfig{}, nil)}}
 }
 
 func pod(ns, name string, labels, annotations map[string]string, ready bool) *corev1.Pod {

@@ -36,9 +36,9 @@ func (c *Controller) updateStatus(ctx context.Context, cached *policyv1alpha1.Po
 		}
 		upd := cur.DeepCopy()
 		upd.Status = r.Status
-		_, err = c.client.PolicyV1alpha1().PodUnavailableBudgets(upd.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+		_, err = c.Client.PolicyV1alpha1().PodUnavailableBudgets(upd.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
-			fresh, gerr := c.client.PolicyV1alpha1().PodUnavailableBudgets(cur.Namespace).Get(ctx, cur.Name, metav1.GetOptions{})
+			fresh, gerr := c.Client.PolicyV1alpha1().PodUnavailableBudgets(cur.Namespace).Get(ctx, cur.Name, metav1.GetOptions{})
 			if gerr != nil {
 				return gerr
 			}
@@ -58,7 +58,7 @@ func (c *Controller) updateStatus(ctx context.Context, cached *policyv1alpha1.Po
 		return 0, fmt.Errorf("update status of pub %s/%s: %w", cached.Namespace, cached.Name, err)
 	}
 	for _, pod := range notDeleted {
-		c.recorder.Eventf(pod, corev1.EventTypeWarning, "NotDeleted", "Pod was expected by PUB %s/%s to be deleted but it wasn't", cached.Namespace, cached.Name)
+		c.Recorder.Eventf(pod, corev1.EventTypeWarning, "NotDeleted", "Pod was expected by PUB %s/%s to be deleted but it wasn't", cached.Namespace, cached.Name)
 	}
 	return recheck, nil
 }

@@ -29,7 +29,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		return err
 	}
 	if len(pods) == 0 {
-		c.recorder.Eventf(p, corev1.EventTypeNormal, "NoPods", "No matching pods found")
+		c.Recorder.Eventf(p, corev1.EventTypeNormal, "NoPods", "No matching pods found")
 	}
 	if err := c.markRelated(ctx, p, pods); err != nil {
 		return err

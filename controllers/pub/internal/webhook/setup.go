@@ -2,21 +2,17 @@ package webhook
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	policyv1alpha1 "github.com/flotilla-dev/flotilla/apis/policy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
-	flotillainformers "github.com/flotilla-dev/flotilla/client/informers/externalversions"
 	policylisters "github.com/flotilla-dev/flotilla/client/listers/policy/v1alpha1"
 	"github.com/flotilla-dev/flotilla/controllers/pub/internal/workload"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
-	"github.com/flotilla-dev/flotilla/kit/controller"
 	kitwebhook "github.com/flotilla-dev/flotilla/kit/webhook"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
@@ -31,43 +27,23 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 	if opts.Disabled {
 		return nil
 	}
-	fopts := []flotillainformers.SharedInformerOption{flotillainformers.WithTransform(controller.StripManagedFields)}
-	if env.Options.Namespace != "" {
-		fopts = append(fopts, flotillainformers.WithNamespace(env.Options.Namespace))
-	}
-	f := flotillainformers.NewSharedInformerFactoryWithOptions(cl.Client, 0, fopts...)
-	pubInf := f.Policy().V1alpha1().PodUnavailableBudgets()
-	env.AddReplicaInformerFactory(f)
+	pubInf := cl.ReplicaInformers(env).Policy().V1alpha1().PodUnavailableBudgets()
 
-	c, err := kitwebhook.New(opts, env.KubeClient, env.Metrics, env.Clock, Refs()...)
-	if err != nil {
-		return err
-	}
 	finder, err := workload.New(env.RESTConfig)
 	if err != nil {
 		return err
 	}
-	(&Guard{Pubs: pubInf.Lister(), Client: cl.Client, Kube: cl.Kube, Gates: env.Gates, Clock: env.Clock, Recorder: cl.Recorder,
-		Finder: finder}).Register(c.Server)
-	(&Validator{Client: cl.Client}).Register(c.Server)
-	env.AddReplicaComponent(c.ReplicaComponent())
-
-	syncers := NewScopeSyncers(cl.Kube, cl.Client, pubInf.Lister(), pubInf.Informer().HasSynced, ConfigName)
-	var triggers []func()
-	for _, s := range syncers {
-		if _, err := pubInf.Informer().AddEventHandler(TriggerOnChange(s.Trigger)); err != nil {
-			return fmt.Errorf("pub scope handler: %w", err)
-		}
-		triggers = append(triggers, s.Trigger)
-		env.AddReplicaComponent(s.ReplicaComponent()) // every replica widens
-		env.AddController(s)                          // the leader narrows
-	}
-	watch, err := kitwebhook.WatchConfig(cl.Kube, kitwebhook.ConfigRef{Kind: kitwebhook.Validating, Name: ConfigName}, triggers...)
-	if err != nil {
+	if err := kitwebhook.Serve(env, opts, Refs(), func(s *kitwebhook.Server) {
+		(&Guard{Pubs: pubInf.Lister(), Client: cl.Client, Kube: cl.Kube, Gates: env.Gates, Clock: env.Clock, Recorder: cl.Recorder,
+			Finder: finder}).Register(s)
+		(&Validator{Client: cl.Client}).Register(s)
+	}); err != nil {
 		return err
 	}
-	env.AddReplicaInformerFactory(watch)
-	return nil
+
+	syncers := NewScopeSyncers(cl.Kube, cl.Client, pubInf.Lister(), pubInf.Informer().HasSynced, ConfigName)
+	return kitwebhook.RunScopeSyncers(env, cl.Kube, pubInf.Informer(), TriggerOnChange,
+		[]kitwebhook.ConfigRef{{Kind: kitwebhook.Validating, Name: ConfigName}}, syncers...)
 }
 
 // NewScopeSyncers keep the pod and the eviction entries of config scoped
@@ -76,28 +52,23 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 // (client nil: no condition).
 func NewScopeSyncers(kube kubernetes.Interface, client versioned.Interface, lister policylisters.PodUnavailableBudgetLister, synced cache.InformerSynced, config string) []*kitwebhook.ScopeSyncer {
 	ref := kitwebhook.ConfigRef{Kind: kitwebhook.Validating, Name: config}
-	compute := func(evict bool) func() (kitwebhook.Scope, error) {
-		return func() (kitwebhook.Scope, error) {
-			if !synced() {
-				return kitwebhook.Scope{}, fmt.Errorf("pub cache not synced yet")
-			}
-			all, err := lister.List(labels.Everything())
-			if err != nil {
-				return kitwebhook.Scope{}, err
-			}
-			pod, eviction := Scopes(all)
-			if evict {
-				return eviction, nil
-			}
-			if client != nil {
-				pod.Applied = func(ctx context.Context) error { return reportInScope(ctx, client, all) }
-			}
-			return pod, nil
+	var report func(context.Context, []*policyv1alpha1.PodUnavailableBudget) error
+	if client != nil {
+		report = func(ctx context.Context, all []*policyv1alpha1.PodUnavailableBudget) error {
+			return reportInScope(ctx, client, all)
 		}
 	}
+	pod := func(all []*policyv1alpha1.PodUnavailableBudget) (kitwebhook.Scope, error) {
+		s, _ := Scopes(all)
+		return s, nil
+	}
+	eviction := func(all []*policyv1alpha1.PodUnavailableBudget) (kitwebhook.Scope, error) {
+		_, s := Scopes(all)
+		return s, nil
+	}
 	return []*kitwebhook.ScopeSyncer{
-		kitwebhook.NewScopeSyncer(kube, ref, PodWebhookName, compute(false)),
-		kitwebhook.NewScopeSyncer(kube, ref, EvictionWebhookName, compute(true)),
+		kitwebhook.NewScopeSyncer(kube, ref, PodWebhookName, kitwebhook.ListedScope("pub", synced, lister.List, pod, report)),
+		kitwebhook.NewScopeSyncer(kube, ref, EvictionWebhookName, kitwebhook.ListedScope("pub", synced, lister.List, eviction, nil)),
 	}
 }
 

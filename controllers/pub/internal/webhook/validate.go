@@ -55,11 +55,8 @@ func (v *Validator) ValidatePub(ctx context.Context, req kitwebhook.Request) kit
 		return kitwebhook.Allowed()
 	}
 	p := &policyv1alpha1.PodUnavailableBudget{}
-	if err := req.DecodeObject(p); err != nil {
+	if err := req.DecodeNamespacedObject(p); err != nil {
 		return kitwebhook.Errored(http.StatusBadRequest, err)
-	}
-	if p.Namespace == "" {
-		p.Namespace = req.Namespace
 	}
 	list, err := v.Client.PolicyV1alpha1().PodUnavailableBudgets(p.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {

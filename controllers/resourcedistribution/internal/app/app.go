@@ -3,8 +3,6 @@
 package app
 
 import (
-	"context"
-
 	"k8s.io/component-base/featuregate"
 
 	"github.com/flotilla-dev/flotilla/controllers/resourcedistribution/internal/controller"
@@ -17,26 +15,19 @@ import (
 const Name = "resourcedistribution-controller"
 
 // Gates are the feature gates resourcedistribution-controller accepts in --feature-gates.
-func Gates() []featuregate.Feature {
-	return []featuregate.Feature{features.ResourceDistributionGate}
-}
+func Gates() []featuregate.Feature { return Binary().Gates }
 
-// Binary describes resourcedistribution-controller to the kit/app shell.
+// Binary describes resourcedistribution-controller to the kit/app shell. It runs the reconciler only with
+// ResourceDistributionGate on, as OpenKruise adds its controller only then. The gate keeps OpenKruise's default
+// (off) so a --feature-gates value means the same in both; Flotilla's overlay, chart and `make run` pass
+// ResourceDistributionGate=true.
 func Binary() kitapp.Binary {
-	return kitapp.Binary{Name: Name, Gates: Gates(), Setup: setup}
-}
-
-// setup runs the reconciler only with ResourceDistributionGate on, as OpenKruise adds its controller only then.
-// The gate keeps OpenKruise's default (off) so a --feature-gates value means the same in both; Flotilla's
-// overlay, chart and `make run` pass ResourceDistributionGate=true.
-func setup(ctx context.Context, env *kitapp.Env) error {
-	if !env.Gates.Enabled(features.ResourceDistributionGate) {
-		env.Logger.Info("ResourceDistributionGate is off: nothing to run")
-		return nil
-	}
-	cl, err := wiring.New(ctx, env)
-	if err != nil {
-		return err
-	}
-	return wiring.AddReconciler(env, "ResourceDistribution reconciler", controller.New, cl.Deps(env))
+	return wiring.Reconcilers(wiring.ReconcilerBinary{
+		Name:  Name,
+		Gates: []featuregate.Feature{features.ResourceDistributionGate},
+		Off:   wiring.OffUnless(features.ResourceDistributionGate),
+		Reconcilers: func(env *kitapp.Env, cl *wiring.Clients) error {
+			return wiring.AddReconciler(env, "ResourceDistribution reconciler", controller.New, cl.Deps(env))
+		},
+	})
 }

@@ -106,9 +106,9 @@ func (c *Controller) update(ctx context.Context, src *source, want desiredMeta, 
 func (c *Controller) create(ctx context.Context, obj metav1.Object) (metav1.Object, error) {
 	switch x := obj.(type) {
 	case *corev1.Secret:
-		return c.kube.CoreV1().Secrets(x.Namespace).Create(ctx, x, metav1.CreateOptions{})
+		return c.Kube.CoreV1().Secrets(x.Namespace).Create(ctx, x, metav1.CreateOptions{})
 	case *corev1.ConfigMap:
-		return c.kube.CoreV1().ConfigMaps(x.Namespace).Create(ctx, x, metav1.CreateOptions{})
+		return c.Kube.CoreV1().ConfigMaps(x.Namespace).Create(ctx, x, metav1.CreateOptions{})
 	}
 	return nil, fmt.Errorf("unsupported copy type %T", obj)
 }
@@ -117,18 +117,18 @@ func (c *Controller) create(ctx context.Context, obj metav1.Object) (metav1.Obje
 func (c *Controller) write(ctx context.Context, obj metav1.Object) (metav1.Object, error) {
 	switch x := obj.(type) {
 	case *corev1.Secret:
-		return c.kube.CoreV1().Secrets(x.Namespace).Update(ctx, x, metav1.UpdateOptions{})
+		return c.Kube.CoreV1().Secrets(x.Namespace).Update(ctx, x, metav1.UpdateOptions{})
 	case *corev1.ConfigMap:
-		return c.kube.CoreV1().ConfigMaps(x.Namespace).Update(ctx, x, metav1.UpdateOptions{})
+		return c.Kube.CoreV1().ConfigMaps(x.Namespace).Update(ctx, x, metav1.UpdateOptions{})
 	}
 	return nil, fmt.Errorf("unsupported copy type %T", obj)
 }
 
 func (c *Controller) get(ctx context.Context, kind, ns, name string) (metav1.Object, error) {
 	if kind == kindSecret {
-		return c.kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		return c.Kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	}
-	return c.kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	return c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 }
 
 // delete removes a copy, with a UID precondition so that an object re-created under the name meanwhile is
@@ -137,7 +137,7 @@ func (c *Controller) delete(ctx context.Context, kind string, obj metav1.Object)
 	uid := obj.GetUID()
 	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
 	if kind == kindSecret {
-		return c.kube.CoreV1().Secrets(obj.GetNamespace()).Delete(ctx, obj.GetName(), opts)
+		return c.Kube.CoreV1().Secrets(obj.GetNamespace()).Delete(ctx, obj.GetName(), opts)
 	}
-	return c.kube.CoreV1().ConfigMaps(obj.GetNamespace()).Delete(ctx, obj.GetName(), opts)
+	return c.Kube.CoreV1().ConfigMaps(obj.GetNamespace()).Delete(ctx, obj.GetName(), opts)
 }

@@ -15,11 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
 	"github.com/flotilla-dev/flotilla/kit/controller"
@@ -46,17 +43,13 @@ const controllerNameIndex = "resourceDistribution"
 
 // Controller reconciles ResourceDistributions.
 type Controller struct {
-	kube       kubernetes.Interface
-	client     versioned.Interface
+	// Core is the queue and loop (and Name and Run), the clientsets, the clock and the recorder.
+	wiring.Core[types.NamespacedName]
 	rds        appslisters.ResourceDistributionLister
 	namespaces corelisters.NamespaceLister
 	// copies holds, per kind, the informer cache of the Secrets or ConfigMaps carrying CopyLabel.
-	copies   map[string]cache.Indexer
-	written  *expectations.ResourceVersion
-	clock    clock.PassiveClock
-	recorder record.EventRecorder
-	// Reconciler is the queue and loop (and Name and Run).
-	*controller.Reconciler[types.NamespacedName]
+	copies  map[string]cache.Indexer
+	written *expectations.ResourceVersion
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -66,7 +59,9 @@ var _ kitapp.Controller = (*Controller)(nil)
 // not narrow them), registers its event handlers and returns it. Nothing starts until the factories are
 // started and Run is called.
 func New(d wiring.Deps) (*Controller, error) {
-	if err := d.Require(Name); err != nil {
+	c := &Controller{written: d.ResourceVersionExpectations()}
+	var err error
+	if c.Core, err = wiring.NewCore(d, Name, c.sync); err != nil {
 		return nil, err
 	}
 	rdInf := d.Informers.Apps().V1alpha1().ResourceDistributions()
@@ -84,17 +79,8 @@ func New(d wiring.Deps) (*Controller, error) {
 			return nil, fmt.Errorf("resourcedistribution: set transform: %w", err)
 		}
 	}
-	c := &Controller{
-		kube:       d.Kube,
-		client:     d.Client,
-		rds:        rdInf.Lister(),
-		namespaces: nsInf.Lister(),
-		copies:     map[string]cache.Indexer{kindSecret: secInf.GetIndexer(), kindConfigMap: cmInf.GetIndexer()},
-		written:    d.ResourceVersionExpectations(),
-		clock:      d.PassiveClock(),
-		recorder:   d.Recorder,
-	}
-	c.Reconciler = controller.NewReconciler(Name, d.QueueOptions, d.QueueConfig, c.sync)
+	c.rds, c.namespaces = rdInf.Lister(), nsInf.Lister()
+	c.copies = map[string]cache.Indexer{kindSecret: secInf.GetIndexer(), kindConfigMap: cmInf.GetIndexer()}
 	c.WaitFor(rdInf.Informer().HasSynced, nsInf.Informer().HasSynced, secInf.HasSynced, cmInf.HasSynced)
 	if err := c.addHandlers(rdInf.Informer(), nsInf.Informer(), secInf, cmInf); err != nil {
 		return nil, fmt.Errorf("resourcedistribution: %w", err)

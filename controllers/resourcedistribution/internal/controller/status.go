@@ -89,7 +89,7 @@ func calculateStatus(old *appsv1alpha1.ResourceDistributionStatus, generation in
 // go with it.
 func (c *Controller) updateStatus(ctx context.Context, rd *appsv1alpha1.ResourceDistribution, st appsv1alpha1.ResourceDistributionStatus) error {
 	statusOf := func(r *appsv1alpha1.ResourceDistribution) *appsv1alpha1.ResourceDistributionStatus { return &r.Status }
-	wrote, err := controller.WriteStatus(ctx, c.client.AppsV1alpha1().ResourceDistributions(), rd, statusOf, st, c.written)
+	wrote, err := controller.WriteStatus(ctx, c.Client.AppsV1alpha1().ResourceDistributions(), rd, statusOf, st, c.written)
 	switch {
 	case apierrors.IsNotFound(err):
 		// Deleted meanwhile: its copies go with it.

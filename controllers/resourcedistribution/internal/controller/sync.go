@@ -55,7 +55,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		defer c.Queue.AddAfter(key, c.written.Timeout())
 	}
 
-	st := calculateStatus(&rd.Status, rd.Generation, len(in.targets), outcomes, metav1.NewTime(c.clock.Now()))
+	st := calculateStatus(&rd.Status, rd.Generation, len(in.targets), outcomes, metav1.NewTime(c.Clock.Now()))
 	return errors.Join(retryErrors(outcomes), c.updateStatus(ctx, rd, st))
 }
 
@@ -64,12 +64,12 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 func (c *Controller) parseSpec(rd *appsv1alpha1.ResourceDistribution) (*source, *targetSelector, error) {
 	src, err := parseSource(rd)
 	if err != nil {
-		c.recorder.Event(rd, corev1.EventTypeWarning, "InvalidResource", err.Error())
+		c.Recorder.Event(rd, corev1.EventTypeWarning, "InvalidResource", err.Error())
 		return nil, nil, err
 	}
 	sel, err := newTargetSelector(&rd.Spec.Targets)
 	if err != nil {
-		c.recorder.Event(rd, corev1.EventTypeWarning, "InvalidTargets", err.Error())
+		c.Recorder.Event(rd, corev1.EventTypeWarning, "InvalidTargets", err.Error())
 		return nil, nil, err
 	}
 	return src, sel, nil

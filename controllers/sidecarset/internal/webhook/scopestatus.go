@@ -2,10 +2,8 @@ package webhook
 
 import (
 	"context"
-	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -26,26 +24,19 @@ func NewPodScopeSyncer(kube kubernetes.Interface, client versioned.Interface, re
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return kitwebhook.NewScopeSyncer(kube, ref, PodWebhookName, func() (kitwebhook.Scope, error) {
-		if !synced() {
-			return kitwebhook.Scope{}, fmt.Errorf("sidecarset cache not synced yet")
+	var report func(context.Context, []*appsv1alpha1.SidecarSet) error
+	if client != nil {
+		report = func(ctx context.Context, all []*appsv1alpha1.SidecarSet) error {
+			return reportInScope(ctx, client, all, podWebhook, clk)
 		}
-		all, err := sets.List(labels.Everything())
-		if err != nil {
-			return kitwebhook.Scope{}, err
+	}
+	scope := func(all []*appsv1alpha1.SidecarSet) (kitwebhook.Scope, error) {
+		if !podWebhook {
+			return PodScope(nil)
 		}
-		var scope kitwebhook.Scope
-		if podWebhook {
-			scope, err = PodScope(all)
-		} else {
-			scope, err = PodScope(nil)
-		}
-		if err != nil || client == nil {
-			return scope, err
-		}
-		scope.Applied = func(ctx context.Context) error { return reportInScope(ctx, client, all, podWebhook, clk) }
-		return scope, nil
-	})
+		return PodScope(all)
+	}
+	return kitwebhook.NewScopeSyncer(kube, ref, PodWebhookName, kitwebhook.ListedScope("sidecarset", synced, sets.List, scope, report))
 }
 
 // reportInScope writes the WebhookInScope condition of each SidecarSet

@@ -85,17 +85,7 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options, systemN
 
 	ref := kitwebhook.ConfigRef{Kind: kitwebhook.Mutating, Name: ConfigName}
 	scope := NewPodScopeSyncer(cl.Kube, cl.Client, ref, setInf.Lister(), setInf.Informer().HasSynced, podWebhook, env.Clock)
-	if _, err := setInf.Informer().AddEventHandler(TriggerOnChange(scope.Trigger)); err != nil {
-		return fmt.Errorf("sidecarset scope handler: %w", err)
-	}
-	watch, err := kitwebhook.WatchConfig(cl.Kube, ref, scope.Trigger)
-	if err != nil {
-		return err
-	}
-	env.AddReplicaInformerFactory(watch)
-	env.AddReplicaComponent(scope.ReplicaComponent()) // every replica widens
-	env.AddController(scope)                          // the leader narrows
-	return nil
+	return kitwebhook.RunScopeSyncers(env, cl.Kube, setInf.Informer(), TriggerOnChange, []kitwebhook.ConfigRef{ref}, scope)
 }
 
 // CRD is the CustomResourceDefinition whose versions this binary converts.

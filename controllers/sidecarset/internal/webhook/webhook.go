@@ -85,15 +85,9 @@ func (h *Handlers) RegisterValidation(s *kitwebhook.Server) {
 // injection cannot be computed for (a pinned revision that does not exist,
 // conflicting SidecarSets) is denied with the reason.
 func (h *Handlers) MutatePod(ctx context.Context, req kitwebhook.Request) kitwebhook.Response {
-	if req.Operation != admissionv1.Create || req.SubResource != "" {
-		return kitwebhook.Allowed()
-	}
-	var pod corev1.Pod
-	if err := req.DecodeObject(&pod); err != nil {
-		return kitwebhook.Errored(http.StatusBadRequest, err)
-	}
-	if pod.Namespace == "" {
-		pod.Namespace = req.Namespace
+	pod, resp, ok := kitwebhook.PodCreation(req)
+	if !ok {
+		return resp
 	}
 	all, err := h.Sets.List(labels.Everything())
 	if err != nil {
@@ -103,7 +97,7 @@ func (h *Handlers) MutatePod(ctx context.Context, req kitwebhook.Request) kitweb
 	if err != nil {
 		return kitwebhook.Errored(http.StatusInternalServerError, err)
 	}
-	matched, err := sidecarcontrol.Select(&pod, nsLabels, all)
+	matched, err := sidecarcontrol.Select(pod, nsLabels, all)
 	if err != nil {
 		return kitwebhook.Errored(http.StatusInternalServerError, err)
 	}
@@ -121,7 +115,7 @@ func (h *Handlers) MutatePod(ctx context.Context, req kitwebhook.Request) kitweb
 		inject = sidecarcontrol.Inject
 	}
 	gates := h.gates()
-	out, warnings, err := inject(&pod, matched, h.Revisions, sidecarcontrol.Options{
+	out, warnings, err := inject(pod, matched, h.Revisions, sidecarcontrol.Options{
 		Now:                          h.now(),
 		SortByName:                   gates.Enabled(features.EnableSortSidecarContainerByName),
 		Whitelist:                    whitelist,
@@ -130,7 +124,7 @@ func (h *Handlers) MutatePod(ctx context.Context, req kitwebhook.Request) kitweb
 	if err != nil {
 		return kitwebhook.Denied("sidecar injection: %v", err)
 	}
-	klog.FromContext(ctx).V(2).Info("Injecting sidecars", "pod", klog.KObj(&pod), "sidecarSets", names(matched))
+	klog.FromContext(ctx).V(2).Info("Injecting sidecars", "pod", klog.KObj(pod), "sidecarSets", names(matched))
 	return kitwebhook.Patched(req.Object.Raw, out, warnings...)
 }
 

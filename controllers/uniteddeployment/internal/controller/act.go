@@ -135,7 +135,7 @@ func (c *Controller) provision(ctx context.Context, ud *appsv1alpha1.UnitedDeplo
 		}
 	}
 	if created > 0 {
-		c.recorder.Eventf(ud, corev1.EventTypeNormal, reasonSucceededSubsets, "Create %d Subset (%s)", created, w.kind())
+		c.Recorder.Eventf(ud, corev1.EventTypeNormal, reasonSucceededSubsets, "Create %d Subset (%s)", created, w.kind())
 	}
 	var removed []Observed
 	for name, o := range subsets {
@@ -147,11 +147,11 @@ func (c *Controller) provision(ctx context.Context, ud *appsv1alpha1.UnitedDeplo
 	if err := c.deleteAll(ctx, removed); err != nil {
 		errs = append(errs, err)
 	} else if len(removed) > 0 {
-		c.recorder.Eventf(ud, corev1.EventTypeNormal, reasonSucceededSubsets, "Delete %d Subset (%s)", len(removed), w.kind())
+		c.Recorder.Eventf(ud, corev1.EventTypeNormal, reasonSucceededSubsets, "Delete %d Subset (%s)", len(removed), w.kind())
 	}
 	err := errors.Join(errs...)
 	if err != nil {
-		c.recorder.Event(ud, corev1.EventTypeWarning, reasonFailedSubsets, err.Error())
+		c.Recorder.Event(ud, corev1.EventTypeWarning, reasonFailedSubsets, err.Error())
 	}
 	return created > 0 || len(removed) > 0, err
 }
@@ -191,7 +191,7 @@ func (c *Controller) updateSubsets(ctx context.Context, ud *appsv1alpha1.UnitedD
 			"reason", why, "revision", rev, "replicas", next[s.Name], "partition", partitions[s.Name])
 		obj, err := w.update(ctx, o, Desired{UD: ud, Subset: s, Revision: rev, Replicas: next[s.Name], Partition: partitions[s.Name]})
 		if err != nil {
-			c.recorder.Event(ud, corev1.EventTypeWarning, reasonFailedSubsets,
+			c.Recorder.Event(ud, corev1.EventTypeWarning, reasonFailedSubsets,
 				fmt.Sprintf("Error updating PodSet (%s) %s when updating: %s", w.kind(), o.Obj.GetName(), err))
 			errs = append(errs, fmt.Errorf("update %s %s: %w", w.kind(), o.Obj.GetName(), err))
 			continue

@@ -16,8 +16,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
@@ -61,17 +59,13 @@ const podsBySubset = "uniteddeployment-subset"
 
 // Controller reconciles UnitedDeployments.
 type Controller struct {
-	kube      kubernetes.Interface
-	client    versioned.Interface
+	// Core is the queue and loop (and Name and Run), the clientsets, the clock and the recorder.
+	wiring.Core[types.NamespacedName]
 	uds       appslisters.UnitedDeploymentLister
 	revisions *revision.Lister
 	revCtl    revision.Control
 	pods      cache.Indexer
 	kinds     map[Kind]workloads
-	clock     clock.PassiveClock
-	recorder  record.EventRecorder
-	// Reconciler is the queue and loop (and Name and Run).
-	*kitcontroller.Reconciler[types.NamespacedName]
 	// creates remembers subset workloads created but not yet seen in the cache, so that a sync on a stale cache
 	// does not create a second one (its name is generated, so nothing else would stop it).
 	creates *expectations.Node[types.NamespacedName]
@@ -84,7 +78,9 @@ var _ kitapp.Controller = (*Controller)(nil)
 // New requests the informers the reconciler needs and registers its handlers. kinds are the subset kinds the API
 // server serves (nil: all four); a UnitedDeployment asking for another kind is reported, not reconciled.
 func New(d wiring.Deps, sub SubsetInformers, kinds []Kind) (*Controller, error) {
-	if err := d.Require(Name); err != nil {
+	c := &Controller{revCtl: revisionclient.New(d.Kube), kinds: map[Kind]workloads{}}
+	var err error
+	if c.Core, err = wiring.NewCore(d, Name, c.sync); err != nil {
 		return nil, err
 	}
 	if sub.Kube == nil || sub.Flotilla == nil {
@@ -108,13 +104,9 @@ func New(d wiring.Deps, sub SubsetInformers, kinds []Kind) (*Controller, error) 
 	if err := podInf.AddIndexers(cache.Indexers{podsBySubset: indexPodBySubset}); err != nil {
 		return nil, fmt.Errorf("uniteddeployment: index pods: %w", err)
 	}
-	c := &Controller{
-		kube: d.Kube, client: d.Client, uds: udInf.Lister(),
-		revisions: revision.NewLister(revInf.GetIndexer()), revCtl: revisionclient.New(d.Kube),
-		pods: podInf.GetIndexer(), kinds: map[Kind]workloads{}, clock: clk, recorder: d.Recorder,
-		creates: expectations.NewNode[types.NamespacedName](opts...),
-		written: expectations.NewResourceVersion(opts...),
-	}
+	c.uds, c.revisions, c.pods = udInf.Lister(), revision.NewLister(revInf.GetIndexer()), podInf.GetIndexer()
+	c.creates = expectations.NewNode[types.NamespacedName](opts...)
+	c.written = expectations.NewResourceVersion(opts...)
 	for _, k := range kinds {
 		switch k {
 		case KindCloneSet:
@@ -129,7 +121,6 @@ func New(d wiring.Deps, sub SubsetInformers, kinds []Kind) (*Controller, error) 
 			return nil, fmt.Errorf("uniteddeployment: unknown subset kind %q", k)
 		}
 	}
-	c.Reconciler = kitcontroller.NewReconciler(Name, d.QueueOptions, d.QueueConfig, c.sync)
 	c.WaitFor(udInf.Informer().HasSynced, revInf.HasSynced, podInf.HasSynced)
 	// The informers are this reconciler's alone (one per binary), so the owner index is added once.
 	if err := kitcontroller.AddOwnerUIDIndex(revInf); err != nil {

@@ -166,7 +166,7 @@ func selectorString(ud *appsv1alpha1.UnitedDeployment) string {
 func (c *Controller) reportUnsupported(ctx context.Context, ud *appsv1alpha1.UnitedDeployment, kind Kind) error {
 	// The API server's rules require one template; its kind may still not be served (e.g. no CloneSet CRD).
 	msg := fmt.Sprintf("subset kind %q is not served by the API server", kind)
-	c.recorder.Event(ud, corev1.EventTypeWarning, reasonUnsupportedSubset, msg)
+	c.Recorder.Event(ud, corev1.EventTypeWarning, reasonUnsupportedSubset, msg)
 	return c.writeStatus(ctx, ud, c.unsupportedStatus(ud, msg))
 }
 
@@ -174,14 +174,14 @@ func (c *Controller) reportUnsupported(ctx context.Context, ud *appsv1alpha1.Uni
 func (c *Controller) unsupportedStatus(ud *appsv1alpha1.UnitedDeployment, msg string) appsv1alpha1.UnitedDeploymentStatus {
 	st := *ud.Status.DeepCopy()
 	st.ObservedGeneration = ud.Generation
-	setCondition(&st, condition(appsv1alpha1.SubsetProvisioned, corev1.ConditionFalse, "Error", msg, metav1.NewTime(c.clock.Now())))
+	setCondition(&st, condition(appsv1alpha1.SubsetProvisioned, corev1.ConditionFalse, "Error", msg, metav1.NewTime(c.Clock.Now())))
 	return st
 }
 
 // writeStatus writes st unless ud already has it.
 func (c *Controller) writeStatus(ctx context.Context, ud *appsv1alpha1.UnitedDeployment, st appsv1alpha1.UnitedDeploymentStatus) error {
 	statusOf := func(u *appsv1alpha1.UnitedDeployment) *appsv1alpha1.UnitedDeploymentStatus { return &u.Status }
-	if _, err := kitcontroller.WriteStatus(ctx, c.client.AppsV1alpha1().UnitedDeployments(ud.Namespace), ud, statusOf, st, c.written); err != nil {
+	if _, err := kitcontroller.WriteStatus(ctx, c.Client.AppsV1alpha1().UnitedDeployments(ud.Namespace), ud, statusOf, st, c.written); err != nil {
 		return fmt.Errorf("update status of UnitedDeployment %s/%s: %w", ud.Namespace, ud.Name, err)
 	}
 	return nil

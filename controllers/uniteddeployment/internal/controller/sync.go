@@ -52,19 +52,19 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	}
 	revs, err := c.resolveRevisions(ctx, ud)
 	if err != nil {
-		c.recorder.Event(ud, corev1.EventTypeWarning, reasonFailedRevision, err.Error())
+		c.Recorder.Event(ud, corev1.EventTypeWarning, reasonFailedRevision, err.Error())
 		return err
 	}
 
 	subsets, stale := Classify(ud, kind, all)
 	if err := c.deleteAll(ctx, stale); err != nil {
-		c.recorder.Event(ud, corev1.EventTypeWarning, reasonFailedDuplicates, err.Error())
+		c.Recorder.Event(ud, corev1.EventTypeWarning, reasonFailedDuplicates, err.Error())
 		return err
 	}
-	plan, err := planSubsets(ud, subsets, c.subsetPods, c.clock.Now())
+	plan, err := planSubsets(ud, subsets, c.subsetPods, c.Clock.Now())
 	if err != nil {
 		// The API server's rules reject such a spec; it can only be one admitted before them. Retrying changes nothing.
-		c.recorder.Eventf(ud, corev1.EventTypeWarning, reasonFailedReplicas, "Specified subset replicas is ineffective: %s", err.Error())
+		c.Recorder.Eventf(ud, corev1.EventTypeWarning, reasonFailedReplicas, "Specified subset replicas is ineffective: %s", err.Error())
 		return kitcontroller.Permanent(err)
 	}
 
@@ -136,7 +136,7 @@ func (c *Controller) statusInput(ud *appsv1alpha1.UnitedDeployment, subsets map[
 	in := StatusInput{
 		Subsets: map[string]Observed{}, Pods: map[string]PodCounts{}, NextReplicas: plan.replicas, NextPartitions: plan.partitions,
 		CurrentRevision: revs.current, UpdateRevision: revs.update, CollisionCount: revs.collisions, Selector: selectorString(ud),
-		Provisioned: res.provisioned, ProvisionErr: res.provisionErr, UpdateErr: res.updateErr, Now: metav1.NewTime(c.clock.Now()),
+		Provisioned: res.provisioned, ProvisionErr: res.provisionErr, UpdateErr: res.updateErr, Now: metav1.NewTime(c.Clock.Now()),
 		SubsetConditions: plan.conditions,
 	}
 	for _, s := range ud.Spec.Topology.Subsets {

@@ -25,7 +25,7 @@ func (c *Controller) patchCosts(ctx context.Context, ws *appsv1alpha1.WorkloadSp
 		}
 		next.Annotations[spread.DeletionCostKey] = cost
 		if _, err := c.podControl.Patch(ctx, p, next); err != nil {
-			c.recorder.Eventf(ws, corev1.EventTypeWarning, "PatchPodDeletionCostFailed",
+			c.Recorder.Eventf(ws, corev1.EventTypeWarning, "PatchPodDeletionCostFailed",
 				"WorkloadSpread %s/%s failed to patch deletion-cost annotation to %s for Pod %s/%s", ws.Namespace, ws.Name, cost, p.Namespace, p.Name)
 			return fmt.Errorf("patch deletion cost of pod %s: %w", p.Name, err)
 		}
@@ -38,7 +38,7 @@ func (c *Controller) patchCosts(ctx context.Context, ws *appsv1alpha1.WorkloadSp
 func (c *Controller) deleteUnscheduled(ctx context.Context, ws *appsv1alpha1.WorkloadSpread, pods []*corev1.Pod) error {
 	for _, p := range pods {
 		if err := c.podControl.Delete(ctx, p, nil); err != nil {
-			c.recorder.Eventf(ws, corev1.EventTypeWarning, "DeletePodFailed", "Failed to delete unschedulable Pod %s/%s of WorkloadSpread %s/%s",
+			c.Recorder.Eventf(ws, corev1.EventTypeWarning, "DeletePodFailed", "Failed to delete unschedulable Pod %s/%s of WorkloadSpread %s/%s",
 				p.Namespace, p.Name, ws.Namespace, ws.Name)
 			return fmt.Errorf("delete unschedulable pod %s: %w", p.Name, err)
 		}
@@ -59,7 +59,7 @@ func (c *Controller) recordEvents(ws *appsv1alpha1.WorkloadSpread, r result) {
 		sort.Strings(reasons)
 		for _, reason := range reasons {
 			for _, msg := range m.events[reason] {
-				c.recorder.Event(ws, m.typ, reason, msg)
+				c.Recorder.Event(ws, m.typ, reason, msg)
 			}
 		}
 	}

@@ -16,11 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
-	"github.com/flotilla-dev/flotilla/client/clientset/versioned"
 	appslisters "github.com/flotilla-dev/flotilla/client/listers/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/controllers/workloadspread/internal/spread"
 	"github.com/flotilla-dev/flotilla/controllers/workloadspread/internal/workload"
@@ -37,16 +34,14 @@ const Name = "workloadspread"
 
 // Controller reconciles WorkloadSpreads.
 type Controller struct {
+	// Core is the queue and loop (and Name and Run), the clientsets, the clock and the recorder.
+	wiring.Core[types.NamespacedName]
 	podControl podcontrol.PodControl
-	client     versioned.Interface
 	spreads    appslisters.WorkloadSpreadLister
 	targets    workload.Listers
 	pods       cache.Indexer
 	rsIndex    cache.Indexer
 	written    *expectations.ResourceVersion
-	clock      clock.PassiveClock
-	recorder   record.EventRecorder
-	*controller.Reconciler[types.NamespacedName]
 }
 
 var _ kitapp.Controller = (*Controller)(nil)
@@ -55,7 +50,9 @@ var _ kitapp.Controller = (*Controller)(nil)
 // the five target kinds), registers the handlers and returns the
 // reconciler.
 func New(d wiring.Deps) (*Controller, error) {
-	if err := d.Require(Name); err != nil {
+	c := &Controller{podControl: podclient.Or(d.PodControl, d.Kube), written: expectations.NewResourceVersion()}
+	var err error
+	if c.Core, err = wiring.NewCore(d, Name, c.sync); err != nil {
 		return nil, err
 	}
 	wsInf := d.Informers.Apps().V1alpha1().WorkloadSpreads()
@@ -66,20 +63,11 @@ func New(d wiring.Deps) (*Controller, error) {
 			return nil, fmt.Errorf("owner index: %w", err)
 		}
 	}
-	c := &Controller{
-		podControl: podclient.Or(d.PodControl, d.Kube),
-		client:     d.Client,
-		spreads:    wsInf.Lister(),
-		targets: workload.Listers{Deployments: d.KubeInformers.Apps().V1().Deployments().Lister(), ReplicaSets: rsInf.Lister(),
-			StatefulSets: d.KubeInformers.Apps().V1().StatefulSets().Lister(), Jobs: d.KubeInformers.Batch().V1().Jobs().Lister(),
-			CloneSets: d.Informers.Apps().V1alpha1().CloneSets().Lister(), Advanced: d.Informers.Apps().V1beta1().StatefulSets().Lister()},
-		pods:     podInf.Informer().GetIndexer(),
-		rsIndex:  rsInf.Informer().GetIndexer(),
-		written:  expectations.NewResourceVersion(),
-		clock:    d.PassiveClock(),
-		recorder: d.Recorder,
-	}
-	c.Reconciler = controller.NewReconciler(Name, d.QueueOptions, d.QueueConfig, c.sync)
+	c.spreads = wsInf.Lister()
+	c.targets = workload.Listers{Deployments: d.KubeInformers.Apps().V1().Deployments().Lister(), ReplicaSets: rsInf.Lister(),
+		StatefulSets: d.KubeInformers.Apps().V1().StatefulSets().Lister(), Jobs: d.KubeInformers.Batch().V1().Jobs().Lister(),
+		CloneSets: d.Informers.Apps().V1alpha1().CloneSets().Lister(), Advanced: d.Informers.Apps().V1beta1().StatefulSets().Lister()}
+	c.pods, c.rsIndex = podInf.Informer().GetIndexer(), rsInf.Informer().GetIndexer()
 	if _, err := wsInf.Informer().AddEventHandler(controller.NewKeyHandler(c.Queue)); err != nil {
 		return nil, fmt.Errorf("workloadspread handler: %w", err)
 	}

@@ -114,7 +114,7 @@ func placedCondition(ws *appsv1alpha1.WorkloadSpread, conds []metav1.Condition, 
 // writeStatus writes next unless the cached object already has it; a
 // conflict (the webhook wrote since) retries the sync on a fresher cache.
 func (c *Controller) writeStatus(ctx context.Context, ws *appsv1alpha1.WorkloadSpread, next appsv1alpha1.WorkloadSpreadStatus) error {
-	_, err := controller.WriteStatus(ctx, c.client.AppsV1alpha1().WorkloadSpreads(ws.Namespace), ws,
+	_, err := controller.WriteStatus(ctx, c.Client.AppsV1alpha1().WorkloadSpreads(ws.Namespace), ws,
 		func(w *appsv1alpha1.WorkloadSpread) *appsv1alpha1.WorkloadSpreadStatus { return &w.Status }, next, c.written)
 	if err != nil {
 		return fmt.Errorf("update status of workloadspread %s/%s: %w", ws.Namespace, ws.Name, err)

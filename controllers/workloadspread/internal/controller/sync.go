@@ -42,7 +42,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		}
 	}
 	by := spread.GroupBySubset(ws, pods)
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	if spread.CostKinds(ws.Spec.TargetReference.Kind) {
 		if err := c.patchCosts(ctx, ws, pods, spread.DeletionCosts(ws, by, replicas, now)); err != nil {
 			return err

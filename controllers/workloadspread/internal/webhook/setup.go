@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -32,13 +31,11 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 	}
 	wsInf := cl.ReplicaInformers(env).Apps().V1alpha1().WorkloadSpreads()
 
-	c, err := kitwebhook.New(opts, env.KubeClient, env.Metrics, env.Clock, Refs()...)
-	if err != nil {
-		return err
-	}
 	h := &Handlers{Spreads: wsInf.Lister(), Client: cl.Client, Kube: cl.Kube, Clock: env.Clock,
 		Targets: workload.Client{Kube: cl.Kube, Kruise: cl.Client}}
-	h.Register(c.Server)
+	if err := kitwebhook.Serve(env, opts, Refs(), h.Register); err != nil {
+		return err
+	}
 	if _, err := wsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
 		if o, ok := controller.ObjectOf(obj); ok {
 			h.Forget(o.GetUID())
@@ -46,26 +43,9 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 	}}); err != nil {
 		return fmt.Errorf("workloadspread forget handler: %w", err)
 	}
-	env.AddReplicaComponent(c.ReplicaComponent())
 
 	syncers := NewScopeSyncers(cl.Kube, cl.Client, wsInf.Lister(), wsInf.Informer().HasSynced, ConfigName, env.Clock)
-	var triggers []func()
-	for _, s := range syncers {
-		if _, err := wsInf.Informer().AddEventHandler(kitwebhook.TriggerOnSpecChange(s.Trigger)); err != nil {
-			return fmt.Errorf("workloadspread scope handler: %w", err)
-		}
-		triggers = append(triggers, s.Trigger)
-		env.AddReplicaComponent(s.ReplicaComponent())
-		env.AddController(s)
-	}
-	for _, ref := range Refs() {
-		watch, err := kitwebhook.WatchConfig(cl.Kube, ref, triggers...)
-		if err != nil {
-			return err
-		}
-		env.AddReplicaInformerFactory(watch)
-	}
-	return nil
+	return kitwebhook.RunScopeSyncers(env, cl.Kube, wsInf.Informer(), kitwebhook.TriggerOnSpecChange, Refs(), syncers...)
 }
 
 // NewScopeSyncers keep the creation entry (mutating) and the deletion and
@@ -78,34 +58,25 @@ func NewScopeSyncers(kube kubernetes.Interface, client versioned.Interface, list
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	compute := func(which int) func() (kitwebhook.Scope, error) {
-		return func() (kitwebhook.Scope, error) {
-			if !synced() {
-				return kitwebhook.Scope{}, fmt.Errorf("workloadspread cache not synced yet")
-			}
-			all, err := lister.List(labels.Everything())
-			if err != nil {
-				return kitwebhook.Scope{}, err
-			}
-			create, del, evict := Scopes(all)
-			switch which {
-			case 1:
-				return del, nil
-			case 2:
-				return evict, nil
-			}
-			if client != nil {
-				create.Applied = func(ctx context.Context) error { return reportInScope(ctx, client, all, clk) }
-			}
-			return create, nil
+	var report func(context.Context, []*appsv1alpha1.WorkloadSpread) error
+	if client != nil {
+		report = func(ctx context.Context, all []*appsv1alpha1.WorkloadSpread) error {
+			return reportInScope(ctx, client, all, clk)
 		}
+	}
+	// which picks one of Scopes' three: creation, deletion, eviction.
+	compute := func(which int, report func(context.Context, []*appsv1alpha1.WorkloadSpread) error) func() (kitwebhook.Scope, error) {
+		return kitwebhook.ListedScope("workloadspread", synced, lister.List, func(all []*appsv1alpha1.WorkloadSpread) (kitwebhook.Scope, error) {
+			create, del, evict := Scopes(all)
+			return [...]kitwebhook.Scope{create, del, evict}[which], nil
+		}, report)
 	}
 	mut := kitwebhook.ConfigRef{Kind: kitwebhook.Mutating, Name: config}
 	val := kitwebhook.ConfigRef{Kind: kitwebhook.Validating, Name: config}
 	return []*kitwebhook.ScopeSyncer{
-		kitwebhook.NewScopeSyncer(kube, mut, PodWebhookName, compute(0)),
-		kitwebhook.NewScopeSyncer(kube, val, DeletionWebhookName, compute(1)),
-		kitwebhook.NewScopeSyncer(kube, val, EvictionWebhookName, compute(2)),
+		kitwebhook.NewScopeSyncer(kube, mut, PodWebhookName, compute(0, report)),
+		kitwebhook.NewScopeSyncer(kube, val, DeletionWebhookName, compute(1, nil)),
+		kitwebhook.NewScopeSyncer(kube, val, EvictionWebhookName, compute(2, nil)),
 	}
 }
 

@@ -24,11 +24,8 @@ func (h *Handlers) ValidateWorkloadSpread(_ context.Context, req kitwebhook.Requ
 		return kitwebhook.Allowed()
 	}
 	var ws appsv1alpha1.WorkloadSpread
-	if err := req.DecodeObject(&ws); err != nil {
+	if err := req.DecodeNamespacedObject(&ws); err != nil {
 		return kitwebhook.Errored(http.StatusBadRequest, err)
-	}
-	if ws.Namespace == "" {
-		ws.Namespace = req.Namespace
 	}
 	others, err := h.Spreads.WorkloadSpreads(ws.Namespace).List(labels.Everything())
 	if err != nil {

@@ -93,21 +93,15 @@ func (h *Handlers) Register(s *kitwebhook.Server) {
 // subset's affinity, tolerations, patch and annotation. A pod of no
 // WorkloadSpread, or one whose subsets are all full, is admitted unchanged.
 func (h *Handlers) MutatePod(ctx context.Context, req kitwebhook.Request) kitwebhook.Response {
-	if req.Operation != admissionv1.Create || req.SubResource != "" {
-		return kitwebhook.Allowed()
+	pod, resp, ok := kitwebhook.PodCreation(req)
+	if !ok {
+		return resp
 	}
-	var pod corev1.Pod
-	if err := req.DecodeObject(&pod); err != nil {
-		return kitwebhook.Errored(http.StatusBadRequest, err)
-	}
-	if pod.Namespace == "" {
-		pod.Namespace = req.Namespace
-	}
-	ws, err := h.spreadOf(ctx, &pod)
+	ws, err := h.spreadOf(ctx, pod)
 	if err != nil {
 		return kitwebhook.Errored(http.StatusInternalServerError, err)
 	}
-	if ws == nil || !podutil.IsActive(&pod) {
+	if ws == nil || !podutil.IsActive(pod) {
 		return kitwebhook.Allowed()
 	}
 	var adm spread.Admission
@@ -122,10 +116,10 @@ func (h *Handlers) MutatePod(ctx context.Context, req kitwebhook.Request) kitweb
 		klog.FromContext(ctx).V(2).Info("No subset has room: pod admitted unchanged", "workloadSpread", klog.KObj(ws), "pod", pod.Name+pod.GenerateName)
 		return kitwebhook.Allowed()
 	}
-	if err := spread.Inject(&pod, ws, adm.Subset, adm.UID); err != nil {
+	if err := spread.Inject(pod, ws, adm.Subset, adm.UID); err != nil {
 		return kitwebhook.Errored(http.StatusInternalServerError, err)
 	}
-	return kitwebhook.Patched(req.Object.Raw, &pod)
+	return kitwebhook.Patched(req.Object.Raw, pod)
 }
 
 // PodDeletion records the deletion or eviction of a placed pod in its
