@@ -6,10 +6,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/kit/controller"
+	"github.com/flotilla-dev/flotilla/kit/inplace"
 	"github.com/flotilla-dev/flotilla/kit/inplace/inplaceclient"
 	"github.com/flotilla-dev/flotilla/kit/lifecycle"
 )
@@ -66,4 +69,25 @@ func (b *Base) PreDelete(ctx context.Context, owner runtime.Object, lc *pub.Life
 	default:
 		return false, false, nil
 	}
+}
+
+// ConfirmAgentRecord confirms the refusal why on the pod as the API server has it when why is
+// inplace.NotInPlaceNoAgentRecord: the pod cache may trail the node agent's record (a template changed right after
+// the agent recorded the pod), and that refusal recreates the pod, or refuses the update under InPlaceOnly. It
+// returns "" when the live pod (the same UID) carries the record, why otherwise.
+func (b *Base) ConfirmAgentRecord(ctx context.Context, p *corev1.Pod, why string) (string, error) {
+	if why != inplace.NotInPlaceNoAgentRecord {
+		return why, nil
+	}
+	live, err := b.Kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return why, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read pod %s for its node agent record: %w", p.Name, err)
+	}
+	if live.UID == p.UID && live.Annotations[pub.RuntimeContainerMetaKey] != "" {
+		return "", nil
+	}
+	return why, nil
 }

@@ -49,6 +49,10 @@ func (c *Controller) updatePod(ctx context.Context, st *syncState, p *corev1.Pod
 	us := st.cs.Spec.UpdateStrategy
 	if us.Type == appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType || us.Type == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType {
 		spec, why := c.inPlaceSpec(st, p, target)
+		why, err := c.ConfirmAgentRecord(ctx, p, why)
+		if err != nil {
+			return err
+		}
 		if why == "" {
 			return c.updateInPlace(ctx, st, p, target, spec)
 		}

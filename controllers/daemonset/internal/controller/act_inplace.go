@@ -26,6 +26,10 @@ func (c *Controller) updateInPlace(ctx context.Context, st *syncState, pods []*c
 	specs := map[string]inplace.Spec{}
 	for _, p := range pods {
 		spec, why := inPlaceSpec(p, st.History, st.Update, c.Gates.Enabled(features.InPlaceUpdateEnvFromMetadata))
+		why, err := c.ConfirmAgentRecord(ctx, p, why)
+		if err != nil {
+			return nil, err
+		}
 		if why != "" {
 			logger.V(4).Info("Pod cannot be updated in place, recreating it", "pod", klog.KObj(p), "reason", why)
 			recreate = append(recreate, p)

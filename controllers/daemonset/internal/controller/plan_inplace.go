@@ -15,7 +15,8 @@ import (
 // the InPlaceUpdateReady gate (created under InPlaceIfPossible), its
 // revision must still exist, and the change must be images and metadata
 // only (kit/inplace; a change env reads from metadata only with
-// envFromMetadata, the InPlaceUpdateEnvFromMetadata gate).
+// envFromMetadata, the InPlaceUpdateEnvFromMetadata gate). The change is returned with a refusal kit/inplace
+// decides, which the API server's copy of the pod may lift (workload.ConfirmAgentRecord).
 func inPlaceSpec(pod *corev1.Pod, revisions []*appsv1.ControllerRevision, update *appsv1.ControllerRevision, envFromMetadata bool) (inplace.Spec, string) {
 	if !inplace.HasReadinessGate(pod) {
 		return inplace.Spec{}, "the pod has no InPlaceUpdateReady readiness gate"
@@ -31,10 +32,7 @@ func inPlaceSpec(pod *corev1.Pod, revisions []*appsv1.ControllerRevision, update
 		return inplace.Spec{}, "the pod's revision " + label + " is gone"
 	}
 	spec, ok := inplace.Diff(from.Data.Raw, update.Data.Raw)
-	if why := inplace.RefusalForPod(pod, spec, ok, envFromMetadata); why != "" {
-		return inplace.Spec{}, why
-	}
-	return spec, ""
+	return spec, inplace.RefusalForPod(pod, spec, ok, envFromMetadata)
 }
 
 // gatedConditions are the readiness gates this controller injects and

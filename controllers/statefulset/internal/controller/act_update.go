@@ -71,6 +71,10 @@ func (c *Controller) updatePod(ctx context.Context, st *syncState, p *corev1.Pod
 	}
 	if policy != appsv1beta1.RecreatePodUpdateStrategyType {
 		spec, why := c.inPlaceSpec(st, p)
+		why, err := c.ConfirmAgentRecord(ctx, p, why)
+		if err != nil {
+			return err
+		}
 		if why == "" {
 			return c.updateInPlace(ctx, st, p, spec)
 		}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
@@ -150,6 +151,18 @@ func TestSyncRollOut(t *testing.T) {
 				assert.Equal(t, "v2", pod.Annotations["cfg"])
 				assert.Contains(t, pod.Annotations[pub.InPlaceUpdateStateKey], `"updateEnvFromMetadata":true`)
 			}},
+		{name: "KruiseDaemon: the agent's record on the API server, not in the cache yet: in place, not recreated",
+			opts:   []setOpt{inPlaceGate, envReadsAnnotation, podUpdatePolicy(appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType)},
+			change: func(t *corev1.PodTemplateSpec) { t.Annotations["cfg"] = "v2" },
+			setup: func(f fx) {
+				f.gates = map[featuregate.Feature]bool{features.KruiseDaemon: true}
+				f.prepare = func(kube *kubefake.Clientset) {
+					live := f.pod(3).DeepCopy()
+					recordedByAgent(live)
+					require.NoError(f.t, kube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), live, "ns"))
+				}
+			},
+			want: []string{"inplace web-3", "status web-3"}},
 		{name: "KruiseDaemon, but no node agent recorded the pod: InPlaceOnly refuses, as with the gate off",
 			opts:   []setOpt{inPlaceGate, envReadsAnnotation, podUpdatePolicy(appsv1beta1.InPlaceOnlyPodUpdateStrategyType)},
 			change: func(t *corev1.PodTemplateSpec) { t.Annotations["cfg"] = "v2" },
