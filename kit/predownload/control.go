@@ -120,7 +120,9 @@ func (c *Control) createJob(ctx context.Context, w Workload, job *appsv1alpha1.I
 }
 
 // DeleteJobs deletes the ImagePullJobs the owner controls (as the cache
-// shows them).
+// shows them). Each delete carries the cached job's UID as a precondition:
+// a job of the same name made since (a later revision's) is not the one the
+// cache showed, and is left to the sync its creation triggers.
 func (c *Control) DeleteJobs(ctx context.Context, owner metav1.Object) error {
 	jobs, err := controller.Controlled[*appsv1alpha1.ImagePullJob](c.Cache, owner)
 	if err != nil {
@@ -130,7 +132,11 @@ func (c *Control) DeleteJobs(ctx context.Context, owner metav1.Object) error {
 		if job.DeletionTimestamp != nil {
 			continue
 		}
-		if err := c.Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		err := c.Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(job.UID))})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue // gone, or replaced by another job of that name
+		}
+		if err != nil {
 			return fmt.Errorf("delete ImagePullJob %s: %w", job.Name, err)
 		}
 		klog.FromContext(ctx).V(2).Info("Deleted ImagePullJob", "job", klog.KObj(job))

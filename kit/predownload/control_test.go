@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
@@ -26,6 +27,8 @@ import (
 type fakeJobs struct {
 	created   []*appsv1alpha1.ImagePullJob
 	deleted   []string
+	deleteUID []types.UID // the UID precondition of each delete
+	deleteErr map[string]error
 	createErr map[string]error
 }
 
@@ -37,7 +40,15 @@ func (f *fakeJobs) Create(_ context.Context, job *appsv1alpha1.ImagePullJob, _ m
 	return job, nil
 }
 
-func (f *fakeJobs) Delete(_ context.Context, name string, _ metav1.DeleteOptions) error {
+func (f *fakeJobs) Delete(_ context.Context, name string, opts metav1.DeleteOptions) error {
+	var uid types.UID
+	if opts.Preconditions != nil && opts.Preconditions.UID != nil {
+		uid = *opts.Preconditions.UID
+	}
+	f.deleteUID = append(f.deleteUID, uid)
+	if err := f.deleteErr[name]; err != nil {
+		return err
+	}
 	f.deleted = append(f.deleted, name)
 	return nil
 }
@@ -128,7 +139,7 @@ func TestControlIgnoreLabelsRevision(t *testing.T) {
 func TestControlDeletesOwnJobsOnceConverged(t *testing.T) {
 	v1 := rev(t, "web-aaa", []string{"app:v1"})
 	owner := testOwner(nil)
-	own := &appsv1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Name: "web-aaa-c0", Namespace: "ns",
+	own := &appsv1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Name: "web-aaa-c0", Namespace: "ns", UID: "job-uid",
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, cloneSetKind)}}}
 	notController := own.DeepCopy()
 	notController.Name = "shared"
@@ -142,4 +153,27 @@ func TestControlDeletesOwnJobsOnceConverged(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, out)
 	assert.Equal(t, []string{"web-aaa-c0"}, f.jobs.deleted)
+	assert.Equal(t, []types.UID{"job-uid"}, f.jobs.deleteUID, "deleted only if it is still the cached job")
+}
+
+// A job replaced since the cache saw it (the UID precondition fails: 409) or already gone is left alone without
+// an error; any other failure is the sync's error.
+func TestControlDeleteJobsPreconditionFailed(t *testing.T) {
+	owner := testOwner(nil)
+	job := func(name string) *appsv1alpha1.ImagePullJob {
+		return &appsv1alpha1.ImagePullJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name + "-uid"),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, cloneSetKind)}}}
+	}
+	f := newFixture(t, nil, job("replaced"), job("gone"), job("kept"))
+	gr := appsv1alpha1.SchemeGroupVersion.WithResource("imagepulljobs").GroupResource()
+	f.jobs.deleteErr = map[string]error{
+		"replaced": apierrors.NewConflict(gr, "replaced", errors.New("Precondition failed: UID in precondition")),
+		"gone":     apierrors.NewNotFound(gr, "gone"),
+	}
+	require.NoError(t, f.control.DeleteJobs(context.Background(), owner))
+	assert.Equal(t, []string{"kept"}, f.jobs.deleted)
+	assert.ElementsMatch(t, []types.UID{"replaced-uid", "gone-uid", "kept-uid"}, f.jobs.deleteUID)
+
+	f.jobs.deleteErr["kept"] = apierrors.NewForbidden(gr, "kept", errors.New("no"))
+	assert.ErrorContains(t, f.control.DeleteJobs(context.Background(), owner), "delete ImagePullJob kept")
 }
