@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 
@@ -93,8 +94,8 @@ func (w *Webhook) Go(f func(ctx context.Context)) { w.runs = append(w.runs, f) }
 // Serve starts the informer factories, waits for their caches and runs the
 // component and what Go added, with a logger naming the test; it returns
 // once the server is ready and every entry of each of its configurations
-// carries the CA bundle it serves with, that is once the API server can
-// call it. The returned function stops it all (cancels, waits until every
+// carries the CA bundle it serves with and the API server has read them
+// (AwaitInEffect), that is once the API server calls it. The returned function stops it all (cancels, waits until every
 // goroutine has returned, shuts the factories down); it is also called when
 // the test ends, and only its first call has an effect.
 func (w *Webhook) Serve() (stop func()) {
@@ -129,7 +130,21 @@ func (w *Webhook) Serve() (stop func()) {
 	t.Cleanup(stop)
 	testenv.Eventually(t, w.lab.Timeout, func() (bool, error) { return w.Ready() == nil, nil })
 	testenv.Eventually(t, w.lab.Timeout, w.caInjected)
+	for _, kind := range w.kinds() {
+		w.lab.AwaitInEffect(kind) // the API server has read the injected CA bundles
+	}
 	return stop
+}
+
+// kinds are the kinds of the webhook's configurations, each once.
+func (w *Webhook) kinds() []kitwebhook.ConfigKind {
+	var out []kitwebhook.ConfigKind
+	for _, ref := range w.refs {
+		if !slices.Contains(out, ref.Kind) {
+			out = append(out, ref.Kind)
+		}
+	}
+	return out
 }
 
 // caInjected reports whether every entry of each of the webhook's
@@ -208,17 +223,21 @@ func (w *Webhook) Requests(handler string) float64 {
 }
 
 // InstallMutating creates the MutatingWebhookConfiguration c, deleted when
-// the test ends (after a webhook served later has stopped).
+// the test ends (after a webhook served later has stopped), and returns once
+// the API server admits through it (AwaitInEffect).
 func (l *Lab) InstallMutating(c *admissionregistrationv1.MutatingWebhookConfiguration) {
 	l.T.Helper()
 	install(l.T, l.Env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations(), c)
+	l.AwaitInEffect(kitwebhook.Mutating)
 }
 
 // InstallValidating creates the ValidatingWebhookConfiguration c, deleted
-// when the test ends (after a webhook served later has stopped).
+// when the test ends (after a webhook served later has stopped), and
+// returns once the API server admits through it (AwaitInEffect).
 func (l *Lab) InstallValidating(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 	l.T.Helper()
 	install(l.T, l.Env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations(), c)
+	l.AwaitInEffect(kitwebhook.Validating)
 }
 
 // install creates the cluster-scoped obj through client and deletes it when

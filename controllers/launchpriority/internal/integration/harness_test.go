@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -84,20 +83,7 @@ func (h *harness) serveWebhook(policy admissionregistrationv1.FailurePolicyType)
 	h.wh = h.NewWebhook(h.NS, "launchpriority-test", kitwebhook.ConfigRef{Kind: kitwebhook.Mutating, Name: name})
 	h.InstallMutating(h.config(h.wh.URL(webhook.Path), policy))
 	webhook.Register(h.wh.Server)
-	stop = h.wh.Serve()
-	h.waitInEffect(func(p *corev1.Pod, err error) bool { return err == nil && barrierEnv(p)[0] != "" })
-	return stop
-}
-
-// waitInEffect polls dry-run creates of an ordered pod until done says the API server answers them through the
-// configuration just installed: it takes effect once the API server's informer has it, a moment after the create.
-func (h *harness) waitInEffect(done func(*corev1.Pod, error) bool) {
-	h.T.Helper()
-	probe := h.pod("webhook-probe", ordered, nil, "a", "b")
-	testenv.Eventually(h.T, h.Timeout, func() (bool, error) {
-		p, err := h.Env.Kube.CoreV1().Pods(h.NS).Create(context.Background(), probe.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return done(p, err), nil
-	})
+	return h.wh.Serve()
 }
 
 // downWebhook installs the configuration calling a port nothing listens on: the webhook is down.
@@ -105,11 +91,6 @@ func (h *harness) downWebhook(policy admissionregistrationv1.FailurePolicyType) 
 	h.T.Helper()
 	url := "https://127.0.0.1:1/mutate-pod"
 	h.InstallMutating(h.config(&url, policy))
-	if policy == admissionregistrationv1.Fail {
-		h.waitInEffect(func(_ *corev1.Pod, err error) bool {
-			return err != nil && strings.Contains(err.Error(), "failed calling webhook")
-		})
-	}
 }
 
 // pod is a pod of the test's namespace that is never scheduled, with containers named names (busybox, no

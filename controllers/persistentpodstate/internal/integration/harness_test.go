@@ -261,4 +261,5 @@ func testenvEventuallyContains(t *testing.T, h *harness, names []string) {
 		}
 		return true, nil
 	})
+	h.AwaitInEffect(kitwebhook.Mutating)
 }

@@ -149,7 +149,7 @@ func onlyNamespace(sel *metav1.LabelSelector, ns string) *metav1.LabelSelector {
 }
 
 // waitScoped waits until the scope syncers opened the scope to the test's
-// namespace (a budget exists).
+// namespace (a budget exists) and the API server admits through that scope.
 func (h *harness) waitScoped() {
 	h.T.Helper()
 	testenv.Eventually(h.T, waitTimeout, func() (bool, error) {
@@ -164,6 +164,7 @@ func (h *harness) waitScoped() {
 		}
 		return true, nil
 	})
+	h.AwaitInEffect(kitwebhook.Validating)
 }
 
 // newPub builds a budget over pods labelled app=<app> with maxUnavailable.

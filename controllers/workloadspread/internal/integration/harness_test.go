@@ -146,8 +146,9 @@ func onlyNamespace(sel *metav1.LabelSelector, ns string) *metav1.LabelSelector {
 	return out
 }
 
-// waitInScope waits until ws's WebhookInScope condition is True: pods
-// created from then on go through the webhook.
+// waitInScope waits until ws's WebhookInScope condition is True and the API
+// server admits through the scope it reports: pods created from then on go
+// through the webhook.
 func (h *harness) waitInScope(name string) {
 	h.T.Helper()
 	h.spreads.WaitFor(name, "WebhookInScope=True", func(w *appsv1alpha1.WorkloadSpread) bool {
@@ -158,6 +159,8 @@ func (h *harness) waitInScope(name string) {
 		}
 		return false
 	})
+	h.AwaitInEffect(kitwebhook.Mutating)
+	h.AwaitInEffect(kitwebhook.Validating)
 }
 
 // subset is a WorkloadSpread subset on zone (the shared kwok nodes carry

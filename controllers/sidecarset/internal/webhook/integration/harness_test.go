@@ -160,6 +160,7 @@ func (h *harness) scope() string {
 func (h *harness) waitScope(what string, cond func(string) bool) {
 	h.T.Helper()
 	testenv.Eventually(h.T, waitTimeout, func() (bool, error) { return cond(h.scope()), nil })
+	h.AwaitInEffect(kitwebhook.Mutating)
 	h.T.Logf("scope (%s): %s", what, h.scope())
 }
 
