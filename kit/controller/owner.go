@@ -249,6 +249,20 @@ func OnEvery(f func(obj any)) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{AddFunc: f, UpdateFunc: func(_, obj any) { f(obj) }, DeleteFunc: f}
 }
 
+// OnChange is OnEvery without the resyncs: an update whose object kept its resourceVersion (the informer's
+// periodic resync) is not passed on; an update of objects it cannot read is.
+func OnChange(f func(obj any)) cache.ResourceEventHandlerFuncs {
+	h := OnEvery(f)
+	h.UpdateFunc = func(old, obj any) {
+		o, ok1 := ObjectOf(old)
+		n, ok2 := ObjectOf(obj)
+		if !ok1 || !ok2 || o.GetResourceVersion() != n.GetResourceVersion() {
+			f(obj)
+		}
+	}
+	return h
+}
+
 // SelectorMatches reports whether a workload's selector selects an object
 // with these labels, as adoption reads it: an empty or unparsable selector
 // selects nothing (validation rejects both; a cached object may predate it).

@@ -215,6 +215,20 @@ func TestOnEvery(t *testing.T) {
 	assert.Equal(t, []any{a, upd, tomb}, got)
 }
 
+// OnChange passes adds, deletes and updates that changed the object on, and drops resyncs.
+func TestOnChange(t *testing.T) {
+	var got []any
+	h := OnChange(func(obj any) { got = append(got, obj) })
+	a, old, upd := pod("a", "1", nil), pod("b", "1", nil), pod("b", "2", nil)
+	tomb := cache.DeletedFinalStateUnknown{Key: "ns/c"}
+	h.OnAdd(a, false)
+	h.OnUpdate(old, old.DeepCopy()) // a resync
+	h.OnUpdate(old, upd)
+	h.OnUpdate("unreadable", upd)
+	h.OnDelete(tomb)
+	assert.Equal(t, []any{a, upd, upd, tomb}, got)
+}
+
 func TestSelectorMatches(t *testing.T) {
 	lbls := map[string]string{"app": "web"}
 	assert.True(t, SelectorMatches(&metav1.LabelSelector{MatchLabels: lbls}, lbls))

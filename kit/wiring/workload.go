@@ -58,6 +58,12 @@ func AddReconciler[D any, C kitapp.Controller](env *kitapp.Env, what string, new
 	return nil
 }
 
+// Reconciler is the Reconcilers of a binary (WebhookBinary, ReconcilerBinary) that runs one reconciler built
+// from the binary's plain Deps: AddReconciler(env, what, newReconciler, cl.Deps(env)).
+func Reconciler[C kitapp.Controller](what string, newReconciler func(Deps) (C, error)) func(*kitapp.Env, *Clients) error {
+	return func(env *kitapp.Env, cl *Clients) error { return AddReconciler(env, what, newReconciler, cl.Deps(env)) }
+}
+
 // Workload returns the Kubernetes side of d, what kit/workload's skeleton
 // is built from.
 func (d Deps) Workload() workload.Deps {

@@ -73,3 +73,28 @@ func TestAddReconciler(t *testing.T) {
 	assert.EqualError(t, err, "set up the X refusal: boom")
 	assert.Equal(t, []string{"fake"}, env.Controllers(), "nothing added on error")
 }
+
+// Reconciler registers the one reconciler built from the binary's own Deps, or says what failed to set up.
+func TestReconciler(t *testing.T) {
+	newEnv := func() *kitapp.Env {
+		return &kitapp.Env{Env: shell.Env{Name: "x-controller", RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"}},
+			KubeClient: fake.NewClientset()}
+	}
+	var got *fakeReconciler
+	b := Reconcilers(ReconcilerBinary{Name: "x-controller", Reconcilers: Reconciler("X reconciler", func(d Deps) (*fakeReconciler, error) {
+		got = &fakeReconciler{deps: d}
+		return got, nil
+	})})
+	env := newEnv()
+	require.NoError(t, b.Setup(context.Background(), env))
+	require.NotNil(t, got)
+	assert.Same(t, env.KubeClient, got.deps.Kube, "built from the binary's clients")
+	assert.Equal(t, []string{"fake"}, env.Controllers())
+
+	failing := Reconcilers(ReconcilerBinary{Name: "x-controller", Reconcilers: Reconciler("X reconciler", func(Deps) (*fakeReconciler, error) {
+		return nil, errors.New("boom")
+	})})
+	env = newEnv()
+	assert.EqualError(t, failing.Setup(context.Background(), env), "set up X reconciler: boom")
+	assert.Empty(t, env.Controllers())
+}

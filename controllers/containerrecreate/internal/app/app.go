@@ -22,11 +22,9 @@ func Gates() []featuregate.Feature { return Binary().Gates }
 // agent). The gate keeps its default (off); Flotilla's overlay and `make run` pass KruiseDaemon=true.
 func Binary() kitapp.Binary {
 	return wiring.Reconcilers(wiring.ReconcilerBinary{
-		Name:  Name,
-		Gates: []featuregate.Feature{features.KruiseDaemon},
-		Off:   wiring.OffUnless(features.KruiseDaemon),
-		Reconcilers: func(env *kitapp.Env, cl *wiring.Clients) error {
-			return wiring.AddReconciler(env, "ContainerRecreateRequest reconciler", controller.New, cl.Deps(env))
-		},
+		Name:        Name,
+		Gates:       []featuregate.Feature{features.KruiseDaemon},
+		Off:         wiring.OffUnless(features.KruiseDaemon),
+		Reconcilers: wiring.Reconciler("ContainerRecreateRequest reconciler", controller.New),
 	})
 }

@@ -19,12 +19,10 @@ const Name = "launchpriority-controller"
 // feature gate of its own for container launch priority (it comes with its pod webhook): none here either.
 func Binary() kitapp.Binary {
 	return wiring.Webhook(wiring.WebhookBinary{
-		Name: Name,
-		Kind: "container launch priority",
-		Reconcilers: func(env *kitapp.Env, cl *wiring.Clients) error {
-			return wiring.AddReconciler(env, "launch-priority reconciler", controller.New, cl.Deps(env))
-		},
-		Webhooks: setupWebhook,
+		Name:        Name,
+		Kind:        "container launch priority",
+		Reconcilers: wiring.Reconciler("launch-priority reconciler", controller.New),
+		Webhooks:    setupWebhook,
 	})
 }
 

@@ -10,7 +10,6 @@ import (
 	"github.com/flotilla-dev/flotilla/controllers/persistentpodstate/internal/controller"
 	"github.com/flotilla-dev/flotilla/controllers/persistentpodstate/internal/webhook"
 	kitapp "github.com/flotilla-dev/flotilla/kit/app"
-	kitwebhook "github.com/flotilla-dev/flotilla/kit/webhook"
 	"github.com/flotilla-dev/flotilla/kit/wiring"
 )
 
@@ -22,14 +21,10 @@ const Name = "persistentpodstate-controller"
 // adds EnableExternalCerts.
 func Binary() kitapp.Binary {
 	return wiring.Webhook(wiring.WebhookBinary{
-		Name: Name,
-		Kind: "PersistentPodState",
-		Reconcilers: func(env *kitapp.Env, cl *wiring.Clients) error {
-			return wiring.AddReconciler(env, "PersistentPodState reconciler", controller.New, cl.Deps(env))
-		},
-		Webhooks: func(env *kitapp.Env, cl *wiring.Clients, wh kitwebhook.Options) error {
-			return webhook.Setup(env, cl, wh)
-		},
+		Name:        Name,
+		Kind:        "PersistentPodState",
+		Reconcilers: wiring.Reconciler("PersistentPodState reconciler", controller.New),
+		Webhooks:    webhook.Setup,
 	})
 }
 

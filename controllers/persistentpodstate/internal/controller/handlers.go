@@ -32,15 +32,7 @@ var generationAnnotations = []string{appsv1alpha1.AnnotationAutoGeneratePersiste
 //     annotations, and the PersistentPodState targeting it when created,
 //     deleted, being deleted, or changing replicas or reserved ordinals.
 func (c *Controller) addHandlers(states, pods, sets, asts cache.SharedIndexInformer) error {
-	if _, err := states.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.enqueueState(obj) },
-		UpdateFunc: func(o, n any) {
-			if oo, ok := controller.ObjectOf(o); !ok || oo.GetResourceVersion() != resourceVersion(n) {
-				c.enqueueState(n)
-			}
-		},
-		DeleteFunc: func(obj any) { c.enqueueState(obj) },
-	}); err != nil {
+	if _, err := states.AddEventHandler(controller.OnChange(c.enqueueState)); err != nil {
 		return fmt.Errorf("watch PersistentPodStates: %w", err)
 	}
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -63,13 +55,6 @@ func (c *Controller) addHandlers(states, pods, sets, asts cache.SharedIndexInfor
 		}
 	}
 	return nil
-}
-
-func resourceVersion(obj any) string {
-	if o, ok := controller.ObjectOf(obj); ok {
-		return o.GetResourceVersion()
-	}
-	return ""
 }
 
 func (c *Controller) enqueueState(obj any) {

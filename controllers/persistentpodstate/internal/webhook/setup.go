@@ -37,15 +37,5 @@ func Setup(env *kitapp.Env, cl *wiring.Clients, opts kitwebhook.Options) error {
 // TriggerOnChange calls trigger on every PersistentPodState add, delete and
 // change (records move the scope; a resync does not).
 func TriggerOnChange(trigger func()) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { trigger() },
-		UpdateFunc: func(o, n any) {
-			oo, ok1 := controller.ObjectOf(o)
-			no, ok2 := controller.ObjectOf(n)
-			if !ok1 || !ok2 || oo.GetResourceVersion() != no.GetResourceVersion() {
-				trigger()
-			}
-		},
-		DeleteFunc: func(any) { trigger() },
-	}
+	return controller.OnChange(func(any) { trigger() })
 }

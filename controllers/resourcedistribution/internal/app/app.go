@@ -23,11 +23,9 @@ func Gates() []featuregate.Feature { return Binary().Gates }
 // ResourceDistributionGate=true.
 func Binary() kitapp.Binary {
 	return wiring.Reconcilers(wiring.ReconcilerBinary{
-		Name:  Name,
-		Gates: []featuregate.Feature{features.ResourceDistributionGate},
-		Off:   wiring.OffUnless(features.ResourceDistributionGate),
-		Reconcilers: func(env *kitapp.Env, cl *wiring.Clients) error {
-			return wiring.AddReconciler(env, "ResourceDistribution reconciler", controller.New, cl.Deps(env))
-		},
+		Name:        Name,
+		Gates:       []featuregate.Feature{features.ResourceDistributionGate},
+		Off:         wiring.OffUnless(features.ResourceDistributionGate),
+		Reconcilers: wiring.Reconciler("ResourceDistribution reconciler", controller.New),
 	})
 }

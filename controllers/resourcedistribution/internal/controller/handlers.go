@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	appsv1alpha1 "github.com/flotilla-dev/flotilla/apis/apps/v1alpha1"
 	"github.com/flotilla-dev/flotilla/kit/controller"
 )
 
@@ -24,23 +23,15 @@ import (
 //   - a copy's add, update or delete enqueues its controlling distribution (an edited or deleted copy is
 //     restored).
 func (c *Controller) addHandlers(rds, nss, secrets, configMaps cache.SharedIndexInformer) error {
-	if _, err := rds.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.enqueueRD(obj) },
-		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*appsv1alpha1.ResourceDistribution)
-			n, ok2 := newObj.(*appsv1alpha1.ResourceDistribution)
-			if !ok1 || !ok2 || o.ResourceVersion != n.ResourceVersion {
-				c.enqueueRD(newObj)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if o, ok := controller.ObjectOf(obj); ok {
-				c.written.Delete(o.GetUID())
-				c.forget(o.GetName())
-			}
-			c.enqueueRD(obj)
-		},
-	}); err != nil {
+	onRD := controller.OnChange(c.enqueueRD)
+	onRD.DeleteFunc = func(obj any) {
+		if o, ok := controller.ObjectOf(obj); ok {
+			c.written.Delete(o.GetUID())
+			c.forget(o.GetName())
+		}
+		c.enqueueRD(obj)
+	}
+	if _, err := rds.AddEventHandler(onRD); err != nil {
 		return fmt.Errorf("watch ResourceDistributions: %w", err)
 	}
 	if _, err := nss.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -22,14 +22,12 @@ const Name = "workloadspread-controller"
 // turns WorkloadSpread off, as in OpenKruise).
 func Binary() kitapp.Binary {
 	return wiring.Webhook(wiring.WebhookBinary{
-		Name:  Name,
-		Kind:  "WorkloadSpread",
-		Gates: []featuregate.Feature{features.WorkloadSpread, features.PodWebhook},
-		Off:   off,
-		Reconcilers: func(env *kitapp.Env, cl *wiring.Clients) error {
-			return wiring.AddReconciler(env, "WorkloadSpread reconciler", controller.New, cl.Deps(env))
-		},
-		Webhooks: webhook.Setup,
+		Name:        Name,
+		Kind:        "WorkloadSpread",
+		Gates:       []featuregate.Feature{features.WorkloadSpread, features.PodWebhook},
+		Off:         off,
+		Reconcilers: wiring.Reconciler("WorkloadSpread reconciler", controller.New),
+		Webhooks:    webhook.Setup,
 	})
 }
 
