@@ -18,22 +18,10 @@ func (c *Controller) addHandlers(jobInf, niInf, podInf cache.SharedIndexInformer
 	if _, err := jobInf.AddEventHandler(controller.ResourceVersionHandler(c.written, controller.NewKeyHandler(c.Queue))); err != nil {
 		return fmt.Errorf("add ImagePullJob handler: %w", err)
 	}
-	_, err := niInf.AddEventHandler(controller.ResourceVersionHandler(c.niWritten, cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.enqueueSelecting(obj) },
-		UpdateFunc: func(oldObj, newObj any) {
-			o, n := oldObj.(*appsv1beta1.NodeImage), newObj.(*appsv1beta1.NodeImage)
-			c.enqueueOwners(o)
-			c.enqueueOwners(n)
-			if !maps.Equal(o.Labels, n.Labels) {
-				c.enqueueSelecting(n)
-			}
-		},
-		DeleteFunc: c.enqueueSelecting,
-	}))
-	if err != nil {
+	if _, err := niInf.AddEventHandler(c.nodeImageHandler()); err != nil {
 		return fmt.Errorf("add NodeImage handler: %w", err)
 	}
-	_, err = podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.enqueueForPod(obj) },
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
@@ -49,6 +37,27 @@ func (c *Controller) addHandlers(jobInf, niInf, podInf cache.SharedIndexInformer
 		return fmt.Errorf("add pod handler: %w", err)
 	}
 	return nil
+}
+
+// nodeImageHandler maps NodeImage events to jobs: the owners of its tags (their pull status changed), and the
+// unfinished jobs selecting it when it is new, relabelled, removed or its spec changed. A spec change is a tag
+// written by one job (or pruned by the NodeImage reconciler), and another job's sync may be waiting for the cache
+// to show exactly that write (niWritten) before it writes its own tag there: that job owns nothing on this
+// NodeImage yet, so without this it would wait for the expectation to time out (CI saw a job wait so).
+func (c *Controller) nodeImageHandler() cache.ResourceEventHandler {
+	return controller.ResourceVersionHandler(c.niWritten, cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { c.enqueueSelecting(obj) },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, n := oldObj.(*appsv1beta1.NodeImage), newObj.(*appsv1beta1.NodeImage)
+			c.enqueueOwners(o)
+			c.enqueueOwners(n)
+			// generation moves with the spec only (status subresource); the agent's status reports do not.
+			if o.Generation != n.Generation || !maps.Equal(o.Labels, n.Labels) {
+				c.enqueueSelecting(n)
+			}
+		},
+		DeleteFunc: c.enqueueSelecting,
+	})
 }
 
 // enqueueOwners enqueues the jobs a NodeImage's tags name (their pull status changed).

@@ -2,6 +2,7 @@ package imagepulljob
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -429,4 +430,54 @@ func TestSyncNoTargetConfirmedOnAPIServer(t *testing.T) {
 			assert.False(t, a.Matches("list", "nodeimages"), "the cache decides a job that never completes")
 		}
 	})
+}
+
+// Two jobs pulling on one node: the second one synced while the cache still trails the first one's NodeImage
+// write is held back (it must not write over a stale copy), and the informer's event for that write — a spec
+// change, on a NodeImage it owns nothing on yet — brings it back at once rather than when the expectation times
+// out (five minutes). The node agent's status reports (same generation) do not bring back jobs that own nothing there.
+func TestSyncSecondJobWokenByTheFirstJobsNodeImageWrite(t *testing.T) {
+	a := syncJob(nil)
+	b := syncJob(func(j *appsv1beta1.ImagePullJob) { j.Name, j.UID = "j-b", uid("b") })
+	f := newSyncFixture(t, a, nil, stored(nodeImage("n1", nil)))
+	b, err := f.Client.AppsV1beta1().ImagePullJobs("ns").Create(context.Background(), b, metav1.CreateOptions{})
+	require.NoError(t, err)
+	f.Cache(b)
+
+	f.sync(a.Name)
+	require.Equal(t, []string{"update nodeimages n1", "update imagepulljobs/status j-a"}, f.Writes())
+	f.sync(b.Name)
+	assert.Empty(t, f.Writes(), "held back until the cache shows j-a's write")
+
+	queued := func() []string {
+		var keys []string
+		for f.c.Queue.Len() > 0 {
+			k, _ := f.c.Queue.Get()
+			keys = append(keys, k.Name)
+			f.c.Queue.Done(k)
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	obj, _, err := f.niIdx.GetByKey("n1")
+	require.NoError(t, err)
+	before := obj.(*appsv1beta1.NodeImage)
+	after, err := f.Client.AppsV1beta1().NodeImages().Get(context.Background(), "n1", metav1.GetOptions{})
+	require.NoError(t, err)
+	after.Generation = before.Generation + 1 // what the API server does on a spec write (the fake does not)
+	require.NoError(t, f.niIdx.Update(after))
+
+	reported := after.DeepCopy()
+	reported.ResourceVersion += "0"
+	reported.Status.Desired = 1
+	f.c.nodeImageHandler().OnUpdate(before, after)
+	assert.Equal(t, []string{"j-a", "j-b"}, queued(), "the tag's owner and the job waiting for the write")
+	f.c.nodeImageHandler().OnUpdate(after, reported)
+	assert.Equal(t, []string{"j-a"}, queued(), "a status report: the tag's owner only")
+
+	f.sync(b.Name)
+	assert.Equal(t, []string{"update nodeimages n1", "update imagepulljobs/status j-b"}, f.Writes())
+	tag := f.writtenNodeImages()["n1"].Spec.Images["nginx"].Tags[0]
+	assert.Equal(t, int64(1), tag.Version, "j-b takes j-a's tag over for a new round")
+	assert.Equal(t, []corev1.ObjectReference{ownerRef(a), ownerRef(b)}, tag.OwnerReferences)
 }
