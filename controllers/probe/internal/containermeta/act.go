@@ -13,6 +13,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/apis/apps/pub"
 	"github.com/flotilla-dev/flotilla/kit/containermeta"
+	"github.com/flotilla-dev/flotilla/kit/podutil"
 )
 
 // execTimeout bounds the `env` exec used when the runtime does not report a
@@ -33,7 +34,7 @@ func (w *Worker) observe(ctx context.Context, pod *corev1.Pod, todo []corev1.Con
 		if cs.State.Running == nil {
 			continue
 		}
-		c := container(pod, cs.Name)
+		c := podutil.Container(pod, cs.Name)
 		if c == nil {
 			continue
 		}
@@ -131,15 +132,6 @@ func (w *Worker) stop(ctx context.Context, pod *corev1.Pod, r restart) error {
 	w.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s: its env from labels/annotations changed (in-place update)", r.Name)
 	if err := w.runtime.StopContainer(ctx, r.ID, grace); err != nil {
 		return fmt.Errorf("stop container %s (%s) of pod %s/%s: %w", r.Name, r.ID, pod.Namespace, pod.Name, err)
-	}
-	return nil
-}
-
-func container(pod *corev1.Pod, name string) *corev1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
 	}
 	return nil
 }
